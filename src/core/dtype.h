@@ -1,0 +1,45 @@
+// Element types of weights and activations, with their storage geometry (block size, bytes per block).
+// Must not know: file formats (each parser maps its own type codes onto DType).
+#pragma once
+#include <cstdint>
+#include <string_view>
+
+namespace slimkv {
+
+enum class DType : uint8_t { F32, F16, BF16, Q8_0, Q4_0 };
+
+constexpr int64_t kQuantBlock = 32;  // elements per Q8_0 / Q4_0 block
+
+struct Q8_0Block {  // 34 bytes: scale (fp16) + 32 int8
+  uint16_t d;
+  int8_t qs[32];
+};
+struct Q4_0Block {  // 18 bytes: scale (fp16) + 32 nibbles, low nibbles = elements 0..15, high = 16..31
+  uint16_t d;
+  uint8_t qs[16];
+};
+static_assert(sizeof(Q8_0Block) == 34 && sizeof(Q4_0Block) == 18);
+
+constexpr int64_t dtype_block_elems(DType t) { return (t == DType::Q8_0 || t == DType::Q4_0) ? kQuantBlock : 1; }
+constexpr int64_t dtype_block_bytes(DType t) {
+  switch (t) {
+    case DType::F32: return 4;
+    case DType::F16: return 2;
+    case DType::BF16: return 2;
+    case DType::Q8_0: return 34;
+    case DType::Q4_0: return 18;
+  }
+  return 0;
+}
+constexpr std::string_view dtype_name(DType t) {
+  switch (t) {
+    case DType::F32: return "F32";
+    case DType::F16: return "F16";
+    case DType::BF16: return "BF16";
+    case DType::Q8_0: return "Q8_0";
+    case DType::Q4_0: return "Q4_0";
+  }
+  return "?";
+}
+
+}  // namespace slimkv

@@ -1,0 +1,42 @@
+#include "tokenizer/stream_decoder.h"
+
+namespace slimkv {
+
+size_t utf8_complete_prefix(const std::string& s) {
+  size_t n = s.size();
+  // Look back at most 3 bytes for the start of the last character.
+  for (size_t back = 1; back <= 4 && back <= n; ++back) {
+    unsigned char c = static_cast<unsigned char>(s[n - back]);
+    if ((c & 0xC0) == 0x80) continue;  // continuation byte
+    size_t need = (c < 0x80) ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 1;
+    return back >= need ? n : n - back;
+  }
+  return n;  // only continuation bytes: invalid, pass through
+}
+
+std::string StreamDecoder::push(int32_t id) {
+  pending_ += tok_.decode_token(prev_id_, id);
+  prev_id_ = id;
+  size_t ok = utf8_complete_prefix(pending_);
+  std::string out = pending_.substr(0, ok);
+  pending_.erase(0, ok);
+  return out;
+}
+
+std::string StreamDecoder::flush() {
+  std::string out;
+  out.swap(pending_);
+  return out;
+}
+
+std::string Tokenizer::decode(const std::vector<int32_t>& ids) const {
+  std::string out;
+  int32_t prev = -1;
+  for (int32_t id : ids) {
+    out += decode_token(prev, id);
+    prev = id;
+  }
+  return out;
+}
+
+}  // namespace slimkv

@@ -1,0 +1,27 @@
+// Turns a stream of token ids into text that never ends in half a UTF-8 character.
+// Owns: the pending partial bytes. Must not know: which tokenizer family produced the pieces.
+#pragma once
+#include <string>
+
+#include "tokenizer/tokenizer.h"
+
+namespace slimkv {
+
+class StreamDecoder {
+ public:
+  explicit StreamDecoder(const Tokenizer& tok) : tok_(tok) {}
+  // Returns the complete UTF-8 text that becomes available after appending `id`.
+  std::string push(int32_t id);
+  // Whatever is still pending (an incomplete sequence at the end of the stream), as is.
+  std::string flush();
+
+ private:
+  const Tokenizer& tok_;
+  int32_t prev_id_ = -1;
+  std::string pending_;
+};
+
+// Length of the longest prefix of s that ends on a UTF-8 character boundary (an incomplete tail is held back).
+size_t utf8_complete_prefix(const std::string& s);
+
+}  // namespace slimkv

@@ -1,0 +1,46 @@
+// The tokenizer interface every vocabulary family implements (SentencePiece-style, byte-level BPE, HF BPE).
+// Owns: text <-> token ids. Must not know: models, weights or sampling.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace slimkv {
+
+class GgufFile;
+
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+  // add_special: add the vocabulary's BOS (and whatever its convention prepends); false = raw text only,
+  // as llama.cpp's tokenizer test vectors are produced.
+  virtual std::vector<int32_t> encode(std::string_view text, bool add_special) const = 0;
+  // The bytes token `id` contributes to running text when it follows `prev_id` (-1 at the start).
+  // Handles conventions such as "strip the leading space of the first piece after BOS". May be a partial
+  // UTF-8 sequence (byte-fallback tokens); use StreamDecoder to print safely.
+  virtual std::string decode_token(int32_t prev_id, int32_t id) const = 0;
+  virtual int32_t vocab_size() const = 0;
+  int32_t bos_id() const { return bos_id_; }
+  int32_t eos_id() const { return eos_id_; }
+
+  std::string decode(const std::vector<int32_t>& ids) const;  // concatenation of decode_token over ids
+
+ protected:
+  int32_t bos_id_ = -1;
+  int32_t eos_id_ = -1;
+};
+
+// llama2.c tokenizer.bin (run.c conventions: BOS=1, EOS=2, dummy-prefix space, byte fallback <0xNN>).
+std::unique_ptr<Tokenizer> load_llama2c_tokenizer(const std::string& path, int32_t vocab_size);
+std::unique_ptr<Tokenizer> llama2c_tokenizer_from_bytes(std::span<const uint8_t> bytes, int32_t vocab_size,
+                                                        const std::string& what);
+// The vocabulary stored in a GGUF file (tokenizer.ggml.model = llama | gpt2).
+std::unique_ptr<Tokenizer> tokenizer_from_gguf(const GgufFile& gguf);
+// A Hugging Face tokenizer.json (BPE model).
+std::unique_ptr<Tokenizer> load_hf_tokenizer(const std::string& path);
+std::unique_ptr<Tokenizer> hf_tokenizer_from_json(std::string_view json_text, const std::string& what);
+
+}  // namespace slimkv

@@ -1,0 +1,25 @@
+#include "tools/commands.h"
+
+namespace slimkv {
+namespace {
+std::vector<Command>& registry() {
+  static std::vector<Command> cmds;
+  return cmds;
+}
+}  // namespace
+
+void register_commands(CLI::App& app) {
+  add_generate_command(app, registry());
+  add_perplexity_command(app, registry());
+  add_tokenize_command(app, registry());
+  add_bench_command(app, registry());
+}
+
+int run_selected_command(CLI::App& app) {
+  for (auto& c : registry()) {
+    if (c.app->parsed()) return c.run();
+  }
+  return 1;
+}
+
+}  // namespace slimkv

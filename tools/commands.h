@@ -1,0 +1,23 @@
+// Subcommand registry of the `slimkv` binary: each tools/<name>.cpp adds one subcommand and its runner.
+// Must not know: how subcommands work inside.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <vector>
+
+namespace slimkv {
+
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+
+void add_generate_command(CLI::App& app, std::vector<Command>& out);
+void add_perplexity_command(CLI::App& app, std::vector<Command>& out);
+void add_tokenize_command(CLI::App& app, std::vector<Command>& out);
+void add_bench_command(CLI::App& app, std::vector<Command>& out);
+
+void register_commands(CLI::App& app);
+int run_selected_command(CLI::App& app);
+
+}  // namespace slimkv

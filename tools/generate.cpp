@@ -1,0 +1,7 @@
+#include "tools/commands.h"
+namespace slimkv {
+void add_generate_command(CLI::App& app, std::vector<Command>& out) {
+  auto* sub = app.add_subcommand("generate", "TODO");
+  out.push_back({sub, [] { return 0; }});
+}
+}  // namespace slimkv
