@@ -3,6 +3,7 @@
 // Must not know: anything about models, tokens or I/O.
 #pragma once
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <stdexcept>
 #include <string>
 

@@ -1,0 +1,79 @@
+// Scalar reference kernels: plain loops, the ground truth for the SIMD versions.
+#include <cmath>
+
+#include "core/half.h"
+#include "kernels/dot.h"
+
+namespace slimkv {
+namespace {
+
+float dot_f32(const float* a, const float* b, int64_t n) {
+  float s = 0;
+  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+float dot_f16_f32(const uint16_t* a, const float* b, int64_t n) {
+  float s = 0;
+  for (int64_t i = 0; i < n; ++i) s += fp16_to_fp32(a[i]) * b[i];
+  return s;
+}
+
+float dot_q8_0_q8_0(const Q8_0Block* a, const Q8_0Block* b, int64_t nb) {
+  float s = 0;
+  for (int64_t k = 0; k < nb; ++k) {
+    int32_t acc = 0;
+    for (int j = 0; j < 32; ++j) acc += int32_t(a[k].qs[j]) * int32_t(b[k].qs[j]);
+    s += fp16_to_fp32(a[k].d) * fp16_to_fp32(b[k].d) * static_cast<float>(acc);
+  }
+  return s;
+}
+
+float dot_q4_0_q8_0(const Q4_0Block* a, const Q8_0Block* b, int64_t nb) {
+  float s = 0;
+  for (int64_t k = 0; k < nb; ++k) {
+    int32_t acc = 0;
+    for (int j = 0; j < 16; ++j) {
+      acc += (int32_t(a[k].qs[j] & 0x0F) - 8) * int32_t(b[k].qs[j]);
+      acc += (int32_t(a[k].qs[j] >> 4) - 8) * int32_t(b[k].qs[j + 16]);
+    }
+    s += fp16_to_fp32(a[k].d) * fp16_to_fp32(b[k].d) * static_cast<float>(acc);
+  }
+  return s;
+}
+
+void quantize_q8_0(const float* x, Q8_0Block* out, int64_t n) {
+  for (int64_t k = 0; k < n / 32; ++k) {
+    float amax = 0;
+    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[k * 32 + j]));
+    float d = amax / 127.0f;
+    float id = d != 0 ? 1.0f / d : 0.0f;
+    out[k].d = fp32_to_fp16(d);
+    for (int j = 0; j < 32; ++j) out[k].qs[j] = static_cast<int8_t>(std::nearbyint(x[k * 32 + j] * id));
+  }
+}
+
+void axpy(float a, const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
+}  // namespace
+
+const DotKernels kScalarDot = {dot_f32, dot_f16_f32, dot_q8_0_q8_0, dot_q4_0_q8_0, quantize_q8_0, axpy};
+
+const DotKernels& dot_kernels(Isa isa) {
+  switch (isa) {
+    case Isa::Avx512: {
+      static const DotKernels t = [] {  // AVX-512 table borrows the AVX2 quantizer
+        DotKernels k = kAvx512Dot;
+        k.quantize_q8_0 = kAvx2Dot.quantize_q8_0;
+        return k;
+      }();
+      return t;
+    }
+    case Isa::Avx2: return kAvx2Dot;
+    default: return kScalarDot;
+  }
+}
+
+}  // namespace slimkv

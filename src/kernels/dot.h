@@ -1,0 +1,35 @@
+// Dot-product kernels, one table per ISA: the innermost loops of every matmul and attention score.
+// Scalar versions (cpu_scalar.cpp) are the reference; AVX2 / AVX-512 versions are tested against them.
+// Must not know: tensors, layers or threads.
+#pragma once
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "kernels/isa.h"
+
+namespace slimkv {
+
+struct DotKernels {
+  // sum_i a[i] * b[i], n elements
+  float (*f32)(const float* a, const float* b, int64_t n);
+  // sum_i half(a[i]) * b[i]
+  float (*f16_f32)(const uint16_t* a, const float* b, int64_t n);
+  // Q8_0 weights x Q8_0-quantized activations, num_blocks blocks of 32
+  float (*q8_0_q8_0)(const Q8_0Block* a, const Q8_0Block* b, int64_t num_blocks);
+  // Q4_0 weights x Q8_0-quantized activations
+  float (*q4_0_q8_0)(const Q4_0Block* a, const Q8_0Block* b, int64_t num_blocks);
+  // x[n] -> n/32 Q8_0 blocks (n % 32 == 0): d = max|x| / 127, q = round(x / d)
+  void (*quantize_q8_0)(const float* x, Q8_0Block* out, int64_t n);
+  // y[i] += a * x[i]
+  void (*axpy)(float a, const float* x, float* y, int64_t n);
+};
+
+const DotKernels& dot_kernels(Isa isa);
+inline const DotKernels& dot_kernels() { return dot_kernels(active_isa()); }
+
+// Per-ISA tables (defined in cpu_scalar.cpp, cpu_avx2/, cpu_avx512/).
+extern const DotKernels kScalarDot;
+extern const DotKernels kAvx2Dot;
+extern const DotKernels kAvx512Dot;
+
+}  // namespace slimkv

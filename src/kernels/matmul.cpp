@@ -1,0 +1,104 @@
+#include "kernels/matmul.h"
+
+#include <vector>
+
+#include "core/check.h"
+#include "core/half.h"
+#include "kernels/dot.h"
+
+namespace slimkv {
+namespace {
+
+constexpr int64_t kInlineMacs = 1 << 16;  // below this much work a matmul runs on the calling thread
+
+// One row of W against every token.
+template <typename DotRow>
+void run_rows(const WeightView& w, int64_t num_tokens, int64_t rows_out, float* y, ThreadPool* pool,
+              DotRow dot_row) {
+  auto body = [&](int64_t r0, int64_t r1, int32_t) {
+    for (int64_t r = r0; r < r1; ++r) {
+      for (int64_t t = 0; t < num_tokens; ++t) y[t * rows_out + r] = dot_row(r, t);
+    }
+  };
+  int64_t macs = w.rows * w.cols * num_tokens;
+  if (pool == nullptr || macs < kInlineMacs) {
+    body(0, w.rows, 0);
+  } else {
+    pool->parallel_for(w.rows, 16, body);
+  }
+}
+
+}  // namespace
+
+void matmul(const WeightView& w, const float* x, int64_t num_tokens, float* y, ThreadPool* pool, Isa isa) {
+  const DotKernels& k = dot_kernels(isa);
+  const int64_t cols = w.cols;
+  switch (w.dtype) {
+    case DType::F32:
+      run_rows(w, num_tokens, w.rows, y, pool, [&](int64_t r, int64_t t) {
+        return k.f32(static_cast<const float*>(w.data) + r * cols, x + t * cols, cols);
+      });
+      return;
+    case DType::F16:
+      run_rows(w, num_tokens, w.rows, y, pool, [&](int64_t r, int64_t t) {
+        return k.f16_f32(static_cast<const uint16_t*>(w.data) + r * cols, x + t * cols, cols);
+      });
+      return;
+    case DType::Q8_0:
+    case DType::Q4_0: {
+      const int64_t nb = cols / kQuantBlock;
+      thread_local std::vector<Q8_0Block> xq;  // [T, cols/32] quantized activations, reused across calls
+      if (static_cast<int64_t>(xq.size()) < num_tokens * nb) xq.resize(num_tokens * nb);
+      for (int64_t t = 0; t < num_tokens; ++t) k.quantize_q8_0(x + t * cols, xq.data() + t * nb, cols);
+      const Q8_0Block* xqp = xq.data();
+      if (w.dtype == DType::Q8_0) {
+        run_rows(w, num_tokens, w.rows, y, pool, [&](int64_t r, int64_t t) {
+          return k.q8_0_q8_0(static_cast<const Q8_0Block*>(w.data) + r * nb, xqp + t * nb, nb);
+        });
+      } else {
+        run_rows(w, num_tokens, w.rows, y, pool, [&](int64_t r, int64_t t) {
+          return k.q4_0_q8_0(static_cast<const Q4_0Block*>(w.data) + r * nb, xqp + t * nb, nb);
+        });
+      }
+      return;
+    }
+    case DType::BF16:
+      fail("matmul: BF16 weights must be converted to F32 at load time");
+  }
+}
+
+void dequantize_row(const WeightView& w, int64_t r, float* out) {
+  const uint8_t* p = w.row(r);
+  switch (w.dtype) {
+    case DType::F32:
+      for (int64_t i = 0; i < w.cols; ++i) out[i] = reinterpret_cast<const float*>(p)[i];
+      return;
+    case DType::F16:
+      for (int64_t i = 0; i < w.cols; ++i) out[i] = fp16_to_fp32(reinterpret_cast<const uint16_t*>(p)[i]);
+      return;
+    case DType::BF16:
+      for (int64_t i = 0; i < w.cols; ++i) out[i] = bf16_to_fp32(reinterpret_cast<const uint16_t*>(p)[i]);
+      return;
+    case DType::Q8_0: {
+      const auto* b = reinterpret_cast<const Q8_0Block*>(p);
+      for (int64_t k = 0; k < w.cols / 32; ++k) {
+        float d = fp16_to_fp32(b[k].d);
+        for (int j = 0; j < 32; ++j) out[k * 32 + j] = d * b[k].qs[j];
+      }
+      return;
+    }
+    case DType::Q4_0: {
+      const auto* b = reinterpret_cast<const Q4_0Block*>(p);
+      for (int64_t k = 0; k < w.cols / 32; ++k) {
+        float d = fp16_to_fp32(b[k].d);
+        for (int j = 0; j < 16; ++j) {
+          out[k * 32 + j] = d * (int(b[k].qs[j] & 0x0F) - 8);
+          out[k * 32 + j + 16] = d * (int(b[k].qs[j] >> 4) - 8);
+        }
+      }
+      return;
+    }
+  }
+}
+
+}  // namespace slimkv

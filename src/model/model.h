@@ -1,0 +1,55 @@
+// A loaded Llama model: validated hyper-parameters, weight views into mmap'ed files, and its tokenizer.
+// Owns: the mapped files and any converted copies (e.g. BF16 -> F32, norms -> F32).
+// Must not know: KV caches, requests or sampling.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/check.h"
+#include "kernels/matmul.h"
+#include "model/model_config.h"
+#include "tokenizer/tokenizer.h"
+
+namespace slimkv {
+
+struct LayerWeights {
+  const float* attn_norm = nullptr;  // [dim]
+  WeightView wq, wk, wv, wo;         // [q_dim, dim], [kv_dim, dim], [kv_dim, dim], [dim, q_dim]
+  const float* ffn_norm = nullptr;   // [dim]
+  WeightView w1, w2, w3;             // gate [hidden, dim], down [dim, hidden], up [hidden, dim]
+};
+
+struct Model {
+  ModelConfig config;
+  WeightView tok_embd;               // [vocab, dim]
+  std::vector<LayerWeights> layers;  // [num_layers]
+  const float* final_norm = nullptr; // [dim]
+  WeightView output;                 // [vocab, dim] (may alias tok_embd)
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::string path;
+
+  // Storage the views point into.
+  std::vector<std::shared_ptr<const void>> keepalive;
+  std::vector<std::unique_ptr<std::vector<float>>> owned_f32;
+  const float* own_f32(std::vector<float> v);  // keeps v alive, returns its data
+};
+
+struct ModelLoadOptions {
+  std::string model_path;      // llama2.c .bin, .gguf, or a Hugging Face directory
+  std::string tokenizer_path;  // llama2.c tokenizer.bin (optional: searched beside the model)
+};
+
+// Detects the format and loads. Throws Error with one clear line on any problem.
+std::unique_ptr<Model> load_model(const ModelLoadOptions& opts);
+
+// Format-specific loaders (model_loader.cpp dispatches).
+std::unique_ptr<Model> load_llama2c_model(const std::string& path, const std::string& tokenizer_path);
+std::unique_ptr<Model> load_gguf_model(const std::string& path);
+std::unique_ptr<Model> load_hf_model(const std::string& dir);
+
+// Checks a weight's shape and dtype; returns the view (shared by loaders).
+WeightView make_weight(DType dtype, int64_t rows, int64_t cols, const void* data, uint64_t size_bytes,
+                       const std::string& name);
+
+}  // namespace slimkv

@@ -1,0 +1,49 @@
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "core/check.h"
+#include "model/model.h"
+
+namespace slimkv {
+
+const float* Model::own_f32(std::vector<float> v) {
+  owned_f32.push_back(std::make_unique<std::vector<float>>(std::move(v)));
+  return owned_f32.back()->data();
+}
+
+WeightView make_weight(DType dtype, int64_t rows, int64_t cols, const void* data, uint64_t size_bytes,
+                       const std::string& name) {
+  WeightView w{dtype, rows, cols, data};
+  SLIMKV_CHECK(cols % dtype_block_elems(dtype) == 0, "tensor '{}': {} columns are not a multiple of the {} block",
+               name, cols, dtype_name(dtype));
+  uint64_t need = static_cast<uint64_t>(rows) * static_cast<uint64_t>(w.row_bytes());
+  SLIMKV_CHECK(size_bytes == need, "tensor '{}': has {} bytes, expected {} for [{}, {}] {}", name, size_bytes, need,
+               rows, cols, dtype_name(dtype));
+  return w;
+}
+
+std::unique_ptr<Model> load_model(const ModelLoadOptions& opts) {
+  namespace fs = std::filesystem;
+  const std::string& p = opts.model_path;
+  SLIMKV_CHECK(fs::exists(p), "model not found: '{}'", p);
+  std::unique_ptr<Model> m;
+  if (fs::is_directory(p)) {
+    m = load_hf_model(p);
+  } else {
+    char magic[4] = {0, 0, 0, 0};
+    std::ifstream(p, std::ios::binary).read(magic, 4);
+    if (std::memcmp(magic, "GGUF", 4) == 0) {
+      m = load_gguf_model(p);
+    } else if (fs::path(p).filename() == "model.safetensors") {
+      m = load_hf_model(fs::path(p).parent_path().string());
+    } else {
+      m = load_llama2c_model(p, opts.tokenizer_path);
+    }
+  }
+  m->path = p;
+  m->config.validate();
+  return m;
+}
+
+}  // namespace slimkv

@@ -1,0 +1,45 @@
+// Turns one row of logits into a token id: greedy (temperature 0), or temperature + top-k + top-p with a
+// seeded RNG, so the same seed always gives the same tokens. Must not know: models or requests.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/check.h"
+
+namespace slimkv {
+
+struct SamplingParams {
+  float temperature = 0.0f;  // 0 = greedy
+  float top_p = 1.0f;        // (0, 1]
+  int32_t top_k = 0;         // 0 = off
+  uint64_t seed = 0;
+  void validate() const {
+    SLIMKV_CHECK(temperature >= 0.0f && temperature <= 100.0f, "temperature must be in [0, 100] (got {})", temperature);
+    SLIMKV_CHECK(top_p > 0.0f && top_p <= 1.0f, "top-p must be in (0, 1] (got {})", top_p);
+    SLIMKV_CHECK(top_k >= 0, "top-k must be >= 0 (got {})", top_k);
+  }
+};
+
+class Rng {  // xorshift64*, seeded through splitmix64 (seed 0 is fine)
+ public:
+  explicit Rng(uint64_t seed);
+  uint64_t next_u64();
+  float next_f32();  // [0, 1)
+ private:
+  uint64_t state_;
+};
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplingParams& params);
+  int32_t sample(const float* logits, int32_t vocab_size);
+
+ private:
+  SamplingParams params_;
+  Rng rng_;
+  std::vector<std::pair<float, int32_t>> cand_;  // [vocab] scratch, reused
+};
+
+int32_t argmax(const float* x, int32_t n);  // first index of the maximum
+
+}  // namespace slimkv

@@ -1,0 +1,46 @@
+#include "tools/common.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "core/thread_pool.h"
+
+namespace slimkv {
+
+void add_model_flags(CLI::App* app, ModelFlags& f) {
+  app->add_option("-m,--model", f.model, "Model: llama2.c .bin, .gguf, or Hugging Face directory (default: stories260K)");
+  app->add_option("-t,--tokenizer", f.tokenizer, "llama2.c tokenizer.bin (default: found beside the model)");
+  app->add_option("--threads", f.threads, "Worker threads (default: number of cores)")->check(CLI::Range(0, 1024));
+}
+
+std::string default_model_path() {
+  namespace fs = std::filesystem;
+  const char* rel = "shared/models/stories260K/stories260K.bin";
+  std::vector<fs::path> roots;
+  char exe[4096];
+  ssize_t n = ::readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n > 0) {
+    exe[n] = 0;
+    // <repo>/build/slimkv -> <repo>/.. holds shared/
+    roots.push_back(fs::path(exe).parent_path().parent_path().parent_path());
+  }
+  roots.push_back(fs::path(SLIMKV_SOURCE_DIR).parent_path());
+  for (auto& r : roots) {
+    fs::path p = r / rel;
+    if (fs::exists(p)) return p.lexically_normal().string();
+  }
+  fail("no -m given and the default model is absent: expected ../shared/models/stories260K/stories260K.bin next to "
+       "the repository ({})", (roots.back() / rel).lexically_normal().string());
+}
+
+std::unique_ptr<Model> load_model_from_flags(const ModelFlags& f) {
+  ModelLoadOptions o;
+  o.model_path = f.model.empty() ? default_model_path() : f.model;
+  o.tokenizer_path = f.tokenizer;
+  return load_model(o);
+}
+
+int32_t resolve_threads(int32_t flag) { return flag > 0 ? flag : default_num_threads(); }
+
+}  // namespace slimkv

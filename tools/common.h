@@ -1,0 +1,23 @@
+// Flags and helpers shared by subcommands: model/tokenizer/threads flags, default model resolution.
+// Must not know: what each subcommand does with the model.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+
+#include "model/model.h"
+
+namespace slimkv {
+
+struct ModelFlags {
+  std::string model;      // -m: empty = the default model in ../shared/models
+  std::string tokenizer;  // -t
+  int32_t threads = 0;    // 0 = number of cores
+};
+
+void add_model_flags(CLI::App* app, ModelFlags& f);
+std::string default_model_path();  // resolved relative to the repository (the binary's location), not the cwd
+std::unique_ptr<Model> load_model_from_flags(const ModelFlags& f);
+int32_t resolve_threads(int32_t flag);
+
+}  // namespace slimkv
