@@ -33,6 +33,10 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids) const {
   std::string out;
   int32_t prev = -1;
   for (int32_t id : ids) {
+    if (id == bos_id_) {  // BOS marks a start; it prints nothing
+      prev = id;
+      continue;
+    }
     out += decode_token(prev, id);
     prev = id;
   }

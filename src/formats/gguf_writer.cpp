@@ -1,0 +1,133 @@
+#include "formats/gguf_writer.h"
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+
+#include "core/check.h"
+#include "core/half.h"
+
+namespace slimkv {
+namespace {
+
+template <typename T>
+void put(std::vector<uint8_t>& out, T v) {
+  const auto* p = reinterpret_cast<const uint8_t*>(&v);
+  out.insert(out.end(), p, p + sizeof(T));
+}
+void put_str(std::vector<uint8_t>& out, const std::string& s) {
+  put<uint64_t>(out, s.size());
+  out.insert(out.end(), s.begin(), s.end());
+}
+uint32_t ggml_type(DType t) {
+  switch (t) {
+    case DType::F32: return 0;
+    case DType::F16: return 1;
+    case DType::Q4_0: return 2;
+    case DType::Q8_0: return 8;
+    case DType::BF16: return 30;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void GgufWriter::add_u32(const std::string& k, uint32_t v) { put_str(kv_, k); put<uint32_t>(kv_, 4); put(kv_, v); ++num_kv_; }
+void GgufWriter::add_i32(const std::string& k, int32_t v) { put_str(kv_, k); put<uint32_t>(kv_, 5); put(kv_, v); ++num_kv_; }
+void GgufWriter::add_f32(const std::string& k, float v) { put_str(kv_, k); put<uint32_t>(kv_, 6); put(kv_, v); ++num_kv_; }
+void GgufWriter::add_bool(const std::string& k, bool v) { put_str(kv_, k); put<uint32_t>(kv_, 7); put<uint8_t>(kv_, v); ++num_kv_; }
+void GgufWriter::add_string(const std::string& k, const std::string& v) {
+  put_str(kv_, k); put<uint32_t>(kv_, 8); put_str(kv_, v); ++num_kv_;
+}
+void GgufWriter::add_strings(const std::string& k, const std::vector<std::string>& v) {
+  put_str(kv_, k); put<uint32_t>(kv_, 9); put<uint32_t>(kv_, 8); put<uint64_t>(kv_, v.size());
+  for (auto& s : v) put_str(kv_, s);
+  ++num_kv_;
+}
+void GgufWriter::add_f32s(const std::string& k, const std::vector<float>& v) {
+  put_str(kv_, k); put<uint32_t>(kv_, 9); put<uint32_t>(kv_, 6); put<uint64_t>(kv_, v.size());
+  for (float f : v) put(kv_, f);
+  ++num_kv_;
+}
+void GgufWriter::add_i32s(const std::string& k, const std::vector<int32_t>& v) {
+  put_str(kv_, k); put<uint32_t>(kv_, 9); put<uint32_t>(kv_, 5); put<uint64_t>(kv_, v.size());
+  for (int32_t x : v) put(kv_, x);
+  ++num_kv_;
+}
+
+void GgufWriter::add_tensor(const std::string& name, DType dtype, const std::vector<int64_t>& dims, const void* data,
+                            size_t size_bytes) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  tensors_.push_back({name, ggml_type(dtype), dims, std::vector<uint8_t>(p, p + size_bytes)});
+}
+
+std::vector<uint8_t> GgufWriter::bytes(uint32_t alignment) const {
+  std::vector<uint8_t> out;
+  put<uint32_t>(out, 0x46554747);
+  put<uint32_t>(out, 3);
+  put<uint64_t>(out, tensors_.size());
+  put<uint64_t>(out, num_kv_);
+  out.insert(out.end(), kv_.begin(), kv_.end());
+  uint64_t offset = 0;
+  std::vector<uint64_t> offsets;
+  for (auto& t : tensors_) {
+    put_str(out, t.name);
+    put<uint32_t>(out, static_cast<uint32_t>(t.dims.size()));
+    for (int64_t d : t.dims) put<uint64_t>(out, static_cast<uint64_t>(d));
+    put<uint32_t>(out, t.ggml_type);
+    put<uint64_t>(out, offset);
+    offsets.push_back(offset);
+    offset += (t.data.size() + alignment - 1) / alignment * alignment;
+  }
+  out.resize((out.size() + alignment - 1) / alignment * alignment, 0);
+  size_t base = out.size();
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    out.resize(base + offsets[i], 0);
+    out.insert(out.end(), tensors_[i].data.begin(), tensors_[i].data.end());
+  }
+  return out;
+}
+
+void GgufWriter::write(const std::string& path) const {
+  std::vector<uint8_t> b = bytes();
+  std::ofstream f(path, std::ios::binary);
+  SLIMKV_CHECK(f.good(), "cannot write '{}'", path);
+  f.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+  SLIMKV_CHECK(f.good(), "error writing '{}'", path);
+}
+
+std::vector<uint8_t> quantize_rows(DType dtype, const float* x, int64_t n) {
+  SLIMKV_CHECK(n % kQuantBlock == 0, "quantize_rows: {} is not a multiple of 32", n);
+  std::vector<uint8_t> out;
+  for (int64_t k = 0; k < n / kQuantBlock; ++k) {
+    const float* b = x + k * kQuantBlock;
+    if (dtype == DType::Q8_0) {
+      float amax = 0;
+      for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(b[j]));
+      float d = amax / 127.0f, id = d ? 1.0f / d : 0.0f;
+      Q8_0Block q;
+      q.d = fp32_to_fp16(d);
+      for (int j = 0; j < 32; ++j) q.qs[j] = static_cast<int8_t>(std::nearbyint(b[j] * id));
+      put(out, q);
+    } else if (dtype == DType::Q4_0) {  // llama.cpp: d = max / -8 where max is the signed value of largest |x|
+      float amax = 0, mx = 0;
+      for (int j = 0; j < 32; ++j) {
+        if (std::fabs(b[j]) > amax) { amax = std::fabs(b[j]); mx = b[j]; }
+      }
+      float d = mx / -8.0f, id = d ? 1.0f / d : 0.0f;
+      Q4_0Block q;
+      q.d = fp32_to_fp16(d);
+      for (int j = 0; j < 16; ++j) {
+        int lo = std::min(15, static_cast<int>(b[j] * id + 8.5f));
+        int hi = std::min(15, static_cast<int>(b[j + 16] * id + 8.5f));
+        q.qs[j] = static_cast<uint8_t>(lo | (hi << 4));
+      }
+      put(out, q);
+    } else {
+      fail("quantize_rows: {} is not a quantized type", dtype_name(dtype));
+    }
+  }
+  return out;
+}
+
+}  // namespace slimkv

@@ -1,0 +1,44 @@
+// Writes GGUF v3 files (metadata + tensors): used by tests to build fixtures in memory, and by tools that
+// export models (synthetic weights, re-quantized copies). Must not know: llama semantics.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+
+namespace slimkv {
+
+class GgufWriter {
+ public:
+  void add_u32(const std::string& key, uint32_t v);
+  void add_i32(const std::string& key, int32_t v);
+  void add_f32(const std::string& key, float v);
+  void add_bool(const std::string& key, bool v);
+  void add_string(const std::string& key, const std::string& v);
+  void add_strings(const std::string& key, const std::vector<std::string>& v);
+  void add_f32s(const std::string& key, const std::vector<float>& v);
+  void add_i32s(const std::string& key, const std::vector<int32_t>& v);
+  // dims in ggml order (innermost first); data must hold exactly the tensor's bytes.
+  void add_tensor(const std::string& name, DType dtype, const std::vector<int64_t>& dims, const void* data,
+                  size_t size_bytes);
+
+  std::vector<uint8_t> bytes(uint32_t alignment = 32) const;
+  void write(const std::string& path) const;
+
+ private:
+  struct TensorEntry {
+    std::string name;
+    uint32_t ggml_type;
+    std::vector<int64_t> dims;
+    std::vector<uint8_t> data;
+  };
+  std::vector<uint8_t> kv_;  // serialized key/values
+  uint64_t num_kv_ = 0;
+  std::vector<TensorEntry> tensors_;
+};
+
+// Quantizes rows of f32 values (n % 32 == 0) into Q8_0 / Q4_0 blocks, llama.cpp's reference scheme.
+std::vector<uint8_t> quantize_rows(DType dtype, const float* x, int64_t n);
+
+}  // namespace slimkv

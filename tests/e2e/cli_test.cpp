@@ -1,0 +1,123 @@
+// Runs the real `slimkv` binary: exact stdout for generate, one-line errors with non-zero exit codes.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+
+#include "test_paths.h"
+
+namespace slimkv::test {
+namespace {
+
+struct Result {
+  int exit_code;
+  std::string out, err;
+};
+
+Result run(const std::string& args) {
+  std::string err_path = ::testing::TempDir() + "/slimkv_cli_err.txt";
+  std::string cmd = std::string(SLIMKV_BINARY) + " " + args + " 2>" + err_path;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  int status = ::pclose(p);
+  std::ifstream e(err_path);
+  std::string err((std::istreambuf_iterator<char>(e)), {});
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, err};
+}
+
+int count_lines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+TEST(Cli, GenerateDefaultModelPrintsPromptAndGoldenContinuationOnly) {
+  if (!exists(models_dir() + "/stories260K/stories260K.bin")) GTEST_SKIP();
+  Result r = run("generate -p 'Once upon a time' -n 40");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she "
+            "saw a big, red ball.\n");
+  EXPECT_EQ(r.err, "");
+}
+
+TEST(Cli, GenerateFromGgufV1AndVerboseStatsGoToStderr) {
+  std::string m = models_dir() + "/stories260K/tinyllamas-stories-260k-f32.gguf";
+  if (!exists(m)) GTEST_SKIP();
+  Result r = run("generate -m " + m + " -p 'Once upon a time' -n 40 --verbose --threads 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.substr(0, 40), "Once upon a time, there was a little gir");
+  EXPECT_NE(r.err.find("tokens/s"), std::string::npos);
+}
+
+TEST(Cli, SeededSamplingIsReproducible) {
+  if (!exists(models_dir() + "/stories260K/stories260K.bin")) GTEST_SKIP();
+  Result a = run("generate -n 30 --temp 0.9 --top-p 0.9 --seed 42");
+  Result b = run("generate -n 30 --temp 0.9 --top-p 0.9 --seed 42");
+  Result c = run("generate -n 30 --temp 0.9 --top-p 0.9 --seed 43");
+  ASSERT_EQ(a.exit_code, 0);
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(a.out, c.out);
+}
+
+TEST(Cli, UnknownFlagIsOneLineError) {
+  Result r = run("generate --no-such-flag");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("no-such-flag"), std::string::npos);
+}
+
+TEST(Cli, MissingModelFileIsOneLineError) {
+  Result r = run("generate -m /nonexistent/model.gguf -p hi");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "error: model not found: '/nonexistent/model.gguf'\n");
+}
+
+TEST(Cli, PromptLongerThanContextIsOneLineError) {
+  if (!exists(models_dir() + "/stories260K/stories260K.bin")) GTEST_SKIP();
+  std::string prompt;
+  for (int i = 0; i < 300; ++i) prompt += "hello world ";
+  Result r = run("generate -p '" + prompt + "' -n 5");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(count_lines(r.err), 1);
+  EXPECT_NE(r.err.find("context is 512 tokens"), std::string::npos) << r.err;
+}
+
+TEST(Cli, GarbageModelFileIsOneLineError) {
+  std::string path = ::testing::TempDir() + "/garbage.gguf";
+  std::ofstream(path) << "GGUF\x03\0\0\0garbage";
+  Result r = run("generate -m " + path + " -p hi");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(count_lines(r.err), 1);
+  EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
+}
+
+TEST(Cli, PerplexityPrintsGoldenValueAndJson) {
+  if (!exists(models_dir() + "/stories260K/stories260K.bin")) GTEST_SKIP();
+  Result r = run("perplexity -f " + data_dir() + "/tinystories_valid_head.txt --max-tokens 512 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"mean_nll\":1.311"), std::string::npos) << r.out;
+}
+
+TEST(Cli, TokenizeMatchesGoldenIds) {
+  if (!exists(models_dir() + "/stories260K/stories260K.bin")) GTEST_SKIP();
+  Result r = run("tokenize -p 'Once upon a time'");
+  EXPECT_EQ(r.out, "1 403 407 261 378\n");
+  Result nb = run("tokenize --no-bos -p 'Once upon a time'");
+  EXPECT_EQ(nb.out, "403 407 261 378\n");
+}
+
+TEST(Cli, TokenizeAcceptsVocabOnlyGguf) {
+  std::string v = data_dir() + "/tokenizer-tests/ggml-vocab-llama-spm.gguf";
+  if (!exists(v)) GTEST_SKIP();
+  Result r = run("tokenize -m " + v + " --no-bos -p 'Hello world'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "15043 3186\n");
+}
+
+}  // namespace
+}  // namespace slimkv::test

@@ -1,0 +1,165 @@
+// Every optimised kernel against the scalar reference, per ISA this CPU has, with a tolerance per dtype.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "core/half.h"
+#include "core/thread_pool.h"
+#include "kernels/dot.h"
+#include "kernels/matmul.h"
+#include "kernels/ops.h"
+
+namespace slimkv {
+namespace {
+
+std::vector<float> random_vec(int64_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+class DotKernelTest : public ::testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    if (static_cast<int>(GetParam()) > static_cast<int>(detected_isa())) GTEST_SKIP() << "CPU lacks this ISA";
+  }
+  const DotKernels& opt() { return dot_kernels(GetParam()); }
+  const DotKernels& ref() { return kScalarDot; }
+};
+
+TEST_P(DotKernelTest, F32MatchesReferenceForAllLengths) {
+  for (int64_t n : {1, 7, 8, 15, 16, 31, 33, 64, 100, 257, 1024}) {
+    auto a = random_vec(n, 1), b = random_vec(n, 2);
+    float r = ref().f32(a.data(), b.data(), n), o = opt().f32(a.data(), b.data(), n);
+    EXPECT_NEAR(o, r, 1e-4f * std::sqrt(static_cast<float>(n)) + 1e-5f) << "n=" << n;
+  }
+}
+
+TEST_P(DotKernelTest, F16MatchesReference) {
+  for (int64_t n : {1, 9, 16, 40, 128, 1000}) {
+    auto a = random_vec(n, 3), b = random_vec(n, 4);
+    std::vector<uint16_t> h(n);
+    for (int64_t i = 0; i < n; ++i) h[i] = fp32_to_fp16(a[i]);
+    float r = ref().f16_f32(h.data(), b.data(), n), o = opt().f16_f32(h.data(), b.data(), n);
+    EXPECT_NEAR(o, r, 1e-4f * std::sqrt(static_cast<float>(n)) + 1e-5f) << "n=" << n;
+  }
+}
+
+TEST_P(DotKernelTest, QuantizeQ8_0IsBitIdenticalToReference) {
+  auto x = random_vec(256, 5, 3.0f);
+  x[7] = 0.0f;
+  std::vector<Q8_0Block> a(8), b(8);
+  ref().quantize_q8_0(x.data(), a.data(), 256);
+  opt().quantize_q8_0(x.data(), b.data(), 256);
+  for (int k = 0; k < 8; ++k) {
+    EXPECT_EQ(a[k].d, b[k].d);
+    for (int j = 0; j < 32; ++j) EXPECT_EQ(a[k].qs[j], b[k].qs[j]) << k << "," << j;
+  }
+}
+
+TEST_P(DotKernelTest, QuantizedDotsMatchReferenceExactlyUpToFloatRounding) {
+  auto w = random_vec(512, 6), x = random_vec(512, 7);
+  std::vector<Q8_0Block> xq(16), wq8(16);
+  std::vector<Q4_0Block> wq4(16);
+  ref().quantize_q8_0(x.data(), xq.data(), 512);
+  ref().quantize_q8_0(w.data(), wq8.data(), 512);
+  std::mt19937 rng(8);
+  for (auto& blk : wq4) {
+    blk.d = fp32_to_fp16(0.05f);
+    for (auto& q : blk.qs) q = static_cast<uint8_t>(rng() & 0xFF);
+  }
+  float r8 = ref().q8_0_q8_0(wq8.data(), xq.data(), 16), o8 = opt().q8_0_q8_0(wq8.data(), xq.data(), 16);
+  float r4 = ref().q4_0_q8_0(wq4.data(), xq.data(), 16), o4 = opt().q4_0_q8_0(wq4.data(), xq.data(), 16);
+  EXPECT_NEAR(o8, r8, 1e-3f * std::fabs(r8) + 1e-4f);
+  EXPECT_NEAR(o4, r4, 1e-3f * std::fabs(r4) + 1e-4f);
+  // And the quantized dot approximates the float dot (Q8_0 error bound, loose).
+  float exact = ref().f32(w.data(), x.data(), 512);
+  EXPECT_NEAR(r8, exact, 0.02f * std::sqrt(512.0f));
+}
+
+TEST_P(DotKernelTest, AxpyMatchesReference) {
+  auto x = random_vec(77, 9);
+  auto y1 = random_vec(77, 10), y2 = y1;
+  ref().axpy(0.37f, x.data(), y1.data(), 77);
+  opt().axpy(0.37f, x.data(), y2.data(), 77);
+  for (int i = 0; i < 77; ++i) EXPECT_NEAR(y1[i], y2[i], 1e-6f);
+}
+
+TEST_P(DotKernelTest, ThreadedMatmulMatchesSingleThreadedReferenceForEveryDtype) {
+  const int64_t rows = 96, cols = 128, T = 3;
+  auto w = random_vec(rows * cols, 11), x = random_vec(T * cols, 12);
+  std::vector<uint16_t> w16(rows * cols);
+  for (size_t i = 0; i < w16.size(); ++i) w16[i] = fp32_to_fp16(w[i]);
+  std::vector<Q8_0Block> w8(rows * cols / 32);
+  kScalarDot.quantize_q8_0(w.data(), w8.data(), rows * cols);
+  ThreadPool pool(2);
+  struct Case { DType dt; const void* data; float tol; };
+  for (Case c : {Case{DType::F32, w.data(), 1e-4f}, Case{DType::F16, w16.data(), 1e-4f},
+                 Case{DType::Q8_0, w8.data(), 1e-3f}}) {
+    WeightView wv{c.dt, rows, cols, c.data};
+    std::vector<float> y_ref(T * rows), y_opt(T * rows);
+    matmul(wv, x.data(), T, y_ref.data(), nullptr, Isa::Scalar);
+    matmul(wv, x.data(), T, y_opt.data(), &pool, GetParam());
+    for (int64_t i = 0; i < T * rows; ++i) {
+      ASSERT_NEAR(y_opt[i], y_ref[i], c.tol * (1 + std::fabs(y_ref[i]))) << dtype_name(c.dt) << " i=" << i;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllIsas, DotKernelTest, ::testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx512),
+                         [](const auto& info) { return std::string(isa_name(info.param)); });
+
+TEST(OpsTest, RopeLayoutsRotatePairsAndPreserveNorm) {
+  RopeTable inter, half;
+  inter.init(16, 8, 8, 10000.0f, RopeLayout::Interleaved);
+  half.init(16, 8, 8, 10000.0f, RopeLayout::RotateHalf);
+  std::vector<float> a = {1, 2, 3, 4, 5, 6, 7, 8};
+  // Interleaved at pos p rotates (x0, x1) by p * 1 radian.
+  auto b = a;
+  inter.apply(b.data(), 1, 3);
+  EXPECT_NEAR(b[0], std::cos(3.0f) * 1 - std::sin(3.0f) * 2, 1e-5f);
+  EXPECT_NEAR(b[1], std::sin(3.0f) * 1 + std::cos(3.0f) * 2, 1e-5f);
+  // Rotate-half pairs x0 with x4.
+  auto c = a;
+  half.apply(c.data(), 1, 3);
+  EXPECT_NEAR(c[0], std::cos(3.0f) * 1 - std::sin(3.0f) * 5, 1e-5f);
+  EXPECT_NEAR(c[4], std::cos(3.0f) * 5 + std::sin(3.0f) * 1, 1e-5f);
+  float na = 0, nb = 0, nc = 0;
+  for (int i = 0; i < 8; ++i) { na += a[i] * a[i]; nb += b[i] * b[i]; nc += c[i] * c[i]; }
+  EXPECT_NEAR(na, nb, 1e-3f);
+  EXPECT_NEAR(na, nc, 1e-3f);
+}
+
+TEST(OpsTest, AttentionOverOneTokenReturnsItsValue) {
+  std::vector<float> q = {1, 0}, k = {0.5f, 0.5f}, v = {3, -2}, scores(1), out(2);
+  attend_head(q.data(), k.data(), v.data(), 2, 1, 2, 1.0f, scores.data(), out.data());
+  EXPECT_FLOAT_EQ(out[0], 3);
+  EXPECT_FLOAT_EQ(out[1], -2);
+}
+
+TEST(OpsTest, RmsnormAndSoftmaxReference) {
+  std::vector<float> x = {3, 4}, w = {1, 2}, out(2);
+  rmsnorm(out.data(), x.data(), w.data(), 2, 0.0f);
+  float s = 1.0f / std::sqrt(12.5f);
+  EXPECT_NEAR(out[0], 3 * s, 1e-6f);
+  EXPECT_NEAR(out[1], 8 * s, 1e-6f);
+  std::vector<float> l = {1, 2, 3};
+  softmax(l.data(), 3);
+  EXPECT_NEAR(l[0] + l[1] + l[2], 1.0f, 1e-6f);
+  EXPECT_NEAR(l[2] / l[1], std::exp(1.0f), 1e-4f);
+}
+
+TEST(HalfTest, RoundTripsAndRoundsToNearestEven) {
+  for (float f : {0.0f, 1.0f, -2.5f, 65504.0f, 6.1e-5f, 1e-7f}) {
+    EXPECT_NEAR(fp16_to_fp32(fp32_to_fp16(f)), f, std::fabs(f) * 1e-3f + 6e-8f) << f;
+  }
+  EXPECT_EQ(fp32_to_fp16(1.0f), 0x3C00);
+  EXPECT_EQ(fp32_to_fp16(1.0f + 1.0f / 2048), 0x3C00);  // tie -> even
+  EXPECT_TRUE(std::isinf(fp16_to_fp32(fp32_to_fp16(1e6f))));
+}
+
+}  // namespace
+}  // namespace slimkv

@@ -1,0 +1,57 @@
+// Test helpers: load a model from ../shared and run greedy generation / teacher-forced NLL in-process.
+#pragma once
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "core/mapped_file.h"
+#include "model/llama_forward.h"
+#include "runner/generator.h"
+#include "test_paths.h"
+
+namespace slimkv::test {
+
+inline std::unique_ptr<Model> load(const std::string& path, const std::string& tok = "") {
+  ModelLoadOptions o;
+  o.model_path = path;
+  o.tokenizer_path = tok;
+  return load_model(o);
+}
+
+inline std::vector<int32_t> greedy(const Model& m, const std::vector<int32_t>& prompt, int32_t n,
+                                   ThreadPool* pool = nullptr) {
+  LlamaForward fwd(m, pool);
+  GenerateOptions o;
+  o.max_new_tokens = n;
+  o.stop_at_eos = false;
+  std::vector<int32_t> out;
+  generate(fwd, prompt, o, [&](int32_t id) {
+    out.push_back(id);
+    return true;
+  });
+  return out;
+}
+
+inline double mean_nll(const Model& m, const std::vector<int32_t>& ids) {
+  LlamaForward fwd(m, nullptr);
+  ContiguousKvCache cache(m.config, static_cast<int32_t>(ids.size()));
+  std::vector<float> logits(ids.size() * m.config.vocab_size);
+  fwd.forward(ids, 0, cache, true, logits.data());
+  double nll = 0;
+  for (size_t t = 0; t + 1 < ids.size(); ++t) {
+    const float* row = logits.data() + t * m.config.vocab_size;
+    double mx = row[0], sum = 0;
+    for (int32_t i = 0; i < m.config.vocab_size; ++i) mx = std::max<double>(mx, row[i]);
+    for (int32_t i = 0; i < m.config.vocab_size; ++i) sum += std::exp(row[i] - mx);
+    nll += std::log(sum) + mx - row[ids[t + 1]];
+  }
+  return nll / static_cast<double>(ids.size() - 1);
+}
+
+inline nlohmann::json golden() {
+  return nlohmann::json::parse(read_text_file(models_dir() + "/golden_reference.json"));
+}
+
+#define SKIP_IF_MISSING(path) \
+  if (!::slimkv::test::exists(path)) GTEST_SKIP() << "missing " << (path)
+
+}  // namespace slimkv::test

@@ -1,0 +1,197 @@
+// Malformed model files give one clear slimkv::Error, never a crash, a hang or a huge allocation.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <unistd.h>
+
+#include "core/check.h"
+#include "formats/gguf_file.h"
+#include "formats/gguf_writer.h"
+#include "formats/safetensors_file.h"
+#include "model/model.h"
+#include "test_paths.h"
+
+namespace slimkv {
+namespace {
+
+std::string expect_error(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected slimkv::Error";
+  return "";
+}
+
+std::vector<uint8_t> small_gguf() {
+  GgufWriter w;
+  w.add_string("general.architecture", "llama");
+  w.add_u32("llama.embedding_length", 32);
+  std::vector<float> t(32 * 4, 0.5f);
+  w.add_tensor("token_embd.weight", DType::F32, {32, 4}, t.data(), t.size() * 4);
+  return w.bytes();
+}
+
+GgufFile* parse(const std::vector<uint8_t>& b) {
+  static std::unique_ptr<GgufFile> keep;
+  keep = GgufFile::from_bytes(b, "test.gguf");
+  return keep.get();
+}
+
+TEST(BadGguf, ValidFileParses) {
+  auto* g = parse(small_gguf());
+  EXPECT_EQ(g->version(), 3u);
+  EXPECT_EQ(g->get_int("llama.embedding_length"), 32);
+  ASSERT_NE(g->find_tensor("token_embd.weight"), nullptr);
+  EXPECT_EQ(g->find_tensor("token_embd.weight")->size_bytes, 32u * 4 * 4);
+}
+
+TEST(BadGguf, WrongMagic) {
+  auto b = small_gguf();
+  b[0] = 'X';
+  EXPECT_NE(expect_error([&] { parse(b); }).find("bad magic"), std::string::npos);
+}
+
+TEST(BadGguf, EveryTruncationIsAnErrorNotACrash) {
+  auto b = small_gguf();
+  for (size_t n = 0; n < b.size(); n += 3) {
+    std::vector<uint8_t> cut(b.begin(), b.begin() + n);
+    EXPECT_THROW(parse(cut), Error) << "length " << n;
+  }
+}
+
+TEST(BadGguf, AbsurdTensorCount) {
+  auto b = small_gguf();
+  uint64_t huge = 1ull << 60;
+  std::memcpy(b.data() + 8, &huge, 8);
+  EXPECT_NE(expect_error([&] { parse(b); }).find("absurd"), std::string::npos);
+}
+
+TEST(BadGguf, AbsurdStringLength) {
+  auto b = small_gguf();
+  uint64_t huge = 1ull << 62;
+  std::memcpy(b.data() + 24, &huge, 8);  // length of the first key
+  EXPECT_THROW(parse(b), Error);
+}
+
+TEST(BadGguf, UnsupportedTensorTypeIsNamed) {
+  GgufWriter w;
+  std::vector<uint8_t> data(144, 0);
+  w.add_tensor("blk.0.attn_q.weight", DType::F32, {32, 1}, data.data(), 128);
+  auto b = w.bytes();
+  // Patch the ggml type (F32=0) to Q4_K (12): it sits right before the 8-byte offset of the only tensor.
+  size_t pos = 24 + 8 + std::strlen("blk.0.attn_q.weight") + 4 + 16;
+  uint32_t q4k = 12;
+  std::memcpy(b.data() + pos, &q4k, 4);
+  std::string msg = expect_error([&] { parse(b); });
+  EXPECT_NE(msg.find("unsupported tensor type Q4_K"), std::string::npos) << msg;
+}
+
+TEST(BadGguf, DuplicateKeysAndTensorsAreRejected) {
+  GgufWriter w;
+  w.add_u32("a", 1);
+  w.add_u32("a", 2);
+  EXPECT_NE(expect_error([&] { parse(w.bytes()); }).find("duplicate"), std::string::npos);
+  GgufWriter t;
+  float x[32] = {};
+  t.add_tensor("w", DType::F32, {32}, x, sizeof(x));
+  t.add_tensor("w", DType::F32, {32}, x, sizeof(x));
+  EXPECT_NE(expect_error([&] { parse(t.bytes()); }).find("duplicate"), std::string::npos);
+}
+
+TEST(BadGguf, TensorDataBeyondEndOfFile) {
+  auto b = small_gguf();
+  b.resize(b.size() - 16);
+  EXPECT_NE(expect_error([&] { parse(b); }).find("beyond the end"), std::string::npos);
+}
+
+TEST(BadGguf, HugeDimensionsOverflowCheckedNotAllocated) {
+  GgufWriter w;
+  float x[32] = {};
+  w.add_tensor("w", DType::F32, {1ll << 40, 1ll << 40, 1ll << 40}, x, sizeof(x));
+  EXPECT_THROW(parse(w.bytes()), Error);
+}
+
+TEST(BadSafetensors, MalformedHeadersAreErrors) {
+  auto make = [](const std::string& header, size_t data_bytes) {
+    std::vector<uint8_t> b(8);
+    uint64_t n = header.size();
+    std::memcpy(b.data(), &n, 8);
+    b.insert(b.end(), header.begin(), header.end());
+    b.resize(b.size() + data_bytes, 0);
+    return b;
+  };
+  auto ok = make(R"({"w":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]}})", 16);
+  EXPECT_EQ(SafetensorsFile::from_bytes(ok, "ok")->tensors().size(), 1u);
+  EXPECT_THROW(SafetensorsFile::from_bytes(make(R"({"w":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]}})", 8), "t"), Error);
+  EXPECT_THROW(SafetensorsFile::from_bytes(make(R"({"w":{"dtype":"F32","shape":[3,2],"data_offsets":[0,16]}})", 16), "t"), Error);
+  EXPECT_THROW(SafetensorsFile::from_bytes(make(R"({"w":{"dtype":"I64","shape":[2],"data_offsets":[0,16]}})", 16), "t"), Error);
+  EXPECT_THROW(SafetensorsFile::from_bytes(make(R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,16]}})", 16), "t"), Error);
+  EXPECT_THROW(SafetensorsFile::from_bytes(make("{not json", 0), "t"), Error);
+  EXPECT_THROW(SafetensorsFile::from_bytes(make("[]", 0), "t"), Error);
+  std::vector<uint8_t> huge(16, 0xFF);
+  EXPECT_THROW(SafetensorsFile::from_bytes(huge, "t"), Error);
+}
+
+class TempFile {
+ public:
+  explicit TempFile(const std::vector<uint8_t>& bytes) {
+    path_ = (std::filesystem::temp_directory_path() / ("slimkv_test_" + std::to_string(::getpid()) + "_" +
+                                                        std::to_string(counter_++))).string();
+    std::ofstream(path_, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  }
+  ~TempFile() { std::filesystem::remove(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  static inline int counter_ = 0;
+};
+
+TEST(BadLlama2c, TruncatedAndWrongHeadersAreErrors) {
+  std::string real = test::models_dir() + "/stories260K/stories260K.bin";
+  std::string tok = test::models_dir() + "/stories260K/tok512.bin";
+  if (!test::exists(real)) GTEST_SKIP();
+  std::ifstream in(real, std::ios::binary);
+  std::vector<uint8_t> b((std::istreambuf_iterator<char>(in)), {});
+  for (size_t n : {size_t(0), size_t(10), size_t(28), b.size() / 2, b.size() - 1}) {
+    TempFile f(std::vector<uint8_t>(b.begin(), b.begin() + n));
+    EXPECT_THROW(load_llama2c_model(f.path(), tok), Error) << n;
+  }
+  auto bad = b;
+  int32_t heads = 7;  // 64 not divisible by 7
+  std::memcpy(bad.data() + 12, &heads, 4);
+  TempFile f1(bad);
+  EXPECT_THROW(load_llama2c_model(f1.path(), tok), Error);
+  bad = b;
+  int32_t huge = 1 << 30;
+  std::memcpy(bad.data() + 20, &huge, 4);  // vocab
+  TempFile f2(bad);
+  EXPECT_THROW(load_llama2c_model(f2.path(), tok), Error);
+}
+
+TEST(BadLlama2c, TruncatedTokenizerIsAnError) {
+  std::string tok = test::models_dir() + "/stories260K/tok512.bin";
+  if (!test::exists(tok)) GTEST_SKIP();
+  std::ifstream in(tok, std::ios::binary);
+  std::vector<uint8_t> b((std::istreambuf_iterator<char>(in)), {});
+  for (size_t n : {size_t(0), size_t(3), size_t(100), b.size() - 1}) {
+    std::span<const uint8_t> s(b.data(), n);
+    EXPECT_THROW(llama2c_tokenizer_from_bytes(s, 512, "tok"), Error) << n;
+  }
+}
+
+TEST(BadModelPath, MissingFileAndDirectoryWithoutConfig) {
+  ModelLoadOptions o;
+  o.model_path = "/nonexistent/model.bin";
+  EXPECT_NE(expect_error([&] { load_model(o); }).find("not found"), std::string::npos);
+  o.model_path = std::filesystem::temp_directory_path().string();
+  EXPECT_NE(expect_error([&] { load_model(o); }).find("config.json"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace slimkv
