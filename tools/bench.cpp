@@ -1,7 +1,134 @@
+// `slimkv bench`: single-stream prefill and decode tokens/s for real models (../shared/models) and
+// synthetic shapes, at each thread count, medians of --repeats runs. A benchmark, not a test.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "model/llama_forward.h"
+#include "model/synthetic_model.h"
 #include "tools/commands.h"
+#include "tools/common.h"
+
 namespace slimkv {
-void add_bench_command(CLI::App& app, std::vector<Command>& out) {
-  auto* sub = app.add_subcommand("bench", "TODO");
-  out.push_back({sub, [] { return 0; }});
+namespace {
+
+struct BenchFlags {
+  std::vector<std::string> models;     // paths; default: the shared models
+  std::vector<std::string> synthetic;  // shape names
+  std::vector<std::string> dtypes = {"f32"};
+  std::vector<int32_t> threads = {1, 2};
+  int32_t prompt_len = 128, gen_len = 128, repeats = 5;
+  bool json = false;
+};
+
+DType parse_dtype(const std::string& s) {
+  if (s == "f32") return DType::F32;
+  if (s == "f16") return DType::F16;
+  if (s == "q8_0") return DType::Q8_0;
+  if (s == "q4_0") return DType::Q4_0;
+  fail("unknown weight dtype '{}' (f32, f16, q8_0, q4_0)", s);
 }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+struct Row {
+  std::string model;
+  int32_t threads;
+  double pp_tps, tg_tps;
+};
+
+Row bench_one(const Model& m, const std::string& label, int32_t threads, const BenchFlags& f) {
+  using clock = std::chrono::steady_clock;
+  ThreadPool pool(threads);
+  LlamaForward fwd(m, &pool);
+  const ModelConfig& c = m.config;
+  // As llama-bench: pp = one forward of P prompt tokens from an empty cache; tg = N single-token decode
+  // steps from an empty cache.
+  int32_t pp = std::min(f.prompt_len, c.max_seq_len), tg = std::min(f.gen_len, c.max_seq_len);
+  ContiguousKvCache cache(c, std::max(pp, tg));
+  std::vector<float> logits(c.vocab_size);
+  std::vector<int32_t> prompt(pp);
+  for (int32_t i = 0; i < pp; ++i) prompt[i] = (i * 7919 + 1) % c.vocab_size;
+  std::vector<double> pps, tgs;
+  for (int32_t r = 0; r < f.repeats + 1; ++r) {  // first run warms up
+    auto t0 = clock::now();
+    fwd.forward(prompt, 0, cache, false, logits.data());
+    auto t1 = clock::now();
+    int32_t tok = 1 % c.vocab_size;
+    for (int32_t i = 0; i < tg; ++i) {
+      int32_t one[1] = {tok};
+      fwd.forward(one, i, cache, false, logits.data());
+      tok = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    }
+    auto t2 = clock::now();
+    if (r == 0) continue;
+    pps.push_back(pp / std::chrono::duration<double>(t1 - t0).count());
+    tgs.push_back(tg / std::chrono::duration<double>(t2 - t1).count());
+  }
+  return {label, threads, median(pps), median(tgs)};
+}
+
+int run_bench(const BenchFlags& f) {
+  std::vector<std::pair<std::string, std::unique_ptr<Model>>> models;
+  std::vector<std::string> paths = f.models;
+  if (paths.empty() && f.synthetic.empty()) {
+    std::string dir = std::filesystem::path(default_model_path()).parent_path().parent_path().string();
+    for (const char* p : {"stories260K/stories260K.bin", "stories260K/stories260K.gguf", "tinystories-656k",
+                          "babyllama-char105/model5000.bin", "aidreams260K/aidreams260K.bin", "kjv-1k/model.bin"}) {
+      if (std::filesystem::exists(dir + "/" + p)) paths.push_back(dir + "/" + p);
+    }
+  }
+  for (const auto& p : paths) {
+    ModelFlags mf;
+    mf.model = p;
+    std::filesystem::path fp(p);
+    std::string label = std::filesystem::is_directory(fp) ? fp.filename().string()
+                                                          : (fp.parent_path().filename() / fp.filename()).string();
+    models.emplace_back(label, load_model_from_flags(mf));
+  }
+  for (const auto& s : f.synthetic) {
+    for (const auto& d : f.dtypes) models.emplace_back(s + " " + d + " (random weights)", make_synthetic_model(s, parse_dtype(d)));
+  }
+  nlohmann::json rows = nlohmann::json::array();
+  if (!f.json) {
+    std::printf("isa %s, pp%d / tg%d (each from an empty cache, as llama-bench), median of %d runs\n",
+                std::string(isa_name(active_isa())).c_str(), f.prompt_len, f.gen_len, f.repeats);
+    std::printf("| model | threads | pp tokens/s | tg tokens/s |\n|---|---|---|---|\n");
+  }
+  for (auto& [label, m] : models) {
+    for (int32_t t : f.threads) {
+      Row r = bench_one(*m, label, t, f);
+      if (f.json) {
+        rows.push_back({{"model", r.model}, {"threads", r.threads}, {"prefill_tps", r.pp_tps}, {"decode_tps", r.tg_tps}});
+      } else {
+        std::printf("| %s | %d | %.0f | %.0f |\n", r.model.c_str(), r.threads, r.pp_tps, r.tg_tps);
+        std::fflush(stdout);
+      }
+    }
+  }
+  if (f.json) std::printf("%s\n", rows.dump(1).c_str());
+  return 0;
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app, std::vector<Command>& out) {
+  auto f = std::make_shared<BenchFlags>();
+  auto* sub = app.add_subcommand("bench", "Single-stream prefill/decode speed (a benchmark, not a test)");
+  sub->add_option("-m,--model", f->models, "Model paths (default: every model in ../shared/models)");
+  sub->add_option("--synthetic", f->synthetic, "Synthetic shapes: llama-260k, llama-15m, llama-110m, llama-1b");
+  sub->add_option("--dtype", f->dtypes, "Weight dtypes for synthetic shapes: f32 f16 q8_0 q4_0");
+  sub->add_option("--threads", f->threads, "Thread counts to measure")->check(CLI::Range(1, 1024));
+  sub->add_option("-p,--prompt-len", f->prompt_len, "Prompt tokens (prefill)")->check(CLI::Range(1, 1 << 20));
+  sub->add_option("-n,--gen-len", f->gen_len, "Generated tokens (decode)")->check(CLI::Range(1, 1 << 20));
+  sub->add_option("-r,--repeats", f->repeats, "Runs per row (median)")->check(CLI::Range(1, 1000));
+  sub->add_flag("--json", f->json, "Print JSON");
+  out.push_back({sub, [f] { return run_bench(*f); }});
+}
+
 }  // namespace slimkv

@@ -57,9 +57,25 @@ void axpy(float a, const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
+void attend(const float* q, const float* k_rows, const float* v_rows, int64_t stride, int64_t num_ctx,
+            int32_t head_dim, float scale, float* scores, float* out) {
+  float mx = -INFINITY;
+  for (int64_t t = 0; t < num_ctx; ++t) {
+    scores[t] = dot_f32(q, k_rows + t * stride, head_dim) * scale;
+    mx = std::max(mx, scores[t]);
+  }
+  float sum = 0;
+  for (int64_t t = 0; t < num_ctx; ++t) {
+    scores[t] = std::exp(scores[t] - mx);
+    sum += scores[t];
+  }
+  for (int32_t d = 0; d < head_dim; ++d) out[d] = 0;
+  for (int64_t t = 0; t < num_ctx; ++t) axpy(scores[t] / sum, v_rows + t * stride, out, head_dim);
+}
+
 }  // namespace
 
-const DotKernels kScalarDot = {dot_f32, dot_f16_f32, dot_q8_0_q8_0, dot_q4_0_q8_0, quantize_q8_0, axpy};
+const DotKernels kScalarDot = {dot_f32, dot_f16_f32, dot_q8_0_q8_0, dot_q4_0_q8_0, quantize_q8_0, axpy, attend};
 
 const DotKernels& dot_kernels(Isa isa) {
   switch (isa) {
@@ -67,6 +83,7 @@ const DotKernels& dot_kernels(Isa isa) {
       static const DotKernels t = [] {  // AVX-512 table borrows the AVX2 quantizer
         DotKernels k = kAvx512Dot;
         k.quantize_q8_0 = kAvx2Dot.quantize_q8_0;
+        k.attend = kAvx2Dot.attend;
         return k;
       }();
       return t;

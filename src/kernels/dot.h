@@ -22,6 +22,10 @@ struct DotKernels {
   void (*quantize_q8_0)(const float* x, Q8_0Block* out, int64_t n);
   // y[i] += a * x[i]
   void (*axpy)(float a, const float* x, float* y, int64_t n);
+  // One query head over num_ctx cached rows: out[head_dim] = softmax(q·K^T * scale) · V.
+  // k_rows/v_rows: row 0 of K and V, rows `stride` floats apart. scores: scratch of num_ctx floats.
+  void (*attend)(const float* q, const float* k_rows, const float* v_rows, int64_t stride, int64_t num_ctx,
+                 int32_t head_dim, float scale, float* scores, float* out);
 };
 
 const DotKernels& dot_kernels(Isa isa);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cpuid.h>
 
 namespace slimkv {
 namespace {
@@ -11,7 +12,9 @@ std::atomic<int> g_override{-1};
 Isa detected_isa() {
   static const Isa isa = [] {
     __builtin_cpu_init();
-    bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29));  // clang 14 lacks "f16c" here
+    bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
     bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                   __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
                   __builtin_cpu_supports("avx512vnni");

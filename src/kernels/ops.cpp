@@ -77,11 +77,7 @@ void swiglu(float* gate, const float* up, int64_t n) {
 
 void attend_head(const float* q, const float* k_rows, const float* v_rows, int64_t stride, int64_t num_ctx,
                  int32_t head_dim, float scale, float* scores, float* out, Isa isa) {
-  const DotKernels& k = dot_kernels(isa);
-  for (int64_t t = 0; t < num_ctx; ++t) scores[t] = k.f32(q, k_rows + t * stride, head_dim) * scale;
-  softmax(scores, num_ctx);
-  std::memset(out, 0, sizeof(float) * head_dim);
-  for (int64_t t = 0; t < num_ctx; ++t) k.axpy(scores[t], v_rows + t * stride, out, head_dim);
+  dot_kernels(isa).attend(q, k_rows, v_rows, stride, num_ctx, head_dim, scale, scores, out);
 }
 
 }  // namespace slimkv

@@ -32,9 +32,16 @@ std::string find_tokenizer_beside(const std::string& model_path) {
 
 std::unique_ptr<Model> load_llama2c_model(const std::string& path, const std::string& tokenizer_path) {
   auto file = std::make_shared<MappedFile>(path);
-  auto m = std::make_unique<Model>();
+  auto m = llama2c_model_from_bytes(file->bytes(), path);
   m->keepalive.push_back(file);
-  ByteReader r(file->bytes(), path);
+  std::string tok = tokenizer_path.empty() ? find_tokenizer_beside(path) : tokenizer_path;
+  m->tokenizer = load_llama2c_tokenizer(tok, m->config.vocab_size);
+  return m;
+}
+
+std::unique_ptr<Model> llama2c_model_from_bytes(std::span<const uint8_t> bytes, const std::string& path) {
+  auto m = std::make_unique<Model>();
+  ByteReader r(bytes, path);
   int32_t h[7];
   for (int i = 0; i < 7; ++i) h[i] = r.read<int32_t>("llama2.c header");
   ModelConfig& c = m->config;
@@ -77,11 +84,11 @@ std::unique_ptr<Model> load_llama2c_model(const std::string& path, const std::st
   add({seq, hs});  // freq_cis_real + freq_cis_imag: seq * hs/2 each
   if (!shared_classifier) add({vocab, dim});
   uint64_t expected = checked_add(28, checked_mul(floats, 4, "file size"), "file size");
-  SLIMKV_CHECK(file->size_bytes() == expected,
+  SLIMKV_CHECK(bytes.size() == expected,
                "{}: file has {} bytes but a llama2.c checkpoint with this header needs {} (truncated or not llama2.c?)",
-               path, file->size_bytes(), expected);
+               path, bytes.size(), expected);
 
-  const float* p = reinterpret_cast<const float*>(file->data() + 28);
+  const float* p = reinterpret_cast<const float*>(bytes.data() + 28);
   auto take = [&](uint64_t n) {
     const float* q = p;
     p += n;
@@ -118,8 +125,6 @@ std::unique_ptr<Model> load_llama2c_model(const std::string& path, const std::st
     lw.w3 = mat(w3 + l * hid * dim, hid, dim);
     m->layers.push_back(lw);
   }
-  std::string tok = tokenizer_path.empty() ? find_tokenizer_beside(path) : tokenizer_path;
-  m->tokenizer = load_llama2c_tokenizer(tok, c.vocab_size);
   return m;
 }
 

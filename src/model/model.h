@@ -3,6 +3,7 @@
 // Must not know: KV caches, requests or sampling.
 #pragma once
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,8 @@ std::unique_ptr<Model> load_model(const ModelLoadOptions& opts);
 
 // Format-specific loaders (model_loader.cpp dispatches).
 std::unique_ptr<Model> load_llama2c_model(const std::string& path, const std::string& tokenizer_path);
+// Weights only (no tokenizer), straight from bytes: what the llama2.c fuzz target exercises.
+std::unique_ptr<Model> llama2c_model_from_bytes(std::span<const uint8_t> bytes, const std::string& what);
 std::unique_ptr<Model> load_gguf_model(const std::string& path);
 std::unique_ptr<Model> load_hf_model(const std::string& dir);
 

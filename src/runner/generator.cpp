@@ -29,7 +29,7 @@ GenerateStats generate(LlamaForward& fwd, std::span<const int32_t> prompt, const
   int32_t pos = static_cast<int32_t>(prompt.size());
   for (;;) {
     int32_t next = sampler.sample(logits.data(), c.vocab_size);
-    if (opts.stop_at_eos && next == fwd.model().tokenizer->eos_id()) break;
+    if (opts.stop_at_eos && fwd.model().tokenizer && next == fwd.model().tokenizer->eos_id()) break;
     ++st.num_generated_tokens;
     if (!on_token(next)) break;
     if (st.num_generated_tokens >= opts.max_new_tokens || pos >= capacity) break;

@@ -1,5 +1,5 @@
 // AVX-512 (F, BW, VL, VNNI) dot kernels: 16-wide float FMAs and VNNI int8 dot products.
-// Quantization reuses the AVX2 version (it is not on the hot path).
+// Quantization and attention reuse the AVX2 versions.
 #include <immintrin.h>
 
 #include "core/half.h"
@@ -87,6 +87,7 @@ void axpy(float a, const float* x, float* y, int64_t n) {
 
 }  // namespace
 
-const DotKernels kAvx512Dot = {dot_f32, dot_f16_f32, dot_q8_0_q8_0, dot_q4_0_q8_0, nullptr, axpy};
+// quantize_q8_0 and attend come from the AVX2 table (see dot_kernels()).
+const DotKernels kAvx512Dot = {dot_f32, dot_f16_f32, dot_q8_0_q8_0, dot_q4_0_q8_0, nullptr, axpy, nullptr};
 
 }  // namespace slimkv

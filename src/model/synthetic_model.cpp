@@ -1,0 +1,74 @@
+#include "model/synthetic_model.h"
+
+#include <cstring>
+#include <random>
+
+#include "core/half.h"
+#include "formats/gguf_writer.h"
+
+namespace slimkv {
+
+ModelConfig synthetic_shape(const std::string& name) {
+  ModelConfig c;
+  c.format = "synthetic " + name;
+  c.rope_layout = RopeLayout::Interleaved;
+  auto set = [&](int dim, int hidden, int layers, int heads, int kv_heads, int vocab, int ctx) {
+    c.dim = dim; c.hidden_dim = hidden; c.num_layers = layers; c.num_heads = heads; c.num_kv_heads = kv_heads;
+    c.vocab_size = vocab; c.max_seq_len = ctx; c.head_dim = dim / heads; c.rotary_dim = c.head_dim;
+  };
+  if (name == "llama-260k") set(64, 172, 5, 8, 4, 512, 512);
+  else if (name == "llama-15m") set(288, 768, 6, 6, 6, 32000, 256);
+  else if (name == "llama-110m") set(768, 2048, 12, 12, 12, 32000, 1024);
+  else if (name == "llama-1b") set(2048, 8192, 16, 32, 8, 32000, 2048);
+  else fail("unknown synthetic shape '{}' (choose one of llama-260k, llama-15m, llama-110m, llama-1b)", name);
+  c.validate();
+  return c;
+}
+
+std::vector<std::string> synthetic_shape_names() { return {"llama-260k", "llama-15m", "llama-110m", "llama-1b"}; }
+
+std::unique_ptr<Model> make_synthetic_model(const std::string& shape, DType dtype, uint64_t seed) {
+  auto m = std::make_unique<Model>();
+  m->config = synthetic_shape(shape);
+  const ModelConfig& c = m->config;
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 0.02f);
+  auto matrix = [&](int64_t rows, int64_t cols) {
+    std::vector<float> f(static_cast<size_t>(rows * cols));
+    for (auto& x : f) x = dist(rng);
+    auto bytes = std::make_shared<std::vector<uint8_t>>();
+    if (dtype == DType::F32) {
+      bytes->resize(f.size() * 4);
+      std::memcpy(bytes->data(), f.data(), bytes->size());
+    } else if (dtype == DType::F16) {
+      bytes->resize(f.size() * 2);
+      auto* h = reinterpret_cast<uint16_t*>(bytes->data());
+      for (size_t i = 0; i < f.size(); ++i) h[i] = fp32_to_fp16(f[i]);
+    } else {
+      *bytes = quantize_rows(dtype, f.data(), static_cast<int64_t>(f.size()));
+    }
+    m->keepalive.push_back(bytes);
+    return make_weight(dtype, rows, cols, bytes->data(), bytes->size(), "synthetic");
+  };
+  auto ones = [&](int64_t n) { return m->own_f32(std::vector<float>(n, 1.0f)); };
+  m->tok_embd = matrix(c.vocab_size, c.dim);
+  m->output = m->tok_embd;
+  m->final_norm = ones(c.dim);
+  for (int32_t l = 0; l < c.num_layers; ++l) {
+    LayerWeights lw;
+    lw.attn_norm = ones(c.dim);
+    lw.wq = matrix(c.q_dim(), c.dim);
+    lw.wk = matrix(c.kv_dim(), c.dim);
+    lw.wv = matrix(c.kv_dim(), c.dim);
+    lw.wo = matrix(c.dim, c.q_dim());
+    lw.ffn_norm = ones(c.dim);
+    lw.w1 = matrix(c.hidden_dim, c.dim);
+    lw.w2 = matrix(c.dim, c.hidden_dim);
+    lw.w3 = matrix(c.hidden_dim, c.dim);
+    m->layers.push_back(lw);
+  }
+  m->path = "synthetic:" + shape;
+  return m;
+}
+
+}  // namespace slimkv
