@@ -61,10 +61,11 @@ void GgufWriter::add_tensor(const std::string& name, DType dtype, const std::vec
   tensors_.push_back({name, ggml_type(dtype), dims, std::vector<uint8_t>(p, p + size_bytes)});
 }
 
-std::vector<uint8_t> GgufWriter::bytes(uint32_t alignment) const {
+std::vector<uint8_t> GgufWriter::bytes(uint32_t alignment, uint32_t version) const {
+  SLIMKV_CHECK(version == 2 || version == 3, "GgufWriter writes GGUF v2 or v3, not v{}", version);
   std::vector<uint8_t> out;
   put<uint32_t>(out, 0x46554747);
-  put<uint32_t>(out, 3);
+  put<uint32_t>(out, version);
   put<uint64_t>(out, tensors_.size());
   put<uint64_t>(out, num_kv_);
   out.insert(out.end(), kv_.begin(), kv_.end());

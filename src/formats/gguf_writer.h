@@ -23,7 +23,7 @@ class GgufWriter {
   void add_tensor(const std::string& name, DType dtype, const std::vector<int64_t>& dims, const void* data,
                   size_t size_bytes);
 
-  std::vector<uint8_t> bytes(uint32_t alignment = 32) const;
+  std::vector<uint8_t> bytes(uint32_t alignment = 32, uint32_t version = 3) const;  // version 2 or 3
   void write(const std::string& path) const;
 
  private:

@@ -75,7 +75,10 @@ void attend(const float* q, const float* k_rows, const float* v_rows, int64_t st
 
 }  // namespace
 
-const DotKernels kScalarDot = {dot_f32, dot_f16_f32, dot_q8_0_q8_0, dot_q4_0_q8_0, quantize_q8_0, axpy, attend};
+const DotKernels kScalarDot = {dot_f32, dot_f16_f32, dot_q8_0_q8_0, dot_q4_0_q8_0, quantize_q8_0, axpy, attend, nullptr};
+
+bool gemm_avx512(DType w_dtype, const void* w, int64_t rows, int64_t cols, const void* x, int64_t num_tokens,
+                 float* y, int64_t ldy);  // cpu_avx512/gemm_avx512.cpp
 
 const DotKernels& dot_kernels(Isa isa) {
   switch (isa) {
@@ -84,6 +87,7 @@ const DotKernels& dot_kernels(Isa isa) {
         DotKernels k = kAvx512Dot;
         k.quantize_q8_0 = kAvx2Dot.quantize_q8_0;
         k.attend = kAvx2Dot.attend;
+        k.gemm = gemm_avx512;
         return k;
       }();
       return t;

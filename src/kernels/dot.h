@@ -26,6 +26,11 @@ struct DotKernels {
   // k_rows/v_rows: row 0 of K and V, rows `stride` floats apart. scores: scratch of num_ctx floats.
   void (*attend)(const float* q, const float* k_rows, const float* v_rows, int64_t stride, int64_t num_ctx,
                  int32_t head_dim, float scale, float* scores, float* out);
+  // Optional blocked matmul (null = matmul falls back to one dot per (row, token)):
+  // y[t * ldy + r] = W[r] · x[t] for r < rows, t < num_tokens. W: `rows` rows of `cols` elements of w_dtype,
+  // contiguous. x: f32 [num_tokens, cols] for F32/F16 weights; Q8_0 blocks [num_tokens, cols/32] for Q8_0/Q4_0.
+  bool (*gemm)(DType w_dtype, const void* w, int64_t rows, int64_t cols, const void* x, int64_t num_tokens,
+               float* y, int64_t ldy);  // returns false when it does not handle this dtype
 };
 
 const DotKernels& dot_kernels(Isa isa);

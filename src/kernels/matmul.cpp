@@ -31,8 +31,26 @@ void run_rows(const WeightView& w, int64_t num_tokens, int64_t rows_out, float* 
 }  // namespace
 
 void matmul(const WeightView& w, const float* x, int64_t num_tokens, float* y, ThreadPool* pool, Isa isa) {
+  SLIMKV_CHECK(w.dtype != DType::BF16, "matmul: BF16 weights must be converted to F32 at load time");
   const DotKernels& k = dot_kernels(isa);
   const int64_t cols = w.cols;
+  const void* xin = x;
+  const int64_t nb = cols / kQuantBlock;
+  if (w.dtype == DType::Q8_0 || w.dtype == DType::Q4_0) {
+    thread_local std::vector<Q8_0Block> xq;  // [T, cols/32] quantized activations, reused across calls
+    if (static_cast<int64_t>(xq.size()) < num_tokens * nb) xq.resize(num_tokens * nb);
+    for (int64_t t = 0; t < num_tokens; ++t) k.quantize_q8_0(x + t * cols, xq.data() + t * nb, cols);
+    xin = xq.data();
+  }
+  if (k.gemm != nullptr) {  // blocked kernel over a range of rows
+    auto body = [&](int64_t r0, int64_t r1, int32_t) {
+      k.gemm(w.dtype, w.row(r0), r1 - r0, cols, xin, num_tokens, y + r0, w.rows);
+    };
+    if (pool == nullptr || w.rows * cols * num_tokens < kInlineMacs) body(0, w.rows, 0);
+    else pool->parallel_for(w.rows, 16, body);
+    return;
+  }
+  const auto* xq = static_cast<const Q8_0Block*>(xin);
   switch (w.dtype) {
     case DType::F32:
       run_rows(w, num_tokens, w.rows, y, pool, [&](int64_t r, int64_t t) {
@@ -45,25 +63,17 @@ void matmul(const WeightView& w, const float* x, int64_t num_tokens, float* y, T
       });
       return;
     case DType::Q8_0:
-    case DType::Q4_0: {
-      const int64_t nb = cols / kQuantBlock;
-      thread_local std::vector<Q8_0Block> xq;  // [T, cols/32] quantized activations, reused across calls
-      if (static_cast<int64_t>(xq.size()) < num_tokens * nb) xq.resize(num_tokens * nb);
-      for (int64_t t = 0; t < num_tokens; ++t) k.quantize_q8_0(x + t * cols, xq.data() + t * nb, cols);
-      const Q8_0Block* xqp = xq.data();
-      if (w.dtype == DType::Q8_0) {
-        run_rows(w, num_tokens, w.rows, y, pool, [&](int64_t r, int64_t t) {
-          return k.q8_0_q8_0(static_cast<const Q8_0Block*>(w.data) + r * nb, xqp + t * nb, nb);
-        });
-      } else {
-        run_rows(w, num_tokens, w.rows, y, pool, [&](int64_t r, int64_t t) {
-          return k.q4_0_q8_0(static_cast<const Q4_0Block*>(w.data) + r * nb, xqp + t * nb, nb);
-        });
-      }
+      run_rows(w, num_tokens, w.rows, y, pool, [&](int64_t r, int64_t t) {
+        return k.q8_0_q8_0(static_cast<const Q8_0Block*>(w.data) + r * nb, xq + t * nb, nb);
+      });
       return;
-    }
+    case DType::Q4_0:
+      run_rows(w, num_tokens, w.rows, y, pool, [&](int64_t r, int64_t t) {
+        return k.q4_0_q8_0(static_cast<const Q4_0Block*>(w.data) + r * nb, xq + t * nb, nb);
+      });
+      return;
     case DType::BF16:
-      fail("matmul: BF16 weights must be converted to F32 at load time");
+      return;
   }
 }
 

@@ -1,0 +1,177 @@
+// AVX-512 blocked matmul: a tile of R weight rows x TT tokens accumulates in registers, so each weight vector
+// loaded from memory is used TT times and each activation vector R times (decode: R = 8, TT = 1).
+// Reference: the per-(row, token) scalar dot products in cpu_scalar.cpp (tests/kernels compares them).
+#include <immintrin.h>
+
+#include <algorithm>
+#include <type_traits>
+
+#include "kernels/dot.h"
+
+namespace slimkv {
+namespace {
+
+inline __m512 load_w(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+inline __m512 load_w(const uint16_t* p, __mmask16 m) {
+  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+}
+
+// Float weights (f32 or f16) x f32 activations; a full R x TT tile (remainders use smaller tiles).
+template <typename WT, int R, int TT>
+void tile_float(const WT* w, int64_t cols, const float* x, float* y, int64_t ldy) {
+  __m512 acc[R][TT];
+#pragma GCC unroll 16
+  for (int i = 0; i < R; ++i)
+#pragma GCC unroll 4
+    for (int t = 0; t < TT; ++t) acc[i][t] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < cols; k += 16) {
+    const __mmask16 m = cols - k >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (cols - k)) - 1);
+    __m512 xv[TT];
+#pragma GCC unroll 4
+    for (int t = 0; t < TT; ++t) xv[t] = _mm512_maskz_loadu_ps(m, x + t * cols + k);
+#pragma GCC unroll 16
+    for (int i = 0; i < R; ++i) {
+      __m512 wv = load_w(w + i * cols + k, m);
+#pragma GCC unroll 4
+      for (int t = 0; t < TT; ++t) acc[i][t] = _mm512_fmadd_ps(wv, xv[t], acc[i][t]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < R; ++i)
+#pragma GCC unroll 4
+    for (int t = 0; t < TT; ++t) y[t * ldy + i] = _mm512_reduce_add_ps(acc[i][t]);
+}
+
+// Covers rows [0, rows) x tokens [0, T) with R x TT tiles, then 1 x TT and R x 1 / 1 x 1 for the edges.
+template <int R, int TT, typename Tile>
+void tiled(int64_t rows, int64_t T, Tile tile) {
+  int64_t r = 0;
+  for (; r + R <= rows; r += R) {
+    int64_t t = 0;
+    for (; t + TT <= T; t += TT) tile(std::integral_constant<int, R>{}, std::integral_constant<int, TT>{}, r, t);
+    for (; t < T; ++t) tile(std::integral_constant<int, R>{}, std::integral_constant<int, 1>{}, r, t);
+  }
+  for (; r < rows; ++r) {
+    int64_t t = 0;
+    for (; t + TT <= T; t += TT) tile(std::integral_constant<int, 1>{}, std::integral_constant<int, TT>{}, r, t);
+    for (; t < T; ++t) tile(std::integral_constant<int, 1>{}, std::integral_constant<int, 1>{}, r, t);
+  }
+}
+
+// Decode (one token): rows are read one after another (one sequential stream for the prefetcher), with four
+// independent accumulators per row to hide FMA latency.
+template <typename WT>
+void gemv_float(const WT* w, int64_t rows, int64_t cols, const float* x, float* y) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const WT* wr = w + r * cols;
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+    int64_t k = 0;
+    for (; k + 64 <= cols; k += 64) {
+      a0 = _mm512_fmadd_ps(load_w(wr + k, 0xFFFF), _mm512_loadu_ps(x + k), a0);
+      a1 = _mm512_fmadd_ps(load_w(wr + k + 16, 0xFFFF), _mm512_loadu_ps(x + k + 16), a1);
+      a2 = _mm512_fmadd_ps(load_w(wr + k + 32, 0xFFFF), _mm512_loadu_ps(x + k + 32), a2);
+      a3 = _mm512_fmadd_ps(load_w(wr + k + 48, 0xFFFF), _mm512_loadu_ps(x + k + 48), a3);
+    }
+    for (; k < cols; k += 16) {
+      const __mmask16 m = cols - k >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (cols - k)) - 1);
+      a0 = _mm512_fmadd_ps(load_w(wr + k, m), _mm512_maskz_loadu_ps(m, x + k), a0);
+    }
+    y[r] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+  }
+}
+
+template <typename WT>
+void gemm_float(const WT* w, int64_t rows, int64_t cols, const float* x, int64_t T, float* y, int64_t ldy) {
+  if (T == 1) return gemv_float(w, rows, cols, x, y);
+  auto tile = [&](auto R, auto TT, int64_t r, int64_t t) {
+    tile_float<WT, decltype(R)::value, decltype(TT)::value>(w + r * cols, cols, x + t * cols, y + t * ldy + r, ldy);
+  };
+  tiled<4, 4>(rows, T, tile);
+}
+
+inline __m256i q4_unpack(const uint8_t* qs) {
+  __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  __m256i both = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0F));
+  return _mm256_sub_epi8(both, _mm256_set1_epi8(8));
+}
+
+// Quantized weights x Q8_0 activations: a full R x TT tile, per block one VNNI dot per (row, token) pair.
+template <typename BT, int R, int TT>
+void tile_quant(const BT* w, int64_t nb, const Q8_0Block* x, float* y, int64_t ldy) {
+  __m256 acc[R][TT];
+#pragma GCC unroll 8
+  for (int i = 0; i < R; ++i)
+#pragma GCC unroll 4
+    for (int t = 0; t < TT; ++t) acc[i][t] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < nb; ++k) {
+    __m256i xv[TT];
+    __m256 dx[TT];
+#pragma GCC unroll 4
+    for (int t = 0; t < TT; ++t) {
+      const Q8_0Block& xb = x[t * nb + k];
+      xv[t] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs));
+      dx[t] = _mm256_set1_ps(_cvtsh_ss(xb.d));
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) {
+      const BT& wb = w[i * nb + k];
+      __m256i wv;
+      if constexpr (sizeof(BT) == sizeof(Q8_0Block)) {
+        wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qs));
+      } else {
+        wv = q4_unpack(wb.qs);
+      }
+      const __m256 dw = _mm256_set1_ps(_cvtsh_ss(wb.d));
+      const __m256i aw = _mm256_sign_epi8(wv, wv);
+#pragma GCC unroll 4
+      for (int t = 0; t < TT; ++t) {
+        __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), aw, _mm256_sign_epi8(xv[t], wv));
+        acc[i][t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx[t]), _mm256_cvtepi32_ps(p), acc[i][t]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < R; ++i) {
+#pragma GCC unroll 4
+    for (int t = 0; t < TT; ++t) {
+      __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc[i][t]), _mm256_extractf128_ps(acc[i][t], 1));
+      s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+      s = _mm_add_ss(s, _mm_movehdup_ps(s));
+      y[t * ldy + i] = _mm_cvtss_f32(s);
+    }
+  }
+}
+
+template <typename BT>
+void gemm_quant(const BT* w, int64_t rows, int64_t cols, const Q8_0Block* x, int64_t T, float* y, int64_t ldy) {
+  const int64_t nb = cols / kQuantBlock;
+  auto tile = [&](auto R, auto TT, int64_t r, int64_t t) {
+    tile_quant<BT, decltype(R)::value, decltype(TT)::value>(w + r * nb, nb, x + t * nb, y + t * ldy + r, ldy);
+  };
+  if (T == 1) tiled<4, 1>(rows, T, tile);
+  else tiled<2, 4>(rows, T, tile);
+}
+
+}  // namespace
+
+bool gemm_avx512(DType w_dtype, const void* w, int64_t rows, int64_t cols, const void* x, int64_t T, float* y,
+                 int64_t ldy) {
+  switch (w_dtype) {
+    case DType::F32:
+      gemm_float(static_cast<const float*>(w), rows, cols, static_cast<const float*>(x), T, y, ldy);
+      return true;
+    case DType::F16:
+      gemm_float(static_cast<const uint16_t*>(w), rows, cols, static_cast<const float*>(x), T, y, ldy);
+      return true;
+    case DType::Q8_0:
+      gemm_quant(static_cast<const Q8_0Block*>(w), rows, cols, static_cast<const Q8_0Block*>(x), T, y, ldy);
+      return true;
+    case DType::Q4_0:
+      gemm_quant(static_cast<const Q4_0Block*>(w), rows, cols, static_cast<const Q8_0Block*>(x), T, y, ldy);
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace slimkv
