@@ -12,8 +12,13 @@ int main(int argc, char** argv) {
   slimkv::register_commands(app);
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {  // one clear line, as for every other error
+    std::fprintf(stderr, "error: %s (see --help)\n", e.what());
+    return 2;
   }
   try {
     return slimkv::run_selected_command(app);

@@ -67,8 +67,12 @@ TEST(Cli, SeededSamplingIsReproducible) {
 
 TEST(Cli, UnknownFlagIsOneLineError) {
   Result r = run("generate --no-such-flag");
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.err.find("no-such-flag"), std::string::npos);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(count_lines(r.err), 1);
+  EXPECT_NE(r.err.find("error: The following argument was not expected: --no-such-flag"), std::string::npos) << r.err;
+  Result neg = run("generate -n -5");
+  EXPECT_EQ(neg.exit_code, 2);
+  EXPECT_EQ(count_lines(neg.err), 1);
 }
 
 TEST(Cli, MissingModelFileIsOneLineError) {
