@@ -44,13 +44,17 @@ const ByteMaps& byte_maps() {
 int parse_byte_piece(std::string_view p) {  // "<0xNN>" -> NN, else -1
   if (p.size() != 6 || p.substr(0, 3) != "<0x" || p[5] != '>') return -1;
   auto hex = [](char c) {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
   };
   int hi = hex(p[3]), lo = hex(p[4]);
   return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
 }
 
-uint64_t pair_key(int32_t l, int32_t r) { return (static_cast<uint64_t>(static_cast<uint32_t>(l)) << 32) | static_cast<uint32_t>(r); }
+uint64_t pair_key(int32_t l, int32_t r) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(l)) << 32) | static_cast<uint32_t>(r);
+}
 
 struct Sym {
   int32_t id;  // interned symbol, or -1 for a character without one
@@ -58,7 +62,7 @@ struct Sym {
   uint32_t begin, len;  // byte range in the word
 };
 struct Cand {
-  int32_t rank, left, right, left_id, right_id;
+  int32_t rank, left, right, left_id, right_id, result;
   bool operator>(const Cand& o) const { return rank > o.rank || (rank == o.rank && left > o.left); }
 };
 
@@ -212,9 +216,8 @@ void BpeTokenizer::encode_word(std::string_view word, std::vector<int32_t>& out,
     size_t n = std::min(utf8_sequence_length(static_cast<unsigned char>(word[i])), word.size() - i);
     std::string_view ch = word.substr(i, n);
     int32_t id = symbol(ch);
-    bool bytes_ok = cfg_.byte_fallback && std::all_of(ch.begin(), ch.end(), [&](char c) {
-      return byte_piece_[static_cast<uint8_t>(c)] >= 0;
-    });
+    auto has_byte_piece = [&](char c) { return byte_piece_[static_cast<uint8_t>(c)] >= 0; };
+    bool bytes_ok = id < 0 && cfg_.byte_fallback && std::all_of(ch.begin(), ch.end(), has_byte_piece);
     if (id >= 0) {
       syms.push_back({id, 0, 0, static_cast<uint32_t>(i), static_cast<uint32_t>(n)});
       prev_unk = false;
@@ -240,7 +243,7 @@ void BpeTokenizer::encode_word(std::string_view word, std::vector<int32_t>& out,
   auto try_add = [&](int32_t l, int32_t r) {
     if (l < 0 || r < 0 || syms[l].id < 0 || syms[r].id < 0) return;
     auto it = merges_.find(pair_key(syms[l].id, syms[r].id));
-    if (it != merges_.end()) queue.push({it->second.rank, l, r, syms[l].id, syms[r].id});
+    if (it != merges_.end()) queue.push({it->second.rank, l, r, syms[l].id, syms[r].id, it->second.result});
   };
   for (int32_t i = 0; i + 1 < count; ++i) try_add(i, i + 1);
   while (!queue.empty()) {
@@ -249,7 +252,7 @@ void BpeTokenizer::encode_word(std::string_view word, std::vector<int32_t>& out,
     Sym& l = syms[c.left];
     Sym& r = syms[c.right];
     if (l.len == 0 || r.len == 0 || l.next != c.right || l.id != c.left_id || r.id != c.right_id) continue;  // stale
-    l.id = merges_.find(pair_key(c.left_id, c.right_id))->second.result;
+    l.id = c.result;
     l.len += r.len;
     r.len = 0;
     l.next = r.next;

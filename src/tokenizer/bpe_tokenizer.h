@@ -1,7 +1,7 @@
-// Merge-rank BPE: each pre-token word is split into characters and the adjacent pair with the lowest merge rank is
-// merged first (leftmost on ties), as GPT-2, llama.cpp and Hugging Face tokenizers do. Covers byte-level vocabularies
-// (GGUF `gpt2`, tokenizer.json ByteLevel) and SentencePiece-like tokenizer.json BPE (U+2581 marker, <0xNN> fallback).
-// Owns: the encode pipeline, the GPT-2 byte<->unicode mapping and decoding. Must not know: file formats (loaders fill BpeConfig).
+// Merge-rank BPE (GPT-2, llama.cpp, HF): each pre-token word is split into characters and the adjacent pair with the
+// lowest merge rank merges first (leftmost on ties). Byte-level vocabularies (GGUF gpt2, tokenizer.json ByteLevel)
+// and SentencePiece-like tokenizer.json BPE (U+2581, <0xNN>). Owns: the encode pipeline, the GPT-2 byte mapping,
+// decoding. Must not know: file formats (the GGUF and tokenizer.json loaders fill BpeConfig).
 #pragma once
 #include <cstdint>
 #include <string>

@@ -2,6 +2,7 @@
 // use: Prepend/Replace/NFC normalizers, ByteLevel/Split/Metaspace/Digits pre-tokenizers, ByteLevel/Replace/
 // ByteFallback/Fuse/Strip/Metaspace decoders, TemplateProcessing/Roberta/Bert post-processors. Anything else is a
 // clear Error. load_hf_tokenizer also reads a sibling tokenizer_config.json for bos/eos and add_bos/add_eos.
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -21,6 +22,14 @@ struct Parse {
   BpeConfig c;
   bool has_post_processor = false;
   std::unordered_map<std::string, int32_t> ids;  // piece -> first id
+  int64_t max_id = 0;  // ids must be below this: real files number their tokens densely
+
+  void limit_ids(const json& root, const json& model) {
+    const json* v = get(model, "vocab");
+    const json* a = get(root, "added_tokens");
+    size_t n = (v && v->is_object() ? v->size() : 0) + (a && a->is_array() ? a->size() : 0);
+    max_id = std::min<int64_t>(2 * static_cast<int64_t>(n) + 1024, int64_t{1} << 24);
+  }
 
   const json* get(const json& j, const char* key) const {
     if (!j.is_object()) return nullptr;
@@ -72,7 +81,7 @@ struct Parse {
     for (auto it = v->begin(); it != v->end(); ++it) {
       SLIMKV_CHECK(it.value().is_number_integer(), "{}: vocab entry '{}' has no integer id", what, it.key());
       int64_t id = it.value().get<int64_t>();
-      SLIMKV_CHECK(id >= 0 && id < (1 << 24), "{}: vocab entry '{}' has id {} (out of range)", what, it.key(), id);
+      SLIMKV_CHECK(id >= 0 && id < max_id, "{}: vocab entry '{}' has id {} (out of range)", what, it.key(), id);
       place(static_cast<int32_t>(id), it.key(), kTokNormal, "vocab");
     }
   }
@@ -94,7 +103,7 @@ struct Parse {
       SLIMKV_CHECK(t.is_object() && get(t, "id") && t["id"].is_number_integer(), "{}: added token without an id",
                    what);
       int64_t id = t["id"].get<int64_t>();
-      SLIMKV_CHECK(id >= 0 && id < (1 << 24), "{}: added token id {} is out of range", what, id);
+      SLIMKV_CHECK(id >= 0 && id < max_id, "{}: added token id {} is out of range", what, id);
       std::string content = str(t, "content", "added token");
       place(static_cast<int32_t>(id), content, boolean(t, "special", false) ? kTokControl : kTokUserDefined, "added");
     }
@@ -266,6 +275,7 @@ std::unique_ptr<Tokenizer> build(std::string_view json_text, const std::string& 
       SLIMKV_CHECK(!v || (v->is_string() && v->get<std::string>().empty()), "{}: BPE '{}' is not supported", what,
                    key);
     }
+    ps.limit_ids(root, *model);
     ps.vocab(*model);
     ps.added_tokens(root);
     for (size_t i = 0; i < c.pieces.size(); ++i) ps.ids.emplace(c.pieces[i], static_cast<int32_t>(i));
@@ -280,9 +290,11 @@ std::unique_ptr<Tokenizer> build(std::string_view json_text, const std::string& 
     if (const json* d = ps.get(root, "decoder")) ps.decoder(*d);
     if (const json* p = ps.get(root, "post_processor")) ps.post_processor(*p);
 
-    c.bos_id = c.prefix_ids.empty() ? ps.find_special({"<s>", "<|begin_of_text|>", "<bos>", "<|startoftext|>"}, nullptr)
-                                    : c.prefix_ids.front();
-    c.eos_id = ps.find_special({"</s>", "<|endoftext|>", "<|end_of_text|>", "<|im_end|>", "<|eot_id|>", "<eos>"}, "end");
+    c.bos_id = c.prefix_ids.empty()
+                   ? ps.find_special({"<s>", "<|begin_of_text|>", "<bos>", "<|startoftext|>"}, nullptr)
+                   : c.prefix_ids.front();
+    c.eos_id =
+        ps.find_special({"</s>", "<|endoftext|>", "<|end_of_text|>", "<|im_end|>", "<|eot_id|>", "<eos>"}, "end");
     if (config) {  // tokenizer_config.json: explicit names win; add_* only where no post_processor says otherwise
       auto token_name = [&](const char* key) -> std::optional<std::string> {
         const json* v = ps.get(*config, key);
@@ -292,8 +304,12 @@ std::unique_ptr<Tokenizer> build(std::string_view json_text, const std::string& 
       };
       if (auto b = token_name("bos_token")) c.bos_id = ps.id_of(*b, "bos_token");
       if (auto e = token_name("eos_token")) c.eos_id = ps.id_of(*e, "eos_token");
-      if (!ps.has_post_processor && ps.boolean(*config, "add_bos_token", false) && c.bos_id >= 0) c.prefix_ids = {c.bos_id};
-      if (!ps.has_post_processor && ps.boolean(*config, "add_eos_token", false) && c.eos_id >= 0) c.suffix_ids = {c.eos_id};
+      if (!ps.has_post_processor && ps.boolean(*config, "add_bos_token", false) && c.bos_id >= 0) {
+        c.prefix_ids = {c.bos_id};
+      }
+      if (!ps.has_post_processor && ps.boolean(*config, "add_eos_token", false) && c.eos_id >= 0) {
+        c.suffix_ids = {c.eos_id};
+      }
     }
     return std::make_unique<BpeTokenizer>(std::move(c));
   } catch (const json::exception& e) {

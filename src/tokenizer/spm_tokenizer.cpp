@@ -1,5 +1,6 @@
 #include "tokenizer/spm_tokenizer.h"
 
+#include <algorithm>
 #include <queue>
 
 #include "core/check.h"
@@ -50,6 +51,14 @@ SpmTokenizer::SpmTokenizer(SpmVocab vocab) : vocab_(std::move(vocab)) {
     int b = parse_byte_piece(p);
     if (b >= 0 && byte_ids_[b] < 0) byte_ids_[b] = static_cast<int32_t>(i);
   }
+  SLIMKV_CHECK(vocab_.types.empty() || vocab_.types.size() == vocab_.pieces.size(),
+               "tokenizer: {} pieces but {} token types", vocab_.pieces.size(), vocab_.types.size());
+  for (size_t i = 0; i < vocab_.types.size(); ++i) {
+    if (vocab_.types[i] == 4 && !vocab_.pieces[i].empty()) user_defined_.push_back(static_cast<int32_t>(i));
+  }
+  std::stable_sort(user_defined_.begin(), user_defined_.end(), [&](int32_t a, int32_t b) {
+    return vocab_.pieces[a].size() > vocab_.pieces[b].size();
+  });
 }
 
 int32_t SpmTokenizer::find(std::string_view piece) const {
@@ -61,6 +70,44 @@ std::vector<int32_t> SpmTokenizer::encode(std::string_view text, bool add_specia
   std::vector<int32_t> out;
   if (add_special && vocab_.add_bos && vocab_.bos_id >= 0) out.push_back(vocab_.bos_id);
   if (text.empty()) return out;
+  if (user_defined_.empty()) {
+    encode_text(text, out);
+    return out;
+  }
+  // llama.cpp: user-defined tokens are cut out of the text first (longest first); every remaining piece of text
+  // is encoded on its own, each with the dummy prefix.
+  struct Frag {
+    int32_t token;  // -1: text
+    size_t begin, len;
+  };
+  std::vector<Frag> frags{{-1, 0, text.size()}}, next;
+  for (int32_t id : user_defined_) {
+    const std::string& t = vocab_.pieces[id];
+    if (text.find(t) == std::string_view::npos) continue;
+    next.clear();
+    for (const Frag& f : frags) {
+      if (f.token >= 0) {
+        next.push_back(f);
+        continue;
+      }
+      std::string_view body = text.substr(f.begin, f.len);
+      size_t pos = 0;
+      for (size_t m; (m = body.find(t, pos)) != std::string_view::npos; pos = m + t.size()) {
+        if (m > pos) next.push_back({-1, f.begin + pos, m - pos});
+        next.push_back({id, f.begin + m, t.size()});
+      }
+      if (pos < body.size()) next.push_back({-1, f.begin + pos, body.size() - pos});
+    }
+    frags.swap(next);
+  }
+  for (const Frag& f : frags) {
+    if (f.token >= 0) out.push_back(f.token);
+    else encode_text(text.substr(f.begin, f.len), out);
+  }
+  return out;
+}
+
+void SpmTokenizer::encode_text(std::string_view text, std::vector<int32_t>& out) const {
   std::string norm;
   norm.reserve(text.size() + 8);
   if (vocab_.add_dummy_prefix) norm += vocab_.space_marker;
@@ -69,7 +116,6 @@ std::vector<int32_t> SpmTokenizer::encode(std::string_view text, bool add_specia
     else norm += c;
   }
   encode_segment(norm, out);
-  return out;
 }
 
 void SpmTokenizer::encode_segment(std::string_view text, std::vector<int32_t>& out) const {
@@ -120,7 +166,8 @@ std::string SpmTokenizer::decode_token(int32_t prev_id, int32_t id) const {
   const std::string& p = vocab_.pieces[id];
   int b = parse_byte_piece(p);
   if (b >= 0) return std::string(1, static_cast<char>(b));
-  if (!vocab_.types.empty() && vocab_.types[id] == 3) return "";  // control tokens (BOS/EOS) print nothing
+  if (!vocab_.types.empty() && (vocab_.types[id] == 3 || vocab_.types[id] == 2)) return "";  // control, unknown
+  if (!vocab_.types.empty() && vocab_.types[id] == 4) return p;  // user-defined: the text as is (llama.cpp)
   std::string s;
   const std::string& m = vocab_.space_marker;
   for (size_t i = 0; i < p.size();) {

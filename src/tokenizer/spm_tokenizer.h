@@ -31,11 +31,13 @@ class SpmTokenizer : public Tokenizer {
 
  private:
   void encode_segment(std::string_view text, std::vector<int32_t>& out) const;
+  void encode_text(std::string_view text, std::vector<int32_t>& out) const;  // dummy prefix + markers + merges
   int32_t find(std::string_view piece) const;
 
   SpmVocab vocab_;
   std::unordered_map<std::string, int32_t> piece_to_id_;
   int32_t byte_ids_[256];  // id of <0xNN> for each byte, or -1
+  std::vector<int32_t> user_defined_;  // type-4 tokens matched verbatim in the text (GGUF, as llama.cpp), longest first
 };
 
 }  // namespace slimkv

@@ -27,9 +27,11 @@ GgufWriter spm_writer(size_t drop_scores = 0, size_t drop_types = 0) {
     tokens.push_back(p);
     types.push_back(1);
   }
+  tokens.push_back("<tool>");  // user-defined: matched verbatim in the text
+  types.push_back(4);
   std::vector<float> scores(tokens.size(), 0.0f);
-  scores[tokens.size() - 2] = -1.0f;  // "hi"
-  scores[tokens.size() - 1] = -0.5f;  // "▁hi"
+  scores[tokens.size() - 3] = -1.0f;  // "hi"
+  scores[tokens.size() - 2] = -0.5f;  // "▁hi"
   scores.resize(scores.size() - drop_scores);
   types.resize(types.size() - drop_types);
   GgufWriter w;
@@ -44,10 +46,13 @@ GgufWriter spm_writer(size_t drop_scores = 0, size_t drop_types = 0) {
 
 TEST(GgufTokenizer, SyntheticLlamaVocab) {
   auto tok = from_writer(spm_writer());
-  const int32_t hi_marker = tok->vocab_size() - 1;
+  const int32_t tool = tok->vocab_size() - 1, hi_marker = tool - 1;
   EXPECT_EQ(tok->encode("hi", true), (std::vector<int32_t>{1, hi_marker}));
   EXPECT_EQ(tok->decode(tok->encode("hi hi\xC3\xA9", true)), "hi hi\xC3\xA9");  // é through <0xC3><0xA9>
-  EXPECT_EQ(tok->decode({1, 2}), "");
+  EXPECT_EQ(tok->decode({1, 2, 0}), "");  // control and unknown print nothing
+  // User-defined tokens are cut out first; each remaining piece gets the dummy prefix (llama.cpp).
+  EXPECT_EQ(tok->encode("hi<tool>hi", false), (std::vector<int32_t>{hi_marker, tool, hi_marker}));
+  EXPECT_EQ(tok->decode({hi_marker, tool, hi_marker}), "hi<tool> hi");
 }
 
 TEST(GgufTokenizer, MismatchedArraysAreErrors) {

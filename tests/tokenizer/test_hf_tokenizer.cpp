@@ -81,7 +81,8 @@ std::string byte_level_json(const std::string& merges) {
 }
 
 TEST(HfTokenizer, ByteLevelShape) {
-  auto tok = hf_tokenizer_from_json(byte_level_json(R"([["\u0120", "h"], ["\u0120h", "i"], ["h", "i"]])"), "pairs.json");
+  auto tok =
+      hf_tokenizer_from_json(byte_level_json(R"([["\u0120", "h"], ["\u0120h", "i"], ["h", "i"]])"), "pairs.json");
   EXPECT_EQ(tok->vocab_size(), 9);
   EXPECT_EQ(tok->encode("hi hi!", false), (std::vector<int32_t>{3, 5, 6}));
   EXPECT_EQ(tok->encode("hi<sep>hi", false), (std::vector<int32_t>{3, 8, 3}));  // non-special added token
@@ -121,8 +122,9 @@ TEST(HfTokenizer, BadInputIsAnError) {
                Error);
   EXPECT_THROW(hf_tokenizer_from_json(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [[1, 2]]}})", "p.json"),
                Error);
-  EXPECT_THROW(hf_tokenizer_from_json(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "unk_token": "<unk>"}})", "u.json"),
-               Error);
+  EXPECT_THROW(
+      hf_tokenizer_from_json(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "unk_token": "<unk>"}})", "u.json"),
+      Error);
   EXPECT_THROW(hf_tokenizer_from_json(R"({"model": {"type": "BPE", "vocab": {"a": 0}},
                                           "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "(("}}})", "re.json"),
                Error);
