@@ -1,6 +1,7 @@
 // Runs the real `slimkv` binary: exact stdout for generate, one-line errors with non-zero exit codes.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -17,7 +18,9 @@ struct Result {
 };
 
 Result run(const std::string& args) {
-  std::string err_path = ::testing::TempDir() + "/slimkv_cli_err.txt";
+  static int counter = 0;  // tests run as parallel processes: one stderr file per process and call
+  std::string err_path = ::testing::TempDir() + "/slimkv_cli_err_" + std::to_string(::getpid()) + "_" +
+                         std::to_string(counter++) + ".txt";
   std::string cmd = std::string(SLIMKV_BINARY) + " " + args + " 2>" + err_path;
   FILE* p = ::popen(cmd.c_str(), "r");
   std::string out;
@@ -27,6 +30,7 @@ Result run(const std::string& args) {
   int status = ::pclose(p);
   std::ifstream e(err_path);
   std::string err((std::istreambuf_iterator<char>(e)), {});
+  std::remove(err_path.c_str());
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, err};
 }
 
@@ -92,7 +96,7 @@ TEST(Cli, PromptLongerThanContextIsOneLineError) {
 }
 
 TEST(Cli, GarbageModelFileIsOneLineError) {
-  std::string path = ::testing::TempDir() + "/garbage.gguf";
+  std::string path = ::testing::TempDir() + "/garbage_" + std::to_string(::getpid()) + ".gguf";
   std::ofstream(path) << "GGUF\x03\0\0\0garbage";
   Result r = run("generate -m " + path + " -p hi");
   EXPECT_EQ(r.exit_code, 1);
