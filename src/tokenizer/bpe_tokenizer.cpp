@@ -1,4 +1,5 @@
 #include "tokenizer/bpe_tokenizer.h"
+#include "tokenizer/verbatim_split.h"
 
 #include <algorithm>
 #include <array>
@@ -139,33 +140,9 @@ std::vector<int32_t> BpeTokenizer::encode(std::string_view raw, bool add_special
   if (add_special) out = cfg_.prefix_ids;
   const std::string text = sanitize_utf8(raw);
   // Split out user-defined tokens found verbatim, longest first (llama.cpp's tokenizer_st_partition order).
-  struct Frag {
-    int32_t token;  // -1: raw text
-    size_t begin, len;
-  };
-  std::vector<Frag> frags, next;
-  if (!text.empty()) frags.push_back({-1, 0, text.size()});
-  for (int32_t id : verbatim_) {
-    const std::string& t = cfg_.pieces[id];
-    if (text.find(t) == std::string::npos) continue;
-    next.clear();
-    for (const Frag& f : frags) {
-      if (f.token >= 0) {
-        next.push_back(f);
-        continue;
-      }
-      std::string_view body = std::string_view(text).substr(f.begin, f.len);
-      size_t pos = 0;
-      for (size_t m; (m = body.find(t, pos)) != std::string_view::npos; pos = m + t.size()) {
-        if (m > pos) next.push_back({-1, f.begin + pos, m - pos});
-        next.push_back({id, f.begin + m, t.size()});
-      }
-      if (pos < body.size()) next.push_back({-1, f.begin + pos, body.size() - pos});
-    }
-    frags.swap(next);
-  }
+  std::vector<TextFragment> frags = split_verbatim(text, verbatim_, cfg_.pieces);
   Scratch sc;
-  for (const Frag& f : frags) {
+  for (const TextFragment& f : frags) {
     if (f.token >= 0) out.push_back(f.token);
     else encode_fragment(std::string_view(text).substr(f.begin, f.len), out, sc);
   }

@@ -1,4 +1,5 @@
 #include "tokenizer/spm_tokenizer.h"
+#include "tokenizer/verbatim_split.h"
 
 #include <algorithm>
 #include <queue>
@@ -76,31 +77,8 @@ std::vector<int32_t> SpmTokenizer::encode(std::string_view text, bool add_specia
   }
   // llama.cpp: user-defined tokens are cut out of the text first (longest first); every remaining piece of text
   // is encoded on its own, each with the dummy prefix.
-  struct Frag {
-    int32_t token;  // -1: text
-    size_t begin, len;
-  };
-  std::vector<Frag> frags{{-1, 0, text.size()}}, next;
-  for (int32_t id : user_defined_) {
-    const std::string& t = vocab_.pieces[id];
-    if (text.find(t) == std::string_view::npos) continue;
-    next.clear();
-    for (const Frag& f : frags) {
-      if (f.token >= 0) {
-        next.push_back(f);
-        continue;
-      }
-      std::string_view body = text.substr(f.begin, f.len);
-      size_t pos = 0;
-      for (size_t m; (m = body.find(t, pos)) != std::string_view::npos; pos = m + t.size()) {
-        if (m > pos) next.push_back({-1, f.begin + pos, m - pos});
-        next.push_back({id, f.begin + m, t.size()});
-      }
-      if (pos < body.size()) next.push_back({-1, f.begin + pos, body.size() - pos});
-    }
-    frags.swap(next);
-  }
-  for (const Frag& f : frags) {
+  std::vector<TextFragment> frags = split_verbatim(text, user_defined_, vocab_.pieces);
+  for (const TextFragment& f : frags) {
     if (f.token >= 0) out.push_back(f.token);
     else encode_text(text.substr(f.begin, f.len), out);
   }

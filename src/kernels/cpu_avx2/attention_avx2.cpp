@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "kernels/cpu_avx2/simd_avx2.h"
 #include "kernels/dot.h"
 
 namespace slimkv {
@@ -28,12 +29,7 @@ __m256 exp256_ps(__m256 x) {
 
 namespace {
 
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
+using simd::hsum;
 
 inline float dot(const float* a, const float* b, int32_t n) {
   __m256 acc = _mm256_setzero_ps();

@@ -4,17 +4,13 @@
 #include <cmath>
 
 #include "core/half.h"
+#include "kernels/cpu_avx2/simd_avx2.h"
 #include "kernels/dot.h"
 
 namespace slimkv {
 namespace {
 
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
+using simd::hsum;
 
 float dot_f32(const float* a, const float* b, int64_t n) {
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(),
@@ -67,17 +63,11 @@ float dot_q8_0_q8_0(const Q8_0Block* a, const Q8_0Block* b, int64_t nb) {
   return hsum(acc);
 }
 
-inline __m256i unpack_q4(const uint8_t* qs) {  // 16 bytes -> 32 int8 in [-8, 7]: low nibbles then high
-  __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  __m256i both = _mm256_set_m128i(_mm_srli_epi16(raw, 4), raw);
-  both = _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
-  return _mm256_sub_epi8(both, _mm256_set1_epi8(8));
-}
 
 float dot_q4_0_q8_0(const Q4_0Block* a, const Q8_0Block* b, int64_t nb) {
   __m256 acc = _mm256_setzero_ps();
   for (int64_t k = 0; k < nb; ++k) {
-    __m256i x = unpack_q4(a[k].qs);
+    __m256i x = simd::unpack_q4_0(a[k].qs);
     __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[k].qs));
     __m256 d = _mm256_set1_ps(half(a[k].d) * half(b[k].d));
     acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8x32(x, y)), acc);

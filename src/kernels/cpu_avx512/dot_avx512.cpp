@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include "core/half.h"
+#include "kernels/cpu_avx2/simd_avx2.h"
 #include "kernels/dot.h"
 
 namespace slimkv {
@@ -56,26 +57,18 @@ float dot_q8_0_q8_0(const Q8_0Block* a, const Q8_0Block* b, int64_t nb) {
     __m256 d = _mm256_set1_ps(_cvtsh_ss(a[k].d) * _cvtsh_ss(b[k].d));
     acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8x32_vnni(x, y)), acc);
   }
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
+  return simd::hsum(acc);
 }
 
 float dot_q4_0_q8_0(const Q4_0Block* a, const Q8_0Block* b, int64_t nb) {
   __m256 acc = _mm256_setzero_ps();
-  const __m256i mask = _mm256_set1_epi8(0x0F), eight = _mm256_set1_epi8(8);
   for (int64_t k = 0; k < nb; ++k) {
-    __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a[k].qs));
-    __m256i x = _mm256_sub_epi8(_mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), mask), eight);
+    __m256i x = simd::unpack_q4_0(a[k].qs);
     __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[k].qs));
     __m256 d = _mm256_set1_ps(_cvtsh_ss(a[k].d) * _cvtsh_ss(b[k].d));
     acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8x32_vnni(x, y)), acc);
   }
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
+  return simd::hsum(acc);
 }
 
 void axpy(float a, const float* x, float* y, int64_t n) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "kernels/cpu_avx2/simd_avx2.h"
 #include "kernels/dot.h"
 
 namespace slimkv {
@@ -89,11 +90,6 @@ void gemm_float(const WT* w, int64_t rows, int64_t cols, const float* x, int64_t
   tiled<4, 4>(rows, T, tile);
 }
 
-inline __m256i q4_unpack(const uint8_t* qs) {
-  __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  __m256i both = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0F));
-  return _mm256_sub_epi8(both, _mm256_set1_epi8(8));
-}
 
 // Quantized weights x Q8_0 activations: a full R x TT tile, per block one VNNI dot per (row, token) pair.
 template <typename BT, int R, int TT>
@@ -119,7 +115,7 @@ void tile_quant(const BT* w, int64_t nb, const Q8_0Block* x, float* y, int64_t l
       if constexpr (sizeof(BT) == sizeof(Q8_0Block)) {
         wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qs));
       } else {
-        wv = q4_unpack(wb.qs);
+        wv = simd::unpack_q4_0(wb.qs);
       }
       const __m256 dw = _mm256_set1_ps(_cvtsh_ss(wb.d));
       const __m256i aw = _mm256_sign_epi8(wv, wv);
@@ -134,10 +130,7 @@ void tile_quant(const BT* w, int64_t nb, const Q8_0Block* x, float* y, int64_t l
   for (int i = 0; i < R; ++i) {
 #pragma GCC unroll 4
     for (int t = 0; t < TT; ++t) {
-      __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc[i][t]), _mm256_extractf128_ps(acc[i][t], 1));
-      s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-      s = _mm_add_ss(s, _mm_movehdup_ps(s));
-      y[t * ldy + i] = _mm_cvtss_f32(s);
+      y[t * ldy + i] = simd::hsum(acc[i][t]);
     }
   }
 }
