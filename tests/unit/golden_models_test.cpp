@@ -133,5 +133,23 @@ TEST(GoldenModels, Kjv1kMatchesRunC) {
   }
 }
 
+TEST(GoldenModels, Kjv1kFirstWindowPerplexityAndTokenizerMatchReference) {
+  std::string path = models_dir() + "/kjv-1k/model.bin";
+  SKIP_IF_MISSING(path);
+  SKIP_IF_MISSING(models_dir() + "/kjv-1k/kjv-valid.ids.u16");
+  auto m = load(path);
+  MappedFile ids_file(models_dir() + "/kjv-1k/kjv-valid.ids.u16");
+  const auto* u16 = reinterpret_cast<const uint16_t*>(ids_file.data());
+  std::vector<int32_t> window = {1};
+  for (int i = 0; i < 1023; ++i) window.push_back(u16[i]);
+  EXPECT_NEAR(mean_nll(*m, window), 3.1702, 0.001);  // README: first window, 1023 predictions
+  // run.c-style encoding of the held-out text gives the same ids as sentencepiece did.
+  std::string text = read_text_file(data_dir() + "/kjv-valid.txt").substr(0, 8000);
+  auto enc = m->tokenizer->encode(text, true);
+  ASSERT_GE(enc.size(), 1024u);
+  enc.resize(1024);
+  EXPECT_EQ(enc, window);
+}
+
 }  // namespace
 }  // namespace slimkv::test
