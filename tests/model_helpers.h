@@ -4,8 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/mapped_file.h"
-#include "model/llama_forward.h"
 #include "runner/generator.h"
+#include "runner/sequence_forward.h"
 #include "test_paths.h"
 
 namespace slimkv::test {
@@ -19,12 +19,11 @@ inline std::unique_ptr<Model> load(const std::string& path, const std::string& t
 
 inline std::vector<int32_t> greedy(const Model& m, const std::vector<int32_t>& prompt, int32_t n,
                                    ThreadPool* pool = nullptr) {
-  LlamaForward fwd(m, pool);
   GenerateOptions o;
   o.max_new_tokens = n;
   o.stop_at_eos = false;
   std::vector<int32_t> out;
-  generate(fwd, prompt, o, [&](int32_t id) {
+  generate(m, pool, prompt, o, [&](int32_t id) {
     out.push_back(id);
     return true;
   });
@@ -32,10 +31,9 @@ inline std::vector<int32_t> greedy(const Model& m, const std::vector<int32_t>& p
 }
 
 inline double mean_nll(const Model& m, const std::vector<int32_t>& ids) {
-  LlamaForward fwd(m, nullptr);
-  ContiguousKvCache cache(m.config, static_cast<int32_t>(ids.size()));
+  SequenceForward fwd(m, nullptr, static_cast<int32_t>(ids.size()));
   std::vector<float> logits(ids.size() * m.config.vocab_size);
-  fwd.forward(ids, 0, cache, true, logits.data());
+  fwd.forward(ids, 0, true, logits.data());
   double nll = 0;
   for (size_t t = 0; t + 1 < ids.size(); ++t) {
     const float* row = logits.data() + t * m.config.vocab_size;

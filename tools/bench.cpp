@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "model/llama_forward.h"
+#include "runner/sequence_forward.h"
 #include "model/synthetic_model.h"
 #include "tools/commands.h"
 #include "tools/common.h"
@@ -45,24 +45,23 @@ struct Row {
 Row bench_one(const Model& m, const std::string& label, int32_t threads, const BenchFlags& f) {
   using clock = std::chrono::steady_clock;
   ThreadPool pool(threads);
-  LlamaForward fwd(m, &pool);
   const ModelConfig& c = m.config;
   // As llama-bench: pp = one forward of P prompt tokens from an empty cache; tg = N single-token decode
   // steps from an empty cache.
   int32_t pp = std::min(f.prompt_len, c.max_seq_len), tg = std::min(f.gen_len, c.max_seq_len);
-  ContiguousKvCache cache(c, std::max(pp, tg));
+  SequenceForward fwd(m, &pool, std::max(pp, tg));
   std::vector<float> logits(c.vocab_size);
   std::vector<int32_t> prompt(pp);
   for (int32_t i = 0; i < pp; ++i) prompt[i] = (i * 7919 + 1) % c.vocab_size;
   std::vector<double> pps, tgs;
   for (int32_t r = 0; r < f.repeats + 1; ++r) {  // first run warms up
     auto t0 = clock::now();
-    fwd.forward(prompt, 0, cache, false, logits.data());
+    fwd.forward(prompt, 0, false, logits.data());
     auto t1 = clock::now();
     int32_t tok = 1 % c.vocab_size;
     for (int32_t i = 0; i < tg; ++i) {
       int32_t one[1] = {tok};
-      fwd.forward(one, i, cache, false, logits.data());
+      fwd.forward(one, i, false, logits.data());
       tok = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
     }
     auto t2 = clock::now();

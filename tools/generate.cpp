@@ -26,7 +26,6 @@ int run_generate(const GenerateFlags& f) {
   auto model = load_model_from_flags(f.model);
   double load_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
   ThreadPool pool(resolve_threads(f.model.threads));
-  LlamaForward fwd(*model, &pool);
   std::vector<int32_t> prompt = model->tokenizer->encode(f.prompt, true);
   if (prompt.empty()) prompt.push_back(model->tokenizer->bos_id());
   SLIMKV_CHECK(static_cast<int64_t>(prompt.size()) < model->config.max_seq_len,
@@ -43,7 +42,7 @@ int run_generate(const GenerateFlags& f) {
     if (id != model->tokenizer->bos_id()) text += dec.push(id);
   }
   std::fputs(text.c_str(), stdout);
-  auto st = generate(fwd, prompt, opts, [&](int32_t id) {
+  auto st = generate(*model, &pool, prompt, opts, [&](int32_t id) {
     std::string piece = dec.push(id);
     std::fputs(piece.c_str(), stdout);
     std::fflush(stdout);

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/mapped_file.h"
-#include "model/llama_forward.h"
+#include "runner/sequence_forward.h"
 #include "tools/commands.h"
 #include "tools/common.h"
 
@@ -29,8 +29,7 @@ int run_perplexity(const PerplexityFlags& f) {
   int32_t ctx = f.ctx > 0 ? std::min(f.ctx, c.max_seq_len) : c.max_seq_len;
   SLIMKV_CHECK(ctx >= 2, "--ctx must be at least 2");
   ThreadPool pool(resolve_threads(f.model.threads));
-  LlamaForward fwd(*model, &pool);
-  ContiguousKvCache cache(c, ctx);
+  SequenceForward fwd(*model, &pool, ctx);
   std::vector<float> logits(static_cast<size_t>(ctx) * c.vocab_size);
   double nll = 0;
   int64_t count = 0;
@@ -43,7 +42,7 @@ int run_perplexity(const PerplexityFlags& f) {
     size_t len = std::min(per_window, body - start);
     window.assign(1, bos);
     window.insert(window.end(), ids.begin() + 1 + start, ids.begin() + 1 + start + len);
-    fwd.forward(window, 0, cache, true, logits.data());
+    fwd.forward(window, 0, true, logits.data());
     for (size_t t = 0; t + 1 < window.size(); ++t) {
       const float* row = logits.data() + t * c.vocab_size;
       float mx = row[0];

@@ -57,11 +57,11 @@ void axpy(float a, const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
-void attend(const float* q, const float* k_rows, const float* v_rows, int64_t stride, int64_t num_ctx,
-            int32_t head_dim, float scale, float* scores, float* out) {
+void attend(const float* q, const PagedKv& kv, int64_t num_ctx, int32_t head_dim, float scale, float* scores,
+            float* out) {
   float mx = -INFINITY;
   for (int64_t t = 0; t < num_ctx; ++t) {
-    scores[t] = dot_f32(q, k_rows + t * stride, head_dim) * scale;
+    scores[t] = dot_f32(q, kv.k_row(t), head_dim) * scale;
     mx = std::max(mx, scores[t]);
   }
   float sum = 0;
@@ -70,7 +70,7 @@ void attend(const float* q, const float* k_rows, const float* v_rows, int64_t st
     sum += scores[t];
   }
   for (int32_t d = 0; d < head_dim; ++d) out[d] = 0;
-  for (int64_t t = 0; t < num_ctx; ++t) axpy(scores[t] / sum, v_rows + t * stride, out, head_dim);
+  for (int64_t t = 0; t < num_ctx; ++t) axpy(scores[t] / sum, kv.v_row(t), out, head_dim);
 }
 
 }  // namespace

@@ -9,6 +9,22 @@
 
 namespace slimkv {
 
+// Where one KV head's rows of one sequence live: token t's key row starts at
+// k_base + block_ids[t / block_size] * block_size * k_row_stride + (t % block_size) * k_row_stride (V alike).
+struct PagedKv {
+  const float* k_base = nullptr;  // layer's K region + the head's offset
+  const float* v_base = nullptr;
+  const int32_t* block_ids = nullptr;
+  int32_t block_size = 1;
+  int64_t k_row_stride = 0, v_row_stride = 0;  // floats between consecutive tokens' rows
+  const float* k_row(int64_t t) const {
+    return k_base + (static_cast<int64_t>(block_ids[t / block_size]) * block_size + t % block_size) * k_row_stride;
+  }
+  const float* v_row(int64_t t) const {
+    return v_base + (static_cast<int64_t>(block_ids[t / block_size]) * block_size + t % block_size) * v_row_stride;
+  }
+};
+
 struct DotKernels {
   // sum_i a[i] * b[i], n elements
   float (*f32)(const float* a, const float* b, int64_t n);
@@ -22,10 +38,10 @@ struct DotKernels {
   void (*quantize_q8_0)(const float* x, Q8_0Block* out, int64_t n);
   // y[i] += a * x[i]
   void (*axpy)(float a, const float* x, float* y, int64_t n);
-  // One query head over num_ctx cached rows: out[head_dim] = softmax(q·K^T * scale) · V.
-  // k_rows/v_rows: row 0 of K and V, rows `stride` floats apart. scores: scratch of num_ctx floats.
-  void (*attend)(const float* q, const float* k_rows, const float* v_rows, int64_t stride, int64_t num_ctx,
-                 int32_t head_dim, float scale, float* scores, float* out);
+  // One query head over num_ctx cached tokens in pages: out[head_dim] = softmax(q·K^T * scale) · V.
+  // scores: scratch of num_ctx floats.
+  void (*attend)(const float* q, const PagedKv& kv, int64_t num_ctx, int32_t head_dim, float scale, float* scores,
+                 float* out);
   // Optional blocked matmul (null = matmul falls back to one dot per (row, token)):
   // y[t * ldy + r] = W[r] · x[t] for r < rows, t < num_tokens. W: `rows` rows of `cols` elements of w_dtype,
   // contiguous. x: f32 [num_tokens, cols] for F32/F16 weights; Q8_0 blocks [num_tokens, cols/32] for Q8_0/Q4_0.

@@ -75,9 +75,4 @@ void swiglu(float* gate, const float* up, int64_t n) {
   }
 }
 
-void attend_head(const float* q, const float* k_rows, const float* v_rows, int64_t stride, int64_t num_ctx,
-                 int32_t head_dim, float scale, float* scores, float* out, Isa isa) {
-  dot_kernels(isa).attend(q, k_rows, v_rows, stride, num_ctx, head_dim, scale, scores, out);
-}
-
 }  // namespace slimkv

@@ -29,9 +29,4 @@ void softmax(float* x, int64_t n);
 // gate[n] = silu(gate) * up
 void swiglu(float* gate, const float* up, int64_t n);
 
-// One query head attending to num_ctx keys/values: out[head_dim] = softmax(q·K^T * scale) · V.
-// k_rows/v_rows point at row 0; rows are `stride` floats apart. scores: scratch of num_ctx floats.
-void attend_head(const float* q, const float* k_rows, const float* v_rows, int64_t stride, int64_t num_ctx,
-                 int32_t head_dim, float scale, float* scores, float* out, Isa isa = active_isa());
-
 }  // namespace slimkv

@@ -1,56 +1,60 @@
 #include "model/llama_forward.h"
 
-#include <cmath>
 #include <cstring>
 
 #include "core/check.h"
 
 namespace slimkv {
 
-LlamaForward::LlamaForward(const Model& model, ThreadPool* pool, int32_t max_chunk_tokens)
-    : model_(model), pool_(pool), max_chunk_(max_chunk_tokens) {
+LlamaForward::LlamaForward(const Model& model, ThreadPool* pool) : model_(model), pool_(pool) {
   const ModelConfig& c = model.config;
   rope_.init(c.max_seq_len, c.head_dim, c.rotary_dim, c.rope_theta, c.rope_layout);
-  const size_t T = max_chunk_;
-  x_.resize(T * c.dim);
-  xb_.resize(T * c.dim);
-  q_.resize(T * c.q_dim());
-  k_.resize(T * c.kv_dim());
-  v_.resize(T * c.kv_dim());
-  att_.resize(T * c.q_dim());
-  proj_.resize(T * c.dim);
-  hb_.resize(T * c.hidden_dim);
-  hb2_.resize(T * c.hidden_dim);
-  int32_t threads = pool ? pool->num_threads() : 1;
-  scores_.resize(static_cast<size_t>(threads) * c.max_seq_len);
+  reserve(1, 1);
 }
 
-void LlamaForward::forward(std::span<const int32_t> tokens, int32_t start_pos, ContiguousKvCache& cache,
-                           bool all_logits, float* logits_out) {
+KvLayout LlamaForward::kv_layout(int32_t block_size_tokens) const {
+  return KvLayout::uniform(model_.config.num_layers, model_.config.kv_dim(), block_size_tokens);
+}
+
+void LlamaForward::reserve(int32_t T, int32_t rows) {
   const ModelConfig& c = model_.config;
-  SLIMKV_CHECK(!tokens.empty(), "forward: no tokens");
-  int64_t end = static_cast<int64_t>(start_pos) + static_cast<int64_t>(tokens.size());
-  SLIMKV_CHECK(start_pos >= 0 && end <= c.max_seq_len && end <= cache.capacity_tokens(),
-               "forward: positions [{}, {}) exceed the context ({} tokens)", start_pos, end,
-               std::min(c.max_seq_len, cache.capacity_tokens()));
-  for (int32_t tok : tokens) {
-    SLIMKV_CHECK(tok >= 0 && tok < c.vocab_size, "token id {} is outside the vocabulary (0..{})", tok,
-                 c.vocab_size - 1);
+  if (T > capacity_) {
+    capacity_ = T;
+    const size_t t = T;
+    x_.resize(t * c.dim);
+    xb_.resize(t * c.dim);
+    q_.resize(t * c.q_dim());
+    k_.resize(t * c.kv_dim());
+    v_.resize(t * c.kv_dim());
+    att_.resize(t * c.q_dim());
+    proj_.resize(t * c.dim);
+    hb_.resize(t * c.hidden_dim);
+    hb2_.resize(t * c.hidden_dim);
   }
-  const int32_t n = static_cast<int32_t>(tokens.size());
-  for (int32_t i = 0; i < n; i += max_chunk_) {
-    int32_t len = std::min(max_chunk_, n - i);
-    bool last = i + len == n;
-    float* out = all_logits ? logits_out + static_cast<size_t>(i) * c.vocab_size : (last ? logits_out : nullptr);
-    forward_chunk(tokens.data() + i, len, start_pos + i, cache, all_logits, out);
+  if (rows > logits_capacity_) {
+    logits_capacity_ = rows;
+    final_.resize(static_cast<size_t>(rows) * c.dim);
   }
 }
 
-void LlamaForward::forward_chunk(const int32_t* tokens, int32_t T, int32_t start_pos, ContiguousKvCache& cache,
-                                 bool all_logits, float* logits_out) {
+void LlamaForward::forward(const ForwardBatch& b, KvStorage& kv, float* logits_out) {
   const ModelConfig& c = model_.config;
-  const int32_t dim = c.dim, kv_dim = c.kv_dim(), hid = c.hidden_dim;
-  for (int32_t t = 0; t < T; ++t) dequantize_row(model_.tok_embd, tokens[t], x_.data() + t * dim);
+  const int32_t T = b.num_tokens();
+  SLIMKV_CHECK(T > 0, "forward: empty batch");
+  SLIMKV_CHECK(b.positions.size() == static_cast<size_t>(T) && b.slots.size() == static_cast<size_t>(T),
+               "forward: batch arrays differ in length");
+  for (int32_t t = 0; t < T; ++t) {
+    SLIMKV_CHECK(b.token_ids[t] >= 0 && b.token_ids[t] < c.vocab_size,
+                 "token id {} is outside the vocabulary (0..{})", b.token_ids[t], c.vocab_size - 1);
+    SLIMKV_CHECK(b.positions[t] >= 0 && b.positions[t] < c.max_seq_len,
+                 "position {} exceeds the model context ({} tokens)", b.positions[t], c.max_seq_len);
+    SLIMKV_CHECK(b.slots[t] >= 0 && b.slots[t] < static_cast<int64_t>(kv.num_blocks()) * kv.layout().block_size_tokens,
+                 "forward: KV slot {} out of range", b.slots[t]);
+  }
+  reserve(T, static_cast<int32_t>(b.logits_rows.size()));
+  const int32_t dim = c.dim, kv_dim = c.kv_dim(), hid = c.hidden_dim, qd = c.q_dim();
+  attention_.plan(b.attn, {c.num_heads, c.num_kv_heads, c.head_dim}, pool_ ? pool_->num_threads() : 1);
+  for (int32_t t = 0; t < T; ++t) dequantize_row(model_.tok_embd, b.token_ids[t], x_.data() + static_cast<size_t>(t) * dim);
 
   for (int32_t l = 0; l < c.num_layers; ++l) {
     const LayerWeights& w = model_.layers[l];
@@ -59,12 +63,13 @@ void LlamaForward::forward_chunk(const int32_t* tokens, int32_t T, int32_t start
     matmul(w.wk, xb_.data(), T, k_.data(), pool_);
     matmul(w.wv, xb_.data(), T, v_.data(), pool_);
     for (int32_t t = 0; t < T; ++t) {
-      rope_.apply(q_.data() + static_cast<size_t>(t) * c.q_dim(), c.num_heads, start_pos + t);
-      rope_.apply(k_.data() + static_cast<size_t>(t) * kv_dim, c.num_kv_heads, start_pos + t);
-      std::memcpy(cache.k_row(l, start_pos + t), k_.data() + static_cast<size_t>(t) * kv_dim, sizeof(float) * kv_dim);
-      std::memcpy(cache.v_row(l, start_pos + t), v_.data() + static_cast<size_t>(t) * kv_dim, sizeof(float) * kv_dim);
+      rope_.apply(q_.data() + static_cast<size_t>(t) * qd, c.num_heads, b.positions[t]);
+      rope_.apply(k_.data() + static_cast<size_t>(t) * kv_dim, c.num_kv_heads, b.positions[t]);
+      std::memcpy(kv.k_row(l, b.slots[t]), k_.data() + static_cast<size_t>(t) * kv_dim, sizeof(float) * kv_dim);
+      std::memcpy(kv.v_row(l, b.slots[t]), v_.data() + static_cast<size_t>(t) * kv_dim, sizeof(float) * kv_dim);
     }
-    attention(l, T, start_pos, cache);
+    attention_.run(q_.data(), kv.k_base(l), kv.v_base(l), kv.layout().layers[l].k_row_floats,
+                   kv.layout().layers[l].v_row_floats, att_.data(), pool_);
     matmul(w.wo, att_.data(), T, proj_.data(), pool_);
     for (size_t i = 0; i < static_cast<size_t>(T) * dim; ++i) x_[i] += proj_[i];
 
@@ -75,37 +80,15 @@ void LlamaForward::forward_chunk(const int32_t* tokens, int32_t T, int32_t start
     matmul(w.w2, hb_.data(), T, proj_.data(), pool_);
     for (size_t i = 0; i < static_cast<size_t>(T) * dim; ++i) x_[i] += proj_[i];
   }
-  if (logits_out == nullptr) return;
-  int32_t first = all_logits ? 0 : T - 1;
-  int32_t rows = T - first;
-  for (int32_t t = first; t < T; ++t) {
-    rmsnorm(xb_.data() + (t - first) * dim, x_.data() + t * dim, model_.final_norm, dim, c.rms_eps);
+  const int32_t rows = static_cast<int32_t>(b.logits_rows.size());
+  if (rows == 0) return;
+  for (int32_t r = 0; r < rows; ++r) {
+    const int32_t t = b.logits_rows[r];
+    SLIMKV_CHECK(t >= 0 && t < T, "forward: logits row {} outside the batch", t);
+    rmsnorm(final_.data() + static_cast<size_t>(r) * dim, x_.data() + static_cast<size_t>(t) * dim, model_.final_norm,
+            dim, c.rms_eps);
   }
-  matmul(model_.output, xb_.data(), rows, logits_out, pool_);
-}
-
-void LlamaForward::attention(int32_t layer, int32_t T, int32_t start_pos, ContiguousKvCache& cache) {
-  const ModelConfig& c = model_.config;
-  const int32_t hd = c.head_dim, group = c.num_heads / c.num_kv_heads;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const float* k_base = cache.k_row(layer, 0);
-  const float* v_base = cache.v_row(layer, 0);
-  const int64_t work = static_cast<int64_t>(T) * c.num_heads * (start_pos + T) * hd;
-  auto body = [&](int64_t i0, int64_t i1, int32_t thread) {
-    float* scores = scores_.data() + static_cast<size_t>(thread) * c.max_seq_len;
-    for (int64_t i = i0; i < i1; ++i) {
-      int32_t t = static_cast<int32_t>(i / c.num_heads), h = static_cast<int32_t>(i % c.num_heads);
-      int32_t kvh = h / group;
-      attend_head(q_.data() + (static_cast<size_t>(t) * c.num_heads + h) * hd, k_base + kvh * hd, v_base + kvh * hd,
-                  cache.kv_dim(), start_pos + t + 1, hd, scale, scores,
-                  att_.data() + (static_cast<size_t>(t) * c.num_heads + h) * hd);
-    }
-  };
-  if (pool_ == nullptr || work < (1 << 15)) {
-    body(0, static_cast<int64_t>(T) * c.num_heads, 0);
-  } else {
-    pool_->parallel_for(static_cast<int64_t>(T) * c.num_heads, 1, body);
-  }
+  matmul(model_.output, final_.data(), rows, logits_out, pool_);
 }
 
 }  // namespace slimkv

@@ -1,12 +1,12 @@
 // Single-sequence generation: prefill the prompt, then decode token by token until EOS or the limit.
-// Owns: the sequence's KV cache and logits buffer. Must not know: how text is printed or served.
+// Owns: the sequence's KV storage (via SequenceForward) and logits buffer. Must not know: how text is printed or served.
 #pragma once
 #include <functional>
 #include <span>
 #include <vector>
 
-#include "model/llama_forward.h"
-#include "runner/sampler.h"
+#include "runner/sequence_forward.h"
+#include "sampling/sampler.h"
 
 namespace slimkv {
 
@@ -25,7 +25,7 @@ struct GenerateStats {
 
 // Calls on_token(id) for each generated token; returning false stops generation.
 // The prompt must fit the model context; generation stops at the context end.
-GenerateStats generate(LlamaForward& fwd, std::span<const int32_t> prompt, const GenerateOptions& opts,
+GenerateStats generate(const Model& model, ThreadPool* pool, std::span<const int32_t> prompt, const GenerateOptions& opts,
                        const std::function<bool(int32_t)>& on_token);
 
 }  // namespace slimkv

@@ -109,16 +109,61 @@ TEST_P(DotKernelTest, ThreadedMatmulMatchesSingleThreadedReferenceForEveryDtype)
   }
 }
 
-TEST_P(DotKernelTest, AttentionMatchesReferenceForHeadDimsAndContexts) {
+TEST_P(DotKernelTest, PagedAttentionMatchesReferenceForHeadDimsBlockSizesAndContexts) {
   for (int32_t hd : {8, 16, 64, 128, 6}) {
-    for (int64_t ctx : {1, 7, 9, 33, 300}) {
-      const int64_t stride = hd * 3;  // rows interleaved with other heads, as in the cache
-      auto q = random_vec(hd, 13), k = random_vec(ctx * stride, 14, 2.0f), v = random_vec(ctx * stride, 15);
-      std::vector<float> s1(ctx), s2(ctx), o1(hd), o2(hd);
-      float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-      ref().attend(q.data(), k.data(), v.data(), stride, ctx, hd, scale, s1.data(), o1.data());
-      opt().attend(q.data(), k.data(), v.data(), stride, ctx, hd, scale, s2.data(), o2.data());
-      for (int32_t d = 0; d < hd; ++d) ASSERT_NEAR(o2[d], o1[d], 2e-5f) << "hd=" << hd << " ctx=" << ctx;
+    for (int32_t bs : {1, 8, 16}) {
+      for (int64_t ctx : {1, 7, 9, 33, 300}) {
+        const int64_t stride = hd * 3;  // a token's row holds 3 KV heads; this head is the second
+        const int32_t pages = static_cast<int32_t>((ctx + bs - 1) / bs);
+        std::vector<int32_t> ids(pages);  // pages scattered over a larger pool, in shuffled order
+        for (int32_t i = 0; i < pages; ++i) ids[i] = (i * 7 + 3) % (pages * 2 + 1);
+        const int64_t pool_rows = static_cast<int64_t>(pages * 2 + 1) * bs;
+        auto q = random_vec(hd, 13), k = random_vec(pool_rows * stride, 14, 2.0f), v = random_vec(pool_rows * stride, 15);
+        PagedKv kv{k.data() + hd, v.data() + hd, ids.data(), bs, stride, stride};
+        std::vector<float> s1(ctx), s2(ctx), o1(hd), o2(hd), o3(hd, 0.0f);
+        const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+        ref().attend(q.data(), kv, ctx, hd, scale, s1.data(), o1.data());
+        opt().attend(q.data(), kv, ctx, hd, scale, s2.data(), o2.data());
+        // Independent check: gather the rows and do softmax-weighted sum in double.
+        std::vector<double> sc(ctx);
+        double mx = -1e30, sum = 0;
+        for (int64_t t = 0; t < ctx; ++t) {
+          const float* kr = k.data() + (static_cast<int64_t>(ids[t / bs]) * bs + t % bs) * stride + hd;
+          double d = 0;
+          for (int32_t j = 0; j < hd; ++j) d += double(q[j]) * kr[j];
+          sc[t] = d * scale;
+          mx = std::max(mx, sc[t]);
+        }
+        for (auto& x : sc) { x = std::exp(x - mx); sum += x; }
+        for (int64_t t = 0; t < ctx; ++t) {
+          const float* vr = v.data() + (static_cast<int64_t>(ids[t / bs]) * bs + t % bs) * stride + hd;
+          for (int32_t j = 0; j < hd; ++j) o3[j] += static_cast<float>(sc[t] / sum * vr[j]);
+        }
+        for (int32_t d = 0; d < hd; ++d) {
+          ASSERT_NEAR(o2[d], o1[d], 2e-5f) << "hd=" << hd << " bs=" << bs << " ctx=" << ctx;
+          ASSERT_NEAR(o1[d], o3[d], 1e-4f) << "hd=" << hd << " bs=" << bs << " ctx=" << ctx;
+        }
+      }
+    }
+  }
+}
+
+TEST_P(DotKernelTest, BatchedMatmulRowsAreBitIdenticalToSingleTokenRows) {
+  // Batched output must equal single-request output: each (row, token) is summed in the same order
+  // whatever the number of tokens in the batch.
+  const int64_t rows = 37, cols = 200;
+  auto w = random_vec(rows * cols, 21), x = random_vec(9 * cols, 22);
+  std::vector<Q8_0Block> w8(rows * 224 / 32);
+  auto w224 = random_vec(rows * 224, 23), x224 = random_vec(9 * 224, 24);
+  kScalarDot.quantize_q8_0(w224.data(), w8.data(), rows * 224);
+  for (auto c : {std::pair<WeightView, const float*>{WeightView{DType::F32, rows, cols, w.data()}, x.data()},
+                 std::pair<WeightView, const float*>{WeightView{DType::Q8_0, rows, 224, w8.data()}, x224.data()}}) {
+    const WeightView& wv = c.first;
+    std::vector<float> all(9 * rows), one(rows);
+    matmul(wv, c.second, 9, all.data(), nullptr, GetParam());
+    for (int64_t t = 0; t < 9; ++t) {
+      matmul(wv, c.second + t * wv.cols, 1, one.data(), nullptr, GetParam());
+      for (int64_t r = 0; r < rows; ++r) ASSERT_EQ(one[r], all[t * rows + r]) << dtype_name(wv.dtype) << " t=" << t;
     }
   }
 }
@@ -145,13 +190,6 @@ TEST(OpsTest, RopeLayoutsRotatePairsAndPreserveNorm) {
   for (int i = 0; i < 8; ++i) { na += a[i] * a[i]; nb += b[i] * b[i]; nc += c[i] * c[i]; }
   EXPECT_NEAR(na, nb, 1e-3f);
   EXPECT_NEAR(na, nc, 1e-3f);
-}
-
-TEST(OpsTest, AttentionOverOneTokenReturnsItsValue) {
-  std::vector<float> q = {1, 0}, k = {0.5f, 0.5f}, v = {3, -2}, scores(1), out(2);
-  attend_head(q.data(), k.data(), v.data(), 2, 1, 2, 1.0f, scores.data(), out.data());
-  EXPECT_FLOAT_EQ(out[0], 3);
-  EXPECT_FLOAT_EQ(out[1], -2);
 }
 
 TEST(OpsTest, RmsnormAndSoftmaxReference) {

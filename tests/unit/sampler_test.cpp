@@ -3,7 +3,7 @@
 
 #include <set>
 
-#include "runner/sampler.h"
+#include "sampling/sampler.h"
 #include "tokenizer/spm_tokenizer.h"
 #include "tokenizer/stream_decoder.h"
 

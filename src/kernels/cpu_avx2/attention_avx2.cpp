@@ -59,23 +59,32 @@ float exp_shifted(float* s, int64_t n, float mx) {
 
 }  // namespace
 
-void attend_avx2(const float* q, const float* k_rows, const float* v_rows, int64_t stride, int64_t num_ctx,
-            int32_t head_dim, float scale, float* scores, float* out) {
+// Walks the sequence page by page: within a page rows are contiguous (k_row_stride apart).
+void attend_avx2(const float* q, const PagedKv& kv, int64_t num_ctx, int32_t head_dim, float scale, float* scores,
+                 float* out) {
+  const int32_t bs = kv.block_size;
   float mx = -INFINITY;
-  for (int64_t t = 0; t < num_ctx; ++t) {
-    float s = dot(q, k_rows + t * stride, head_dim) * scale;
-    scores[t] = s;
-    mx = std::max(mx, s);
+  for (int64_t t0 = 0; t0 < num_ctx; t0 += bs) {
+    const float* k = kv.k_row(t0);
+    const int64_t n = std::min<int64_t>(bs, num_ctx - t0);
+    for (int64_t i = 0; i < n; ++i) {
+      float s = dot(q, k + i * kv.k_row_stride, head_dim) * scale;
+      scores[t0 + i] = s;
+      mx = std::max(mx, s);
+    }
   }
   const float inv = 1.0f / exp_shifted(scores, num_ctx, mx);
   if (head_dim % 8 == 0 && head_dim <= 64) {  // accumulate in registers
     __m256 acc[8];
     const int32_t nv = head_dim / 8;
     for (int32_t j = 0; j < nv; ++j) acc[j] = _mm256_setzero_ps();
-    for (int64_t t = 0; t < num_ctx; ++t) {
-      __m256 p = _mm256_set1_ps(scores[t]);
-      const float* v = v_rows + t * stride;
-      for (int32_t j = 0; j < nv; ++j) acc[j] = _mm256_fmadd_ps(p, _mm256_loadu_ps(v + 8 * j), acc[j]);
+    for (int64_t t0 = 0; t0 < num_ctx; t0 += bs) {
+      const float* v = kv.v_row(t0);
+      const int64_t n = std::min<int64_t>(bs, num_ctx - t0);
+      for (int64_t i = 0; i < n; ++i, v += kv.v_row_stride) {
+        __m256 p = _mm256_set1_ps(scores[t0 + i]);
+        for (int32_t j = 0; j < nv; ++j) acc[j] = _mm256_fmadd_ps(p, _mm256_loadu_ps(v + 8 * j), acc[j]);
+      }
     }
     __m256 vinv = _mm256_set1_ps(inv);
     for (int32_t j = 0; j < nv; ++j) _mm256_storeu_ps(out + 8 * j, _mm256_mul_ps(acc[j], vinv));
@@ -84,7 +93,7 @@ void attend_avx2(const float* q, const float* k_rows, const float* v_rows, int64
   for (int32_t d = 0; d < head_dim; ++d) out[d] = 0;
   for (int64_t t = 0; t < num_ctx; ++t) {
     const float p = scores[t];
-    const float* v = v_rows + t * stride;
+    const float* v = kv.v_row(t);
     for (int32_t d = 0; d < head_dim; ++d) out[d] += p * v[d];
   }
   for (int32_t d = 0; d < head_dim; ++d) out[d] *= inv;

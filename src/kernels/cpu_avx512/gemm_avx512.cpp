@@ -59,35 +59,15 @@ void tiled(int64_t rows, int64_t T, Tile tile) {
   }
 }
 
-// Decode (one token): rows are read one after another (one sequential stream for the prefetcher), with four
-// independent accumulators per row to hide FMA latency.
-template <typename WT>
-void gemv_float(const WT* w, int64_t rows, int64_t cols, const float* x, float* y) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const WT* wr = w + r * cols;
-    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
-    int64_t k = 0;
-    for (; k + 64 <= cols; k += 64) {
-      a0 = _mm512_fmadd_ps(load_w(wr + k, 0xFFFF), _mm512_loadu_ps(x + k), a0);
-      a1 = _mm512_fmadd_ps(load_w(wr + k + 16, 0xFFFF), _mm512_loadu_ps(x + k + 16), a1);
-      a2 = _mm512_fmadd_ps(load_w(wr + k + 32, 0xFFFF), _mm512_loadu_ps(x + k + 32), a2);
-      a3 = _mm512_fmadd_ps(load_w(wr + k + 48, 0xFFFF), _mm512_loadu_ps(x + k + 48), a3);
-    }
-    for (; k < cols; k += 16) {
-      const __mmask16 m = cols - k >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (cols - k)) - 1);
-      a0 = _mm512_fmadd_ps(load_w(wr + k, m), _mm512_maskz_loadu_ps(m, x + k), a0);
-    }
-    y[r] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
-  }
-}
-
 template <typename WT>
 void gemm_float(const WT* w, int64_t rows, int64_t cols, const float* x, int64_t T, float* y, int64_t ldy) {
-  if (T == 1) return gemv_float(w, rows, cols, x, y);
   auto tile = [&](auto R, auto TT, int64_t r, int64_t t) {
     tile_float<WT, decltype(R)::value, decltype(TT)::value>(w + r * cols, cols, x + t * cols, y + t * ldy + r, ldy);
   };
-  tiled<4, 4>(rows, T, tile);
+  // Every (row, token) is accumulated in the same order whatever the tile, so a token's result does not
+  // depend on how many tokens share the batch (batched output == single-request output).
+  if (T == 1) tiled<4, 1>(rows, T, tile);
+  else tiled<4, 4>(rows, T, tile);
 }
 
 

@@ -1,4 +1,4 @@
-#include "runner/sampler.h"
+#include "sampling/sampler.h"
 
 #include <algorithm>
 #include <cmath>

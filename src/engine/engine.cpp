@@ -1,0 +1,123 @@
+#include "engine/engine.h"
+
+#include "runner/batch_builder.h"
+
+namespace slimkv {
+namespace {
+
+EngineConfig resolved(const Model& model, EngineConfig cfg) {
+  if (cfg.sched.max_model_len == 0) cfg.sched.max_model_len = model.config.max_seq_len;
+  SLIMKV_CHECK(cfg.sched.max_model_len <= model.config.max_seq_len,
+               "--max-model-len {} exceeds the model's context of {} tokens", cfg.sched.max_model_len,
+               model.config.max_seq_len);
+  cfg.sched.validate();
+  cfg.cache.validate();
+  return cfg;
+}
+
+uint64_t cache_salt(const Model& m) {  // everything that changes the bytes stored per token
+  const ModelConfig& c = m.config;
+  uint64_t h = 1469598103934665603ull;
+  for (char ch : m.path + c.summary() + "f32") h = (h ^ static_cast<uint8_t>(ch)) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace
+
+Engine::Engine(const Model& model, EngineConfig cfg)
+    : model_(model),
+      cfg_(resolved(model, std::move(cfg))),
+      pool_(cfg_.threads > 0 ? cfg_.threads : default_num_threads()),
+      fwd_(model, &pool_),
+      layout_(fwd_.kv_layout(cfg_.cache.block_size)),
+      storage_(layout_, cfg_.cache.num_blocks(layout_, cfg_.sched.max_model_len)),
+      kv_manager_(storage_.num_blocks(), cfg_.cache.block_size, cfg_.cache.enable_prefix_caching, cache_salt(model)),
+      scheduler_(cfg_.sched, kv_manager_) {
+  fwd_.reserve(cfg_.sched.max_num_batched_tokens, std::min(cfg_.sched.max_num_seqs, cfg_.sched.max_num_batched_tokens));
+  logits_.resize(static_cast<size_t>(std::min(cfg_.sched.max_num_seqs, cfg_.sched.max_num_batched_tokens)) *
+                 model.config.vocab_size);
+  refresh_gauges();
+}
+
+double Engine::now_ms() const {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
+}
+
+std::variant<RequestId, std::string> Engine::add_request(std::vector<int32_t> prompt, const RequestParams& params) {
+  for (int32_t t : prompt) {
+    if (t < 0 || t >= model_.config.vocab_size) {
+      ++vocab_rejected_;
+      refresh_gauges();
+      return fmt::format("token id {} is outside the vocabulary (0..{})", t, model_.config.vocab_size - 1);
+    }
+  }
+  auto r = scheduler_.add(std::move(prompt), params, now_ms());
+  refresh_gauges();
+  return r;
+}
+
+bool Engine::abort(RequestId id) {
+  bool ok = scheduler_.abort(id, now_ms());
+  refresh_gauges();
+  return ok;
+}
+
+std::vector<StepEvent> Engine::step() {
+  SchedOutput out = scheduler_.schedule(now_ms());
+  metrics_.num_preemptions += out.num_preempted;
+  std::vector<int32_t> sampled;
+  if (!out.chunks.empty()) {
+    build_forward_batch(out, cfg_.cache.block_size, batch_);
+    fwd_.forward(batch_, storage_, logits_.data());
+    size_t row = 0;
+    for (const auto& c : out.chunks) {
+      if (!c.samples) continue;
+      Request* r = scheduler_.find(c.id);
+      sampled.push_back(r->sampler.sample(logits_.data() + row * model_.config.vocab_size, model_.config.vocab_size));
+      ++row;
+    }
+  }
+  const double now = now_ms();
+  for (const auto& c : out.chunks) {  // inter-token latency: gap since the request's previous token
+    if (!c.samples) continue;
+    Request* r = scheduler_.find(c.id);
+    if (r->times.last_token_ms >= 0) metrics_.record_token_gap(now - r->times.last_token_ms);
+  }
+  std::vector<StepEvent> events = scheduler_.update(out, sampled, now);
+  for (auto& r : scheduler_.take_finished()) {
+    metrics_.record_finished(*r);
+    finished_.push_back(std::move(r));
+  }
+  ++metrics_.num_steps;
+  refresh_gauges();
+  return events;
+}
+
+std::vector<std::unique_ptr<Request>> Engine::take_finished() {
+  for (auto& r : scheduler_.take_finished()) {  // e.g. aborted between steps
+    metrics_.record_finished(*r);
+    finished_.push_back(std::move(r));
+  }
+  std::vector<std::unique_ptr<Request>> out;
+  out.swap(finished_);
+  return out;
+}
+
+void Engine::refresh_gauges() {
+  metrics_.num_running = scheduler_.num_running();
+  metrics_.num_waiting = scheduler_.num_waiting();
+  metrics_.blocks_used = kv_manager_.num_used_blocks();
+  metrics_.blocks_total = kv_manager_.num_blocks();
+  metrics_.kv_usage = kv_manager_.usage();
+  metrics_.kv_usage_peak = std::max(metrics_.kv_usage_peak, metrics_.kv_usage);
+  metrics_.prefix_query_tokens = kv_manager_.prefix_counters().query_tokens;
+  metrics_.prefix_hit_tokens = kv_manager_.prefix_counters().hit_tokens;
+  const auto& sc = scheduler_.counters();
+  metrics_.prompt_tokens = sc.prompt_tokens;
+  metrics_.generation_tokens = sc.generated_tokens;
+  metrics_.num_finished = sc.num_finished;
+  metrics_.num_aborted = sc.num_aborted;
+  metrics_.num_rejected = sc.num_rejected + vocab_rejected_;
+}
+
+}  // namespace slimkv

@@ -1,0 +1,58 @@
+// The inference engine: add_request / step / abort over plain data. One step = schedule -> build batch -> run the
+// model on the varlen batch -> sample -> update (append tokens, finish, free blocks) -> metrics.
+// Owns: the KV storage, the scheduler, the forward pass and the metrics. Must not know: HTTP or text.
+#pragma once
+#include <chrono>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "engine/engine_config.h"
+#include "engine/metrics.h"
+#include "model/llama_forward.h"
+#include "sched/scheduler.h"
+
+namespace slimkv {
+
+class Engine {
+ public:
+  Engine(const Model& model, EngineConfig cfg);  // validates cfg against the model; throws Error
+
+  // A request id, or the reason the request was refused.
+  std::variant<RequestId, std::string> add_request(std::vector<int32_t> prompt_token_ids, const RequestParams& params);
+  bool abort(RequestId id);
+  // Runs one step; returns the token events of this step (sampled tokens and finishes), in batch order.
+  std::vector<StepEvent> step();
+  bool has_unfinished() const { return scheduler_.has_unfinished(); }
+
+  const Metrics& metrics() const { return metrics_; }
+  const EngineConfig& config() const { return cfg_; }
+  const KvCacheManager& kv_manager() const { return kv_manager_; }
+  int64_t kv_bytes() const { return storage_.size_bytes(); }
+  // Requests that finished since the last call (their tokens and timings), then forgotten by the engine.
+  std::vector<std::unique_ptr<Request>> take_finished();
+  void check_integrity() const { kv_manager_.check_integrity(); }
+
+ private:
+  double now_ms() const;
+  void refresh_gauges();
+
+  const Model& model_;
+  EngineConfig cfg_;
+  ThreadPool pool_;
+  LlamaForward fwd_;
+  KvLayout layout_;
+  KvStorage storage_;
+  KvCacheManager kv_manager_;
+  Scheduler scheduler_;
+  Metrics metrics_;
+  ForwardBatch batch_;
+  std::vector<float> logits_;  // [max_num_seqs, vocab]
+  std::vector<std::unique_ptr<Request>> finished_;
+  int64_t vocab_rejected_ = 0;
+  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace slimkv

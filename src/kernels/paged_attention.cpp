@@ -1,0 +1,55 @@
+#include "kernels/paged_attention.h"
+
+#include <cmath>
+
+#include "core/check.h"
+
+namespace slimkv {
+
+void PagedAttention::plan(const PagedBatchMeta& meta, const AttentionDims& dims, int32_t num_threads) {
+  SLIMKV_CHECK(meta.token_seq.size() == meta.token_pos.size(), "paged attention: token arrays differ in length");
+  SLIMKV_CHECK(dims.num_kv_heads > 0 && dims.num_heads % dims.num_kv_heads == 0, "paged attention: bad head counts");
+  meta_ = &meta;
+  dims_ = dims;
+  max_ctx_ = 0;
+  work_ = 0;
+  for (size_t t = 0; t < meta.token_pos.size(); ++t) {
+    const int32_t s = meta.token_seq[t], ctx = meta.token_pos[t] + 1;
+    SLIMKV_CHECK(s >= 0 && s + 1 < static_cast<int32_t>(meta.kv_indptr.size()), "paged attention: bad sequence index");
+    const int64_t pages = meta.kv_indptr[s + 1] - meta.kv_indptr[s];
+    SLIMKV_CHECK(ctx <= pages * meta.block_size, "paged attention: position {} beyond the sequence's {} pages",
+                 ctx - 1, pages);
+    max_ctx_ = std::max(max_ctx_, ctx);
+    work_ += static_cast<int64_t>(ctx) * dims.head_dim * dims.num_heads;
+  }
+  const size_t need = static_cast<size_t>(std::max(num_threads, 1)) * std::max(max_ctx_, 1);
+  if (scores_.size() < need) scores_.resize(need);
+}
+
+void PagedAttention::run(const float* q, const float* k_layer, const float* v_layer, int64_t k_row_floats,
+                         int64_t v_row_floats, float* out, ThreadPool* pool, Isa isa) {
+  const PagedBatchMeta& m = *meta_;
+  const int32_t nh = dims_.num_heads, hd = dims_.head_dim, group = dims_.num_heads / dims_.num_kv_heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const DotKernels& k = dot_kernels(isa);
+  const int64_t n = static_cast<int64_t>(m.token_pos.size()) * nh;
+  auto body = [&](int64_t i0, int64_t i1, int32_t thread) {
+    float* scores = scores_.data() + static_cast<size_t>(thread) * max_ctx_;
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t t = i / nh;
+      const int32_t h = static_cast<int32_t>(i % nh), kvh = h / group, s = m.token_seq[t];
+      PagedKv kv;
+      kv.k_base = k_layer + static_cast<int64_t>(kvh) * hd;
+      kv.v_base = v_layer + static_cast<int64_t>(kvh) * hd;
+      kv.block_ids = m.kv_indices.data() + m.kv_indptr[s];
+      kv.block_size = m.block_size;
+      kv.k_row_stride = k_row_floats;
+      kv.v_row_stride = v_row_floats;
+      k.attend(q + i * hd, kv, m.token_pos[t] + 1, hd, scale, scores, out + i * hd);
+    }
+  };
+  if (pool == nullptr || work_ < (1 << 15)) body(0, n, 0);
+  else pool->parallel_for(n, 1, body);
+}
+
+}  // namespace slimkv

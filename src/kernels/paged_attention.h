@@ -1,0 +1,42 @@
+// Batched causal attention over paged KV (flashinfer-style): plan() once per step from the page table in CSR
+// form, run() once per layer. Each query token attends to positions [0, its position] of its own sequence.
+// Must not know: requests, the scheduler or how blocks are allocated.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "kernels/dot.h"
+
+namespace slimkv {
+
+struct PagedBatchMeta {                // plain data, built once per step
+  int32_t block_size = 8;
+  std::vector<int32_t> token_seq;      // [T] sequence index of each query token
+  std::vector<int32_t> token_pos;      // [T] its position; it attends to [0, pos]
+  std::vector<int32_t> kv_indptr;      // [S + 1] offsets into kv_indices
+  std::vector<int32_t> kv_indices;     // block ids of every sequence, concatenated
+  std::vector<int32_t> kv_last_page_len;  // [S] tokens in each sequence's last page after this step
+};
+
+struct AttentionDims {
+  int32_t num_heads = 0, num_kv_heads = 0, head_dim = 0;
+};
+
+class PagedAttention {
+ public:
+  void plan(const PagedBatchMeta& meta, const AttentionDims& dims, int32_t num_threads);
+  // q: [T, num_heads * head_dim]; out: same shape. k_layer/v_layer: the layer's regions in KvStorage,
+  // rows of k_row_floats / v_row_floats (all KV heads of one token).
+  void run(const float* q, const float* k_layer, const float* v_layer, int64_t k_row_floats, int64_t v_row_floats,
+           float* out, ThreadPool* pool, Isa isa = active_isa());
+
+ private:
+  const PagedBatchMeta* meta_ = nullptr;
+  AttentionDims dims_;
+  int64_t work_ = 0;           // multiply-adds, to decide whether threads pay
+  int32_t max_ctx_ = 0;
+  std::vector<float> scores_;  // [num_threads, max_ctx]
+};
+
+}  // namespace slimkv

@@ -1,0 +1,52 @@
+#include "kv/kv_cache_config.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "core/check.h"
+
+namespace slimkv {
+
+void KvCacheConfig::validate() const {
+  SLIMKV_CHECK(block_size >= 1 && block_size <= 256 && (block_size & (block_size - 1)) == 0,
+               "--block-size must be a power of two in 1..256 (got {})", block_size);
+  SLIMKV_CHECK(kv_cache_memory_gib >= 0 && kv_cache_memory_gib <= 1 << 20,
+               "--kv-cache-memory must be a non-negative number of GiB (got {})", kv_cache_memory_gib);
+  SLIMKV_CHECK(kv_memory_utilization > 0 && kv_memory_utilization <= 0.95,
+               "--kv-memory-utilization must be in (0, 0.95] (got {})", kv_memory_utilization);
+}
+
+int64_t available_memory_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  int64_t kb = 0;
+  std::string unit;
+  while (in >> key >> kb >> unit) {
+    if (key == "MemAvailable:") return kb * 1024;
+  }
+  return 0;
+}
+
+int64_t KvCacheConfig::budget_bytes() const {
+  if (kv_cache_memory_gib > 0) return static_cast<int64_t>(kv_cache_memory_gib * (1ull << 30));
+  int64_t avail = available_memory_bytes();
+  SLIMKV_CHECK(avail > 0, "cannot read MemAvailable from /proc/meminfo; pass --kv-cache-memory GIB");
+  return static_cast<int64_t>(static_cast<double>(avail) * kv_memory_utilization);
+}
+
+int32_t KvCacheConfig::num_blocks(const KvLayout& layout, int32_t max_seq_tokens) const {
+  validate();
+  const int64_t per_block = layout.bytes_per_block();
+  SLIMKV_CHECK(per_block > 0, "KV layout has zero bytes per block");
+  const int64_t budget = budget_bytes();
+  const int64_t blocks = std::min<int64_t>(budget / per_block, 1 << 30);
+  const int32_t need = layout.blocks_for_tokens(max_seq_tokens);
+  SLIMKV_CHECK(blocks >= need,
+               "KV cache memory of {:.1f} MiB holds {} blocks of {} tokens ({} bytes each), but one sequence of "
+               "--max-model-len {} needs {} blocks ({:.1f} MiB): raise --kv-cache-memory or lower --max-model-len",
+               budget / 1048576.0, blocks, layout.block_size_tokens, per_block, max_seq_tokens, need,
+               need * per_block / 1048576.0);
+  return static_cast<int32_t>(blocks);
+}
+
+}  // namespace slimkv

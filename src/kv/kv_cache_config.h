@@ -1,0 +1,26 @@
+// Configuration of the paged KV cache (flags map 1:1 to fields) and the block count it yields for a layout.
+// Must not know: models or requests (callers pass the layout and the longest sequence).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "kv/kv_layout.h"
+
+namespace slimkv {
+
+struct KvCacheConfig {
+  int32_t block_size = 8;               // --block-size: tokens per block, a power of two in 1..256
+  double kv_cache_memory_gib = 0;       // --kv-cache-memory: explicit budget; 0 = use the utilization
+  double kv_memory_utilization = 0.5;   // --kv-memory-utilization: fraction of available RAM
+  bool enable_prefix_caching = true;    // --enable-prefix-caching / --no-enable-prefix-caching
+
+  void validate() const;  // throws Error naming the flag
+  // Budget in bytes (explicit, or utilization x MemAvailable from /proc/meminfo).
+  int64_t budget_bytes() const;
+  // Blocks that fit the budget; throws a clear Error when even one sequence of max_seq_tokens does not fit.
+  int32_t num_blocks(const KvLayout& layout, int32_t max_seq_tokens) const;
+};
+
+int64_t available_memory_bytes();  // MemAvailable, or 0 when unknown
+
+}  // namespace slimkv

@@ -1,0 +1,67 @@
+// The scheduler's only door to KV memory: block tables per sequence, slot allocation, prefix-cache lookups and
+// registration (chained block hashes), and freeing. Decides in pure functions (find_cached_prefix), mutates in
+// one call per action (allocate_slots, cache_full_blocks, free).
+// Must not know: requests, sampling or the model (a sequence is its SeqKv plus its token ids).
+#pragma once
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "kv/block_pool.h"
+
+namespace slimkv {
+
+struct SeqKv {                        // a sequence's KV bookkeeping, held by its owner (the Request)
+  std::vector<BlockId> blocks;        // block table: token i lives in blocks[i / block_size]
+  std::vector<BlockHash> hashes;      // chained hashes of the first hashes.size() full blocks
+  int32_t num_registered_blocks = 0;  // leading blocks already offered to the prefix cache
+};
+
+struct PrefixHit {
+  std::vector<BlockId> blocks;  // cached blocks covering the first num_tokens tokens
+  std::vector<BlockHash> hashes;
+  int32_t num_tokens = 0;        // a multiple of block_size, always < the sequence length
+  int32_t num_query_tokens = 0;  // tokens looked up (for the hit-rate counters)
+};
+
+struct PrefixCacheCounters {
+  int64_t query_tokens = 0;
+  int64_t hit_tokens = 0;
+};
+
+class KvCacheManager {
+ public:
+  // cache_salt: a hash of everything that changes the stored bytes (model, dtype, later the compression config).
+  KvCacheManager(int32_t num_blocks, int32_t block_size_tokens, bool enable_prefix_caching, uint64_t cache_salt);
+
+  int32_t block_size() const { return block_size_; }
+  int32_t num_free_blocks() const { return pool_.num_free_blocks(); }
+  int32_t num_used_blocks() const { return pool_.num_used_blocks(); }
+  int32_t num_blocks() const { return pool_.num_blocks(); }
+  double usage() const { return static_cast<double>(num_used_blocks()) / num_blocks(); }
+  const PrefixCacheCounters& prefix_counters() const { return counters_; }
+  const BlockPool& pool() const { return pool_; }
+
+  // Pure: the longest run of cached full blocks at the start of `tokens`, leaving >= 1 token to compute.
+  PrefixHit find_cached_prefix(std::span<const int32_t> tokens) const;
+  // Gives `seq` blocks for its first num_tokens tokens. With a hit (only for an empty seq) the hit blocks
+  // become its first blocks. All or nothing: false (and no change) when the pool is short.
+  bool allocate_slots(SeqKv& seq, int32_t num_tokens, const PrefixHit* hit = nullptr);
+  // Offers the newly full blocks among the first num_computed_tokens tokens to the prefix cache.
+  void cache_full_blocks(SeqKv& seq, std::span<const int32_t> tokens, int32_t num_computed_tokens);
+  // Releases every block (the tail first, so a cached prefix outlives its suffix in the LRU).
+  void free(SeqKv& seq);
+
+  void check_integrity() const { pool_.check_integrity(); }
+
+ private:
+  BlockHash hash_block(BlockHash parent, std::span<const int32_t> tokens) const;
+
+  int32_t block_size_;
+  bool caching_;
+  uint64_t salt_;
+  BlockPool pool_;
+  PrefixCacheCounters counters_;
+};
+
+}  // namespace slimkv

@@ -1,0 +1,17 @@
+#include "model/forward_batch.h"
+
+namespace slimkv {
+
+void ForwardBatch::clear() {
+  token_ids.clear();
+  positions.clear();
+  slots.clear();
+  attn.token_seq.clear();
+  attn.token_pos.clear();
+  attn.kv_indptr.assign(1, 0);
+  attn.kv_indices.clear();
+  attn.kv_last_page_len.clear();
+  logits_rows.clear();
+}
+
+}  // namespace slimkv

@@ -1,0 +1,32 @@
+#include "runner/batch_builder.h"
+
+#include "core/check.h"
+
+namespace slimkv {
+
+void build_forward_batch(const SchedOutput& out, int32_t block_size, ForwardBatch& b) {
+  b.clear();
+  b.attn.block_size = block_size;
+  for (size_t s = 0; s < out.chunks.size(); ++s) {
+    const ScheduledChunk& c = out.chunks[s];
+    const int32_t n = static_cast<int32_t>(c.token_ids.size());
+    const int32_t end = c.start_pos + n;
+    const int32_t pages = (end + block_size - 1) / block_size;
+    SLIMKV_CHECK(pages <= static_cast<int32_t>(c.block_table.size()), "batch: request {} has {} blocks for {} tokens",
+                 c.id, c.block_table.size(), end);
+    for (int32_t j = 0; j < n; ++j) {
+      const int32_t pos = c.start_pos + j;
+      b.token_ids.push_back(c.token_ids[j]);
+      b.positions.push_back(pos);
+      b.slots.push_back(static_cast<int64_t>(c.block_table[pos / block_size]) * block_size + pos % block_size);
+      b.attn.token_seq.push_back(static_cast<int32_t>(s));
+      b.attn.token_pos.push_back(pos);
+    }
+    b.attn.kv_indices.insert(b.attn.kv_indices.end(), c.block_table.begin(), c.block_table.begin() + pages);
+    b.attn.kv_indptr.push_back(static_cast<int32_t>(b.attn.kv_indices.size()));
+    b.attn.kv_last_page_len.push_back(end - (pages - 1) * block_size);
+    if (c.samples) b.logits_rows.push_back(b.num_tokens() - 1);
+  }
+}
+
+}  // namespace slimkv

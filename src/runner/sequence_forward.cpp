@@ -1,0 +1,44 @@
+#include "runner/sequence_forward.h"
+
+#include "core/check.h"
+
+namespace slimkv {
+
+SequenceForward::SequenceForward(const Model& model, ThreadPool* pool, int32_t capacity_tokens, int32_t block_size,
+                                 int32_t max_chunk_tokens)
+    : fwd_(model, pool), capacity_(capacity_tokens), block_size_(block_size), max_chunk_(max_chunk_tokens),
+      kv_(fwd_.kv_layout(block_size), (capacity_tokens + block_size - 1) / block_size) {
+  SLIMKV_CHECK(capacity_tokens > 0, "sequence capacity must be positive");
+  for (int32_t i = 0; i < kv_.num_blocks(); ++i) blocks_.push_back(i);
+  fwd_.reserve(max_chunk_, max_chunk_);
+}
+
+void SequenceForward::forward(std::span<const int32_t> tokens, int32_t start_pos, bool all_logits, float* logits_out) {
+  const int32_t n = static_cast<int32_t>(tokens.size());
+  SLIMKV_CHECK(n > 0, "forward: no tokens");
+  SLIMKV_CHECK(start_pos >= 0 && static_cast<int64_t>(start_pos) + n <= capacity_,
+               "positions [{}, {}) exceed the context ({} tokens)", start_pos, static_cast<int64_t>(start_pos) + n,
+               capacity_);
+  const int32_t vocab = fwd_.model().config.vocab_size;
+  for (int32_t i = 0; i < n; i += max_chunk_) {
+    const int32_t len = std::min(max_chunk_, n - i);
+    const bool last = i + len == n;
+    SchedOutput out;
+    ScheduledChunk c;
+    c.start_pos = start_pos + i;
+    c.token_ids = tokens.subspan(i, len);
+    c.block_table = blocks_;
+    c.samples = last;
+    out.chunks.push_back(c);
+    build_forward_batch(out, block_size_, batch_);
+    if (all_logits) {
+      batch_.logits_rows.clear();
+      for (int32_t t = 0; t < len; ++t) batch_.logits_rows.push_back(t);
+    }
+    float* dst = all_logits ? logits_out + static_cast<size_t>(i) * vocab : logits_out;
+    if (!all_logits && !last) batch_.logits_rows.clear();
+    fwd_.forward(batch_, kv_, dst);
+  }
+}
+
+}  // namespace slimkv

@@ -1,0 +1,28 @@
+// One sequence through the batched forward pass, for single-stream tools (generate, perplexity, bench): owns a
+// KV storage sized for `capacity` tokens with an identity block table. Must not know: requests or scheduling.
+#pragma once
+#include <span>
+
+#include "model/llama_forward.h"
+#include "runner/batch_builder.h"
+
+namespace slimkv {
+
+class SequenceForward {
+ public:
+  SequenceForward(const Model& model, ThreadPool* pool, int32_t capacity_tokens, int32_t block_size = 16,
+                  int32_t max_chunk_tokens = 256);
+  // Runs tokens at positions [start_pos, start_pos + n). logits_out: [n, vocab] if all_logits else [vocab].
+  void forward(std::span<const int32_t> tokens, int32_t start_pos, bool all_logits, float* logits_out);
+  const Model& model() const { return fwd_.model(); }
+  int32_t capacity_tokens() const { return capacity_; }
+
+ private:
+  LlamaForward fwd_;
+  int32_t capacity_, block_size_, max_chunk_;
+  KvStorage kv_;
+  std::vector<int32_t> blocks_;  // identity block table
+  ForwardBatch batch_;
+};
+
+}  // namespace slimkv

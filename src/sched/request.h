@@ -1,0 +1,49 @@
+// One request's state as the scheduler sees it: its tokens (prompt + output so far), num_computed_tokens
+// catching up to num_tokens (no prefill/decode modes), its KV bookkeeping, sampler and timestamps.
+// Must not know: tensors, kernels or the model.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "kv/kv_cache_manager.h"
+#include "sampling/sampler.h"
+
+namespace slimkv {
+
+using RequestId = int64_t;
+
+enum class FinishReason { None, Stop, Length, Abort };
+const char* finish_reason_name(FinishReason r);
+
+struct RequestParams {
+  SamplingParams sampling;
+  int32_t max_tokens = 16;   // output tokens
+  int32_t eos_id = -1;       // stop when sampled (-1: none)
+  bool ignore_eos = false;
+};
+
+struct RequestTimes {        // milliseconds on the engine's clock; -1 = not yet
+  double arrival_ms = -1, first_scheduled_ms = -1, first_token_ms = -1, last_token_ms = -1, finished_ms = -1;
+  double prefill_ms = 0;     // first scheduled -> first token
+};
+
+struct Request {
+  Request(RequestId id, std::vector<int32_t> prompt, const RequestParams& params, double now_ms);
+
+  RequestId id;
+  std::vector<int32_t> tokens;      // prompt then output
+  int32_t num_prompt_tokens;
+  int32_t num_computed_tokens = 0;  // tokens whose K/V are in the cache
+  int32_t num_cached_tokens = -1;   // prefix-cache hit at first admission (-1: not admitted yet)
+  int32_t num_preemptions = 0;
+  RequestParams params;
+  Sampler sampler;
+  SeqKv kv;
+  FinishReason finish = FinishReason::None;
+  RequestTimes times;
+
+  int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }
+  int32_t num_output_tokens() const { return num_tokens() - num_prompt_tokens; }
+};
+
+}  // namespace slimkv

@@ -1,0 +1,160 @@
+#include "sched/scheduler.h"
+
+#include <algorithm>
+
+namespace slimkv {
+
+Scheduler::Scheduler(const SchedulerConfig& cfg, KvCacheManager& kv) : cfg_(cfg), kv_(kv) { cfg_.validate(); }
+
+std::variant<RequestId, std::string> Scheduler::add(std::vector<int32_t> prompt, const RequestParams& params,
+                                                    double now_ms) {
+  auto reject = [&](std::string why) {
+    ++counters_.num_rejected;
+    return std::variant<RequestId, std::string>(std::move(why));
+  };
+  if (prompt.empty()) return reject("the prompt is empty");
+  if (static_cast<int64_t>(prompt.size()) >= cfg_.max_model_len) {
+    return reject(fmt::format("the prompt has {} tokens but the maximum model length is {} tokens", prompt.size(),
+                              cfg_.max_model_len));
+  }
+  if (params.max_tokens < 1) return reject(fmt::format("max_tokens must be >= 1 (got {})", params.max_tokens));
+  if (static_cast<int32_t>(waiting_.size()) >= cfg_.max_waiting) {
+    return reject(fmt::format("the waiting queue is full ({} requests)", cfg_.max_waiting));
+  }
+  try {
+    params.sampling.validate();
+  } catch (const Error& e) {
+    return reject(e.what());
+  }
+  RequestId id = next_id_++;
+  auto r = std::make_unique<Request>(id, std::move(prompt), params, now_ms);
+  counters_.prompt_tokens += r->num_prompt_tokens;
+  waiting_.push_back(r.get());
+  requests_.emplace(id, std::move(r));
+  return id;
+}
+
+Request* Scheduler::find(RequestId id) {
+  auto it = requests_.find(id);
+  return it == requests_.end() ? nullptr : it->second.get();
+}
+
+ScheduledChunk Scheduler::make_chunk(Request* r, int32_t n) const {
+  ScheduledChunk c;
+  c.id = r->id;
+  c.start_pos = r->num_computed_tokens;
+  c.token_ids = std::span<const int32_t>(r->tokens).subspan(c.start_pos, n);
+  c.block_table = std::span<const BlockId>(r->kv.blocks);
+  c.samples = c.start_pos + n == r->num_tokens();
+  return c;
+}
+
+void Scheduler::preempt(Request* r) {
+  kv_.free(r->kv);
+  r->num_computed_tokens = 0;
+  ++r->num_preemptions;
+  ++counters_.num_preemptions;
+  running_.erase(std::find(running_.begin(), running_.end(), r));
+  waiting_.push_front(r);
+}
+
+SchedOutput Scheduler::schedule(double now_ms) {
+  SchedOutput out;
+  int32_t budget = cfg_.max_num_batched_tokens;
+  // 1. Running requests, oldest first (decodes are 1 token each, so they go ahead of long prefills).
+  for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
+    Request* r = running_[i];
+    const int32_t n = std::min(r->num_tokens() - r->num_computed_tokens, budget);
+    if (n <= 0) continue;
+    bool ok = false;
+    while (!(ok = kv_.allocate_slots(r->kv, r->num_computed_tokens + n))) {
+      Request* victim = running_.back();  // the most recently admitted
+      preempt(victim);
+      ++out.num_preempted;
+      if (victim == r) break;
+    }
+    if (!ok) break;  // r itself was preempted: it is the last running request
+    out.chunks.push_back(make_chunk(r, n));
+    budget -= n;
+  }
+  // 2. Admit waiting requests (not in a step that had to preempt: memory is short).
+  while (out.num_preempted == 0 && !waiting_.empty() && budget > 0 &&
+         static_cast<int32_t>(running_.size()) < cfg_.max_num_seqs) {
+    Request* r = waiting_.front();
+    PrefixHit hit = kv_.find_cached_prefix(r->tokens);
+    const int32_t n = std::min(r->num_tokens() - hit.num_tokens, budget);
+    if (!kv_.allocate_slots(r->kv, hit.num_tokens + n, &hit)) break;
+    r->num_computed_tokens = hit.num_tokens;
+    if (r->num_cached_tokens < 0) r->num_cached_tokens = hit.num_tokens;
+    if (r->times.first_scheduled_ms < 0) r->times.first_scheduled_ms = now_ms;
+    waiting_.pop_front();
+    running_.push_back(r);
+    out.chunks.push_back(make_chunk(r, n));
+    budget -= n;
+  }
+  for (const auto& c : out.chunks) out.num_tokens += static_cast<int32_t>(c.token_ids.size());
+  return out;
+}
+
+void Scheduler::finish(Request* r, FinishReason why, double now_ms) {
+  kv_.free(r->kv);
+  r->finish = why;
+  r->times.finished_ms = now_ms;
+  auto it = std::find(running_.begin(), running_.end(), r);
+  if (it != running_.end()) running_.erase(it);
+  auto wt = std::find(waiting_.begin(), waiting_.end(), r);
+  if (wt != waiting_.end()) waiting_.erase(wt);
+  if (why == FinishReason::Abort) ++counters_.num_aborted;
+  else ++counters_.num_finished;
+  auto node = requests_.find(r->id);
+  finished_.push_back(std::move(node->second));
+  requests_.erase(node);
+}
+
+std::vector<StepEvent> Scheduler::update(const SchedOutput& out, const std::vector<int32_t>& sampled, double now_ms) {
+  std::vector<StepEvent> events;
+  size_t next_sample = 0;
+  for (const auto& c : out.chunks) {
+    Request* r = find(c.id);
+    SLIMKV_CHECK(r != nullptr, "update: request {} vanished during the step", c.id);
+    r->num_computed_tokens += static_cast<int32_t>(c.token_ids.size());
+    kv_.cache_full_blocks(r->kv, r->tokens, r->num_computed_tokens);
+    if (!c.samples) continue;
+    SLIMKV_CHECK(next_sample < sampled.size(), "update: fewer sampled tokens than sampling chunks");
+    const int32_t tok = sampled[next_sample++];
+    if (r->times.first_token_ms < 0) {
+      r->times.first_token_ms = now_ms;
+      r->times.prefill_ms = now_ms - r->times.first_scheduled_ms;
+    }
+    r->times.last_token_ms = now_ms;
+    if (!r->params.ignore_eos && tok == r->params.eos_id) {
+      events.push_back({r->id, -1, FinishReason::Stop});
+      finish(r, FinishReason::Stop, now_ms);
+      continue;
+    }
+    r->tokens.push_back(tok);
+    ++counters_.generated_tokens;
+    FinishReason why = FinishReason::None;
+    if (r->num_output_tokens() >= r->params.max_tokens || r->num_tokens() >= cfg_.max_model_len) {
+      why = FinishReason::Length;
+    }
+    events.push_back({r->id, tok, why});
+    if (why != FinishReason::None) finish(r, why, now_ms);
+  }
+  return events;
+}
+
+bool Scheduler::abort(RequestId id, double now_ms) {
+  Request* r = find(id);
+  if (r == nullptr) return false;
+  finish(r, FinishReason::Abort, now_ms);
+  return true;
+}
+
+std::vector<std::unique_ptr<Request>> Scheduler::take_finished() {
+  std::vector<std::unique_ptr<Request>> out;
+  out.swap(finished_);
+  return out;
+}
+
+}  // namespace slimkv

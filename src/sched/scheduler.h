@@ -1,0 +1,64 @@
+// Continuous batching with chunked prefill (vLLM v1 style): every step each running request gets
+// min(num_tokens - num_computed_tokens, remaining budget) tokens, running ones first, then waiting ones are
+// admitted (with prefix-cache hits). When blocks run out the most recently admitted request is preempted
+// (recompute: its blocks are freed and it rejoins the front of the queue, its output so far kept).
+// Owns: the requests. Talks to KV memory only through KvCacheManager. Must not know: tensors or the model.
+#pragma once
+#include <deque>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+#include "kv/kv_cache_manager.h"
+#include "sched/sched_output.h"
+#include "sched/scheduler_config.h"
+
+namespace slimkv {
+
+struct SchedulerCounters {
+  int64_t num_preemptions = 0;
+  int64_t prompt_tokens = 0;      // of requests accepted
+  int64_t generated_tokens = 0;
+  int64_t num_finished = 0, num_aborted = 0, num_rejected = 0;
+};
+
+class Scheduler {
+ public:
+  Scheduler(const SchedulerConfig& cfg, KvCacheManager& kv);
+
+  // Accepts a request or returns the reason it cannot (empty prompt, too long, queue full).
+  std::variant<RequestId, std::string> add(std::vector<int32_t> prompt, const RequestParams& params, double now_ms);
+  // Removes a waiting or running request and frees its blocks; false when unknown or already finished.
+  bool abort(RequestId id, double now_ms);
+
+  SchedOutput schedule(double now_ms);
+  // Applies one step's results: `sampled` has one token per chunk with samples=true, in chunk order.
+  std::vector<StepEvent> update(const SchedOutput& out, const std::vector<int32_t>& sampled, double now_ms);
+
+  Request* find(RequestId id);
+  int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
+  int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
+  bool has_unfinished() const { return !waiting_.empty() || !running_.empty(); }
+  const SchedulerCounters& counters() const { return counters_; }
+  const SchedulerConfig& config() const { return cfg_; }
+  // Requests finished since the last call (kept for metrics), then forgotten.
+  std::vector<std::unique_ptr<Request>> take_finished();
+
+ private:
+  void preempt(Request* r);
+  void finish(Request* r, FinishReason why, double now_ms);
+  ScheduledChunk make_chunk(Request* r, int32_t n) const;
+
+  SchedulerConfig cfg_;
+  KvCacheManager& kv_;
+  RequestId next_id_ = 1;
+  std::unordered_map<RequestId, std::unique_ptr<Request>> requests_;
+  std::deque<Request*> waiting_;
+  std::vector<Request*> running_;  // admission order: back = most recently admitted
+  std::vector<std::unique_ptr<Request>> finished_;
+  SchedulerCounters counters_;
+};
+
+}  // namespace slimkv
