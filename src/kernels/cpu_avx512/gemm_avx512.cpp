@@ -66,7 +66,7 @@ void gemm_float(const WT* w, int64_t rows, int64_t cols, const float* x, int64_t
   };
   // Every (row, token) is accumulated in the same order whatever the tile, so a token's result does not
   // depend on how many tokens share the batch (batched output == single-request output).
-  if (T == 1) tiled<4, 1>(rows, T, tile);
+  if (T == 1) tiled<1, 1>(rows, T, tile);  // decode: one sequential stream through the weights
   else tiled<4, 4>(rows, T, tile);
 }
 
