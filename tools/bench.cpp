@@ -128,6 +128,7 @@ void add_bench_command(CLI::App& app, std::vector<Command>& out) {
   sub->add_option("-r,--repeats", f->repeats, "Runs per row (median)")->check(CLI::Range(1, 1000));
   sub->add_flag("--json", f->json, "Print JSON");
   out.push_back({sub, [f] { return run_bench(*f); }});
+  add_bench_offline_command(*sub, out);
 }
 
 }  // namespace slimkv

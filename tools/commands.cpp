@@ -16,8 +16,9 @@ void register_commands(CLI::App& app) {
 }
 
 int run_selected_command(CLI::App& app) {
-  for (auto& c : registry()) {
-    if (c.app->parsed()) return c.run();
+  // Nested subcommands (e.g. `bench offline`) are registered after their parent: the deepest parsed one runs.
+  for (auto it = registry().rbegin(); it != registry().rend(); ++it) {
+    if (it->app->parsed()) return it->run();
   }
   return 1;
 }

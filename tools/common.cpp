@@ -14,6 +14,19 @@ void add_model_flags(CLI::App* app, ModelFlags& f) {
   app->add_option("--threads", f.threads, "Worker threads (default: number of cores)")->check(CLI::Range(0, 1024));
 }
 
+void add_engine_flags(CLI::App* app, EngineConfig& c) {
+  app->add_option("--block-size", c.cache.block_size, "KV block size in tokens (power of two, 1..256)");
+  app->add_option("--kv-cache-memory", c.cache.kv_cache_memory_gib, "KV cache budget in GiB (default: utilization)");
+  app->add_option("--kv-memory-utilization", c.cache.kv_memory_utilization,
+                  "Fraction of available RAM for the KV cache when --kv-cache-memory is not given");
+  app->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", c.cache.enable_prefix_caching,
+                "Reuse cached KV blocks of shared prefixes (default on)");
+  app->add_option("--max-model-len", c.sched.max_model_len, "Tokens per sequence (default: the model's context)");
+  app->add_option("--max-num-seqs", c.sched.max_num_seqs, "Sequences running per step");
+  app->add_option("--max-num-batched-tokens", c.sched.max_num_batched_tokens, "Tokens per step (chunked prefill)");
+  app->add_option("--max-waiting", c.sched.max_waiting, "Queued requests before new ones are refused");
+}
+
 std::string default_model_path() {
   namespace fs = std::filesystem;
   const char* rel = "shared/models/stories260K/stories260K.bin";

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "engine/engine_config.h"
 #include "model/model.h"
 
 namespace slimkv {
@@ -16,6 +17,8 @@ struct ModelFlags {
 };
 
 void add_model_flags(CLI::App* app, ModelFlags& f);
+// KV cache and scheduler flags, 1:1 with EngineConfig fields (validated by the Engine).
+void add_engine_flags(CLI::App* app, EngineConfig& cfg);
 std::string default_model_path();  // resolved relative to the repository (the binary's location), not the cwd
 std::unique_ptr<Model> load_model_from_flags(const ModelFlags& f);
 int32_t resolve_threads(int32_t flag);

@@ -1,8 +1,13 @@
 // `slimkv generate`: prompt in, prompt + continuation out on stdout (nothing else); stats on stderr with --verbose.
 #include <chrono>
+#include <map>
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
+#include "engine/engine.h"
 #include "runner/generator.h"
+#include "tools/prompts_file.h"
 #include "tokenizer/stream_decoder.h"
 #include "tools/commands.h"
 #include "tools/common.h"
@@ -12,6 +17,8 @@ namespace {
 
 struct GenerateFlags {
   ModelFlags model;
+  EngineConfig engine;
+  std::string prompts_file;
   std::string prompt;
   int32_t n = 64;
   float temp = 0.0f, top_p = 1.0f;
@@ -20,7 +27,54 @@ struct GenerateFlags {
   bool verbose = false;
 };
 
+// --prompts-file: every prompt through the batching engine as one workload; one JSON line per prompt, in order.
+int run_prompts_file(GenerateFlags f) {
+  auto model = load_model_from_flags(f.model);
+  auto prompts = read_prompts_file(f.prompts_file, f.n);
+  f.engine.threads = resolve_threads(f.model.threads);
+  Engine engine(*model, f.engine);
+  std::vector<RequestId> ids(prompts.size(), -1);
+  std::vector<std::string> errors(prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    RequestParams p;
+    p.max_tokens = prompts[i].max_tokens;
+    p.eos_id = model->tokenizer->eos_id();
+    p.sampling = {f.temp, f.top_p, f.top_k, f.seed + i};
+    auto r = engine.add_request(model->tokenizer->encode(prompts[i].text, true), p);
+    if (auto* id = std::get_if<RequestId>(&r)) ids[i] = *id;
+    else errors[i] = std::get<std::string>(r);
+  }
+  while (engine.has_unfinished()) engine.step();
+  std::map<RequestId, std::unique_ptr<Request>> done;
+  for (auto& r : engine.take_finished()) done[r->id] = std::move(r);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    nlohmann::json j = {{"index", i}, {"prompt", prompts[i].text}};
+    if (ids[i] < 0) {
+      j["error"] = errors[i];
+    } else {
+      const Request& r = *done.at(ids[i]);
+      std::vector<int32_t> out(r.tokens.begin() + r.num_prompt_tokens, r.tokens.end());
+      std::string text;
+      StreamDecoder dec(*model->tokenizer);
+      for (int32_t k = 0; k < r.num_tokens(); ++k) {  // decode prompt + completion together: spacing is right
+        const int32_t id = r.tokens[k];
+        std::string piece = id == model->tokenizer->bos_id() ? "" : dec.push(id);
+        if (k >= r.num_prompt_tokens) text += piece;
+      }
+      text += dec.flush();
+      j["completion"] = text;
+      j["completion_tokens"] = out;
+      j["prompt_tokens"] = r.num_prompt_tokens;
+      j["cached_tokens"] = std::max(0, r.num_cached_tokens);
+      j["finish_reason"] = finish_reason_name(r.finish);
+    }
+    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  }
+  return 0;
+}
+
 int run_generate(const GenerateFlags& f) {
+  if (!f.prompts_file.empty()) return run_prompts_file(f);
   using clock = std::chrono::steady_clock;
   auto t0 = clock::now();
   auto model = load_model_from_flags(f.model);
@@ -77,6 +131,10 @@ void add_generate_command(CLI::App& app, std::vector<Command>& out) {
   sub->add_option("--top-k", f->top_k, "Top-k (0 = off)")->check(CLI::Range(0, 1 << 24));
   sub->add_option("--seed", f->seed, "RNG seed");
   sub->add_flag("--verbose", f->verbose, "Print load time and speed on stderr");
+  sub->add_option("--prompts-file", f->prompts_file,
+                  "Run every prompt of FILE (one per line, or JSONL with prompt/max_tokens) as one batched workload; "
+                  "prints one JSON line per prompt, in input order");
+  add_engine_flags(sub, f->engine);
   out.push_back({sub, [f] { return run_generate(*f); }});
 }
 

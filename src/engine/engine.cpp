@@ -63,7 +63,8 @@ bool Engine::abort(RequestId id) {
 }
 
 std::vector<StepEvent> Engine::step() {
-  SchedOutput out = scheduler_.schedule(now_ms());
+  const double start = now_ms();
+  SchedOutput out = scheduler_.schedule(start);
   metrics_.num_preemptions += out.num_preempted;
   std::vector<int32_t> sampled;
   if (!out.chunks.empty()) {
@@ -78,6 +79,13 @@ std::vector<StepEvent> Engine::step() {
     }
   }
   const double now = now_ms();
+  bool decode_only = !out.chunks.empty();
+  for (const auto& c : out.chunks) decode_only = decode_only && c.samples && c.token_ids.size() == 1;
+  if (decode_only) {
+    ++metrics_.decode_steps;
+    metrics_.decode_tokens += static_cast<int64_t>(out.chunks.size());
+    metrics_.decode_step_ms += now - start;
+  }
   for (const auto& c : out.chunks) {  // inter-token latency: gap since the request's previous token
     if (!c.samples) continue;
     Request* r = scheduler_.find(c.id);

@@ -23,6 +23,9 @@ struct Metrics {
   double kv_usage = 0, kv_usage_peak = 0;
   // Counters.
   int64_t num_steps = 0, num_preemptions = 0;
+  // Steps whose every chunk was one decode token: their tokens and wall time give the decode throughput.
+  int64_t decode_steps = 0, decode_tokens = 0;
+  double decode_step_ms = 0;
   int64_t prefix_query_tokens = 0, prefix_hit_tokens = 0;
   int64_t prompt_tokens = 0, generation_tokens = 0;
   int64_t num_finished = 0, num_aborted = 0, num_rejected = 0;

@@ -127,5 +127,43 @@ TEST(Cli, TokenizeAcceptsVocabOnlyGguf) {
   EXPECT_EQ(r.out, "15043 3186\n");
 }
 
+TEST(Cli, PromptsFileRunsBatchedAndMatchesSingleRuns) {
+  if (!exists(models_dir() + "/stories260K/stories260K.bin")) GTEST_SKIP();
+  std::string path = ::testing::TempDir() + "/prompts_" + std::to_string(::getpid()) + ".txt";
+  std::ofstream(path) << "Once upon a time\n{\"prompt\": \"The dog\", \"max_tokens\": 8}\nLily saw a\n";
+  Result r = run("generate --prompts-file " + path + " -n 20 --kv-cache-memory 0.05 --block-size 8");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(count_lines(r.out), 3);
+  const char* prompts[] = {"Once upon a time", "The dog", "Lily saw a"};
+  const int n[] = {20, 8, 20};
+  size_t pos = 0;
+  for (int i = 0; i < 3; ++i) {
+    std::string line = r.out.substr(pos, r.out.find('\n', pos) - pos);
+    pos = r.out.find('\n', pos) + 1;
+    Result single = run(std::string("generate -p '") + prompts[i] + "' -n " + std::to_string(n[i]));
+    std::string completion = single.out.substr(std::string(prompts[i]).size());
+    completion.pop_back();  // generate's final newline
+    EXPECT_NE(line.find("\"completion\":\"" + completion + "\""), std::string::npos) << line << " vs " << completion;
+    EXPECT_NE(line.find("\"index\":" + std::to_string(i)), std::string::npos);
+  }
+  std::remove(path.c_str());
+}
+
+TEST(Cli, BenchOfflineLosesNoRequestAndReportsJson) {
+  if (!exists(models_dir() + "/stories260K/stories260K.bin")) GTEST_SKIP();
+  Result r = run("bench offline --num-prompts 12 --input-len 40 --output-len 16 --shared-prefix-len 16 "
+                 "--kv-cache-memory 0.05 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"rejected\":0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"ttft_ms\""), std::string::npos);
+  EXPECT_NE(r.out.find("\"prefix_hit_rate\""), std::string::npos);
+}
+
+TEST(Cli, BadEngineFlagIsOneLineError) {
+  Result r = run("generate --prompts-file /dev/null --block-size 12");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+}
+
 }  // namespace
 }  // namespace slimkv::test
