@@ -75,8 +75,10 @@ void attend(const float* q, const PagedKv& kv, int64_t num_ctx, int32_t head_dim
 
 }  // namespace
 
-const DotKernels kScalarDot = {dot_f32, dot_f16_f32, dot_q8_0_q8_0, dot_q4_0_q8_0, quantize_q8_0, axpy, attend, nullptr};
+const DotKernels kScalarDot = {dot_f32, dot_f16_f32, dot_q8_0_q8_0, dot_q4_0_q8_0, quantize_q8_0, axpy, attend, nullptr, nullptr};
 
+bool gemm_panels_avx512(const WeightView& w, const float* x, int64_t num_tokens, float* y, int64_t r0,
+                        int64_t r1);  // cpu_avx512/gemm_panels_avx512.cpp
 bool gemm_avx512(DType w_dtype, const void* w, int64_t rows, int64_t cols, const void* x, int64_t num_tokens,
                  float* y, int64_t ldy);  // cpu_avx512/gemm_avx512.cpp
 
@@ -88,6 +90,7 @@ const DotKernels& dot_kernels(Isa isa) {
         k.quantize_q8_0 = kAvx2Dot.quantize_q8_0;
         k.attend = kAvx2Dot.attend;
         k.gemm = gemm_avx512;
+        k.gemm_panels = gemm_panels_avx512;
         return k;
       }();
       return t;

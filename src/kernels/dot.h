@@ -8,6 +8,10 @@
 #include "kernels/isa.h"
 
 namespace slimkv {
+struct WeightView;
+}
+
+namespace slimkv {
 
 // Where one KV head's rows of one sequence live: token t's key row starts at
 // k_base + block_ids[t / block_size] * block_size * k_row_stride + (t % block_size) * k_row_stride (V alike).
@@ -47,6 +51,9 @@ struct DotKernels {
   // contiguous. x: f32 [num_tokens, cols] for F32/F16 weights; Q8_0 blocks [num_tokens, cols/32] for Q8_0/Q4_0.
   bool (*gemm)(DType w_dtype, const void* w, int64_t rows, int64_t cols, const void* x, int64_t num_tokens,
                float* y, int64_t ldy);  // returns false when it does not handle this dtype
+  // Optional matmul over panel-packed F32 weights (matmul.h), rows [r0, r1) (r0 a multiple of 16), all tokens:
+  // y[t * w.rows + r]. Must equal the scalar fma chain bit for bit. Null/false = scalar reference.
+  bool (*gemm_panels)(const WeightView& w, const float* x, int64_t num_tokens, float* y, int64_t r0, int64_t r1);
 };
 
 const DotKernels& dot_kernels(Isa isa);

@@ -1,5 +1,6 @@
 #include "kernels/matmul.h"
 
+#include <cmath>
 #include <vector>
 
 #include "core/check.h"
@@ -30,9 +31,53 @@ void run_rows(const WeightView& w, int64_t num_tokens, int64_t rows_out, float* 
 
 }  // namespace
 
+WeightView pack_panels(const WeightView& w, std::vector<float>& storage) {
+  SLIMKV_CHECK(w.dtype == DType::F32 && !w.panel, "pack_panels: needs a row-major F32 view");
+  const int64_t panels = (w.rows + kPanelRows - 1) / kPanelRows;
+  storage.assign(static_cast<size_t>(panels * w.cols * kPanelRows), 0.0f);
+  const float* src = static_cast<const float*>(w.data);
+  for (int64_t r = 0; r < w.rows; ++r) {
+    float* dst = storage.data() + (r / kPanelRows) * w.cols * kPanelRows + r % kPanelRows;
+    for (int64_t k = 0; k < w.cols; ++k) dst[k * kPanelRows] = src[r * w.cols + k];
+  }
+  WeightView out = w;
+  out.data = storage.data();
+  out.panel = true;
+  return out;
+}
+
+namespace {
+
+// Scalar reference for panel weights: y[t, r] = fma chain over k, in order.
+void matmul_panels_ref(const WeightView& w, const float* x, int64_t T, float* y, int64_t r0, int64_t r1) {
+  const float* p = static_cast<const float*>(w.data);
+  for (int64_t r = r0; r < r1; ++r) {
+    const float* col = p + (r / kPanelRows) * w.cols * kPanelRows + r % kPanelRows;
+    for (int64_t t = 0; t < T; ++t) {
+      float s = 0;
+      for (int64_t k = 0; k < w.cols; ++k) s = std::fma(col[k * kPanelRows], x[t * w.cols + k], s);
+      y[t * w.rows + r] = s;
+    }
+  }
+}
+
+}  // namespace
+
 void matmul(const WeightView& w, const float* x, int64_t num_tokens, float* y, ThreadPool* pool, Isa isa) {
   SLIMKV_CHECK(w.dtype != DType::BF16, "matmul: BF16 weights must be converted to F32 at load time");
   const DotKernels& k = dot_kernels(isa);
+  if (w.panel) {  // threads split whole panels
+    const int64_t panels = (w.rows + kPanelRows - 1) / kPanelRows;
+    auto body = [&](int64_t p0, int64_t p1, int32_t) {
+      const int64_t r0 = p0 * kPanelRows, r1 = std::min(w.rows, p1 * kPanelRows);
+      if (k.gemm_panels == nullptr || !k.gemm_panels(w, x, num_tokens, y, r0, r1)) {
+        matmul_panels_ref(w, x, num_tokens, y, r0, r1);
+      }
+    };
+    if (pool == nullptr || w.rows * w.cols * num_tokens < kInlineMacs) body(0, panels, 0);
+    else pool->parallel_for(panels, 1, body);
+    return;
+  }
   const int64_t cols = w.cols;
   const void* xin = x;
   const int64_t nb = cols / kQuantBlock;
@@ -78,6 +123,7 @@ void matmul(const WeightView& w, const float* x, int64_t num_tokens, float* y, T
 }
 
 void dequantize_row(const WeightView& w, int64_t r, float* out) {
+  SLIMKV_CHECK(!w.panel, "dequantize_row: panel-packed weights have no rows");
   const uint8_t* p = w.row(r);
   switch (w.dtype) {
     case DType::F32:

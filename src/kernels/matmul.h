@@ -3,6 +3,7 @@
 // Must not know: which layer or model the weights belong to.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "core/dtype.h"
 #include "core/thread_pool.h"
@@ -10,10 +11,15 @@
 
 namespace slimkv {
 
+constexpr int64_t kPanelRows = 16;
+
 struct WeightView {
   DType dtype = DType::F32;
-  int64_t rows = 0, cols = 0;  // row-major [rows, cols]
-  const void* data = nullptr;
+  int64_t rows = 0, cols = 0;  // logical [rows, cols]
+  const void* data = nullptr;  // row-major [rows, cols], or panels when `panel` is set
+  // F32 only: [ceil(rows / 16), cols, 16] — for each k, the 16 rows of a panel are contiguous, so a matmul
+  // streams the weights once and needs no horizontal sums (see pack_panels). Rows padded with zeros.
+  bool panel = false;
   int64_t row_bytes() const { return cols / dtype_block_elems(dtype) * dtype_block_bytes(dtype); }
   const uint8_t* row(int64_t r) const { return static_cast<const uint8_t*>(data) + r * row_bytes(); }
 };
@@ -22,7 +28,11 @@ struct WeightView {
 void matmul(const WeightView& w, const float* x, int64_t num_tokens, float* y, ThreadPool* pool,
             Isa isa = active_isa());
 
-// out[cols] = row r of W, dequantized to f32 (embedding lookups).
+// out[cols] = row r of W, dequantized to f32 (embedding lookups). Row-major views only.
 void dequantize_row(const WeightView& w, int64_t r, float* out);
+
+// Repacks a row-major F32 view into panels (storage receives the floats). Every output of a panel matmul is
+// a sequential fused multiply-add chain over k, the same whatever the batch: batched == single, bit for bit.
+WeightView pack_panels(const WeightView& w, std::vector<float>& storage);
 
 }  // namespace slimkv

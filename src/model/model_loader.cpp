@@ -4,6 +4,7 @@
 
 #include "core/check.h"
 #include "model/model.h"
+#include "model/weight_packing.h"
 
 namespace slimkv {
 
@@ -43,6 +44,7 @@ std::unique_ptr<Model> load_model(const ModelLoadOptions& opts) {
   }
   m->path = p;
   m->config.validate();
+  pack_weights_for_kernels(*m);
   return m;
 }
 

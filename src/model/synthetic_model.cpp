@@ -5,6 +5,7 @@
 
 #include "core/half.h"
 #include "formats/gguf_writer.h"
+#include "model/weight_packing.h"
 
 namespace slimkv {
 
@@ -68,6 +69,7 @@ std::unique_ptr<Model> make_synthetic_model(const std::string& shape, DType dtyp
     m->layers.push_back(lw);
   }
   m->path = "synthetic:" + shape;
+  pack_weights_for_kernels(*m);
   return m;
 }
 

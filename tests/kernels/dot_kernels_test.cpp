@@ -168,6 +168,28 @@ TEST_P(DotKernelTest, BatchedMatmulRowsAreBitIdenticalToSingleTokenRows) {
   }
 }
 
+TEST_P(DotKernelTest, PanelMatmulIsBitIdenticalToScalarFmaChainAndBatchInvariant) {
+  for (int64_t rows : {1, 16, 37, 100}) {
+    const int64_t cols = 70, T = 9;
+    auto w = random_vec(rows * cols, 31), x = random_vec(T * cols, 32);
+    std::vector<float> packed;
+    WeightView wp = pack_panels(WeightView{DType::F32, rows, cols, w.data()}, packed);
+    std::vector<float> ref(T * rows), opt(T * rows), one(rows);
+    matmul(wp, x.data(), T, ref.data(), nullptr, Isa::Scalar);
+    ThreadPool pool(2);
+    matmul(wp, x.data(), T, opt.data(), &pool, GetParam());
+    for (int64_t i = 0; i < T * rows; ++i) ASSERT_EQ(opt[i], ref[i]) << "rows=" << rows << " i=" << i;
+    for (int64_t t = 0; t < T; ++t) {
+      matmul(wp, x.data() + t * cols, 1, one.data(), nullptr, GetParam());
+      for (int64_t r = 0; r < rows; ++r) ASSERT_EQ(one[r], ref[t * rows + r]);
+    }
+    // And it is the product it claims to be.
+    double d = 0;
+    for (int64_t k = 0; k < cols; ++k) d += double(w[(rows - 1) * cols + k]) * x[k];
+    EXPECT_NEAR(ref[rows - 1], d, 1e-4);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllIsas, DotKernelTest, ::testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx512),
                          [](const auto& info) { return std::string(isa_name(info.param)); });
 

@@ -116,6 +116,6 @@ void axpy(float a, const float* x, float* y, int64_t n) {
 void attend_avx2(const float* q, const PagedKv& kv, int64_t num_ctx, int32_t head_dim, float scale, float* scores,
                  float* out);  // attention_avx2.cpp
 
-const DotKernels kAvx2Dot = {dot_f32, dot_f16_f32, dot_q8_0_q8_0, dot_q4_0_q8_0, quantize_q8_0, axpy, attend_avx2, nullptr};
+const DotKernels kAvx2Dot = {dot_f32, dot_f16_f32, dot_q8_0_q8_0, dot_q4_0_q8_0, quantize_q8_0, axpy, attend_avx2, nullptr, nullptr};
 
 }  // namespace slimkv

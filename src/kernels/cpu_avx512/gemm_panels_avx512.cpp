@@ -1,0 +1,73 @@
+// AVX-512 matmul over panel-packed F32 weights ([panels, cols, 16]): each zmm accumulator holds 16 rows of one
+// token, updated by one FMA per k with the token's x[k] broadcast — no horizontal sums, weights streamed once
+// per tile. Tiles: 2 panels x 6 tokens (12 accumulators); decode uses 4 panels x 1 token.
+// Every output is the in-order fma chain over k, as the scalar reference (matmul.cpp), bit for bit.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <type_traits>
+
+#include "kernels/dot.h"
+#include "kernels/matmul.h"
+
+namespace slimkv {
+namespace {
+
+template <int P, int TT>
+void tile(const float* panels, int64_t cols, const float* x, int64_t ldx, float* y, int64_t ldy, int64_t rows_left) {
+  __m512 acc[P][TT];
+#pragma GCC unroll 4
+  for (int p = 0; p < P; ++p)
+#pragma GCC unroll 8
+    for (int t = 0; t < TT; ++t) acc[p][t] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < cols; ++k) {
+    __m512 w[P];
+#pragma GCC unroll 4
+    for (int p = 0; p < P; ++p) w[p] = _mm512_loadu_ps(panels + (p * cols + k) * kPanelRows);
+#pragma GCC unroll 8
+    for (int t = 0; t < TT; ++t) {
+      const __m512 xv = _mm512_set1_ps(x[t * ldx + k]);
+#pragma GCC unroll 4
+      for (int p = 0; p < P; ++p) acc[p][t] = _mm512_fmadd_ps(w[p], xv, acc[p][t]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int p = 0; p < P; ++p) {
+    const int64_t n = std::min<int64_t>(kPanelRows, rows_left - p * kPanelRows);
+    if (n <= 0) break;
+    const __mmask16 m = n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1);
+#pragma GCC unroll 8
+    for (int t = 0; t < TT; ++t) _mm512_mask_storeu_ps(y + t * ldy + p * kPanelRows, m, acc[p][t]);
+  }
+}
+
+template <int P, int TT>
+void run_tiles(const WeightView& w, const float* x, int64_t T, float* y, int64_t r0, int64_t r1) {
+  const float* base = static_cast<const float*>(w.data);
+  const int64_t cols = w.cols;
+  int64_t r = r0;
+  auto do_panels = [&](auto np) {
+    constexpr int NP = decltype(np)::value;
+    int64_t t = 0;
+    for (; t + TT <= T; t += TT) {
+      tile<NP, TT>(base + (r / kPanelRows) * cols * kPanelRows, cols, x + t * cols, cols, y + t * w.rows + r, w.rows,
+                   r1 - r);
+    }
+    for (; t < T; ++t) {
+      tile<NP, 1>(base + (r / kPanelRows) * cols * kPanelRows, cols, x + t * cols, cols, y + t * w.rows + r, w.rows,
+                  r1 - r);
+    }
+  };
+  for (; r + P * kPanelRows <= r1; r += P * kPanelRows) do_panels(std::integral_constant<int, P>{});
+  for (; r < r1; r += kPanelRows) do_panels(std::integral_constant<int, 1>{});
+}
+
+}  // namespace
+
+bool gemm_panels_avx512(const WeightView& w, const float* x, int64_t T, float* y, int64_t r0, int64_t r1) {
+  if (T == 1) run_tiles<4, 1>(w, x, T, y, r0, r1);
+  else run_tiles<2, 6>(w, x, T, y, r0, r1);
+  return true;
+}
+
+}  // namespace slimkv
