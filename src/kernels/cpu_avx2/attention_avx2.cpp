@@ -57,6 +57,43 @@ float exp_shifted(float* s, int64_t n, float mx) {
   return sum;
 }
 
+// Scores of 8 consecutive rows at once: 8 accumulators, then one transpose-reduce (hadd tree) instead of 8
+// horizontal sums. Rows are `stride` floats apart; head_dim % 8 == 0.
+inline __m256 dot8_rows(const float* q, const float* k, int64_t stride, int32_t head_dim) {
+  __m256 a[8];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) a[i] = _mm256_setzero_ps();
+  for (int32_t j = 0; j < head_dim; j += 8) {
+    const __m256 qv = _mm256_loadu_ps(q + j);
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) a[i] = _mm256_fmadd_ps(_mm256_loadu_ps(k + i * stride + j), qv, a[i]);
+  }
+  const __m256 s01 = _mm256_hadd_ps(a[0], a[1]), s23 = _mm256_hadd_ps(a[2], a[3]);
+  const __m256 s45 = _mm256_hadd_ps(a[4], a[5]), s67 = _mm256_hadd_ps(a[6], a[7]);
+  const __m256 s0123 = _mm256_hadd_ps(s01, s23), s4567 = _mm256_hadd_ps(s45, s67);
+  return _mm256_add_ps(_mm256_permute2f128_ps(s0123, s4567, 0x20), _mm256_permute2f128_ps(s0123, s4567, 0x31));
+}
+
+// out[8 * NV] = inv * sum_t p[t] * V[t], with the accumulators in registers.
+template <int NV>
+void accumulate_v(const PagedKv& kv, const float* p, int64_t num_ctx, float inv, float* out) {
+  __m256 acc[NV];
+#pragma GCC unroll 8
+  for (int j = 0; j < NV; ++j) acc[j] = _mm256_setzero_ps();
+  for (int64_t t0 = 0; t0 < num_ctx; t0 += kv.block_size) {
+    const float* v = kv.v_row(t0);
+    const int64_t n = std::min<int64_t>(kv.block_size, num_ctx - t0);
+    for (int64_t i = 0; i < n; ++i, v += kv.v_row_stride) {
+      const __m256 pv = _mm256_set1_ps(p[t0 + i]);
+#pragma GCC unroll 8
+      for (int j = 0; j < NV; ++j) acc[j] = _mm256_fmadd_ps(pv, _mm256_loadu_ps(v + 8 * j), acc[j]);
+    }
+  }
+  const __m256 vinv = _mm256_set1_ps(inv);
+#pragma GCC unroll 8
+  for (int j = 0; j < NV; ++j) _mm256_storeu_ps(out + 8 * j, _mm256_mul_ps(acc[j], vinv));
+}
+
 }  // namespace
 
 // Walks the sequence page by page: within a page rows are contiguous (k_row_stride apart).
@@ -64,9 +101,22 @@ void attend_avx2(const float* q, const PagedKv& kv, int64_t num_ctx, int32_t hea
                  float* out) {
   const int32_t bs = kv.block_size;
   float mx = -INFINITY;
+  const bool by8 = bs % 8 == 0 && head_dim % 8 == 0;  // pages hold whole groups of 8 rows
+  float tmp[8];
   for (int64_t t0 = 0; t0 < num_ctx; t0 += bs) {
     const float* k = kv.k_row(t0);
     const int64_t n = std::min<int64_t>(bs, num_ctx - t0);
+    if (by8) {
+      for (int64_t i = 0; i < n; i += 8) {  // rows past n exist in the page; their scores are dropped
+        _mm256_storeu_ps(tmp, _mm256_mul_ps(dot8_rows(q, k + i * kv.k_row_stride, kv.k_row_stride, head_dim),
+                                            _mm256_set1_ps(scale)));
+        for (int64_t j = 0; j < 8 && i + j < n; ++j) {
+          scores[t0 + i + j] = tmp[j];
+          mx = std::max(mx, tmp[j]);
+        }
+      }
+      continue;
+    }
     for (int64_t i = 0; i < n; ++i) {
       float s = dot(q, k + i * kv.k_row_stride, head_dim) * scale;
       scores[t0 + i] = s;
@@ -74,21 +124,12 @@ void attend_avx2(const float* q, const PagedKv& kv, int64_t num_ctx, int32_t hea
     }
   }
   const float inv = 1.0f / exp_shifted(scores, num_ctx, mx);
-  if (head_dim % 8 == 0 && head_dim <= 64) {  // accumulate in registers
-    __m256 acc[8];
-    const int32_t nv = head_dim / 8;
-    for (int32_t j = 0; j < nv; ++j) acc[j] = _mm256_setzero_ps();
-    for (int64_t t0 = 0; t0 < num_ctx; t0 += bs) {
-      const float* v = kv.v_row(t0);
-      const int64_t n = std::min<int64_t>(bs, num_ctx - t0);
-      for (int64_t i = 0; i < n; ++i, v += kv.v_row_stride) {
-        __m256 p = _mm256_set1_ps(scores[t0 + i]);
-        for (int32_t j = 0; j < nv; ++j) acc[j] = _mm256_fmadd_ps(p, _mm256_loadu_ps(v + 8 * j), acc[j]);
-      }
-    }
-    __m256 vinv = _mm256_set1_ps(inv);
-    for (int32_t j = 0; j < nv; ++j) _mm256_storeu_ps(out + 8 * j, _mm256_mul_ps(acc[j], vinv));
-    return;
+  switch (head_dim) {  // accumulate in registers for the common head sizes
+    case 8: return accumulate_v<1>(kv, scores, num_ctx, inv, out);
+    case 16: return accumulate_v<2>(kv, scores, num_ctx, inv, out);
+    case 32: return accumulate_v<4>(kv, scores, num_ctx, inv, out);
+    case 64: return accumulate_v<8>(kv, scores, num_ctx, inv, out);
+    default: break;
   }
   for (int32_t d = 0; d < head_dim; ++d) out[d] = 0;
   for (int64_t t = 0; t < num_ctx; ++t) {
