@@ -70,6 +70,7 @@ int run_offline(OfflineFlags f) {
   auto model = load_model_from_flags(f.model);
   f.engine.threads = resolve_threads(f.model.threads);
   Engine engine(*model, f.engine);
+  if (!f.json) std::fprintf(stderr, "%s\n", describe_plan(engine.kv_layout()).c_str());
   auto work = make_workload(f, *model);
   RequestParams params;
   params.ignore_eos = true;  // fixed output lengths
@@ -108,6 +109,7 @@ int run_offline(OfflineFlags f) {
       {"ttft_ms", summary_json(summarize(m.ttft_ms))}, {"tpot_ms", summary_json(summarize(m.tpot_ms))},
       {"itl_ms", summary_json(summarize(m.itl_ms))}, {"e2e_ms", summary_json(summarize(m.e2e_ms))},
       {"kv_usage_peak", m.kv_usage_peak}, {"kv_blocks", m.blocks_total}, {"kv_bytes", engine.kv_bytes()},
+      {"kv_bytes_per_token", engine.kv_layout().bytes_per_token()}, {"peak_concurrent_seqs", m.num_running_peak},
       {"prefix_hit_rate", m.prefix_hit_rate()}, {"preemptions", m.num_preemptions}};
   if (f.json) {
     std::printf("%s\n", j.dump().c_str());

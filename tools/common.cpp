@@ -25,6 +25,17 @@ void add_engine_flags(CLI::App* app, EngineConfig& c) {
   app->add_option("--max-num-seqs", c.sched.max_num_seqs, "Sequences running per step");
   app->add_option("--max-num-batched-tokens", c.sched.max_num_batched_tokens, "Tokens per step (chunked prefill)");
   app->add_option("--max-waiting", c.sched.max_waiting, "Queued requests before new ones are refused");
+  app->add_option_function<std::string>(
+      "--kv-cache-compression",
+      [&c](const std::string& v) {
+        if (v != "on" && v != "off") throw CLI::ValidationError("--kv-cache-compression", "must be on or off");
+        c.compress.enabled = v == "on";
+      },
+      "on|off (off: the plain f32 cache, bit-identical to no compression)");
+  app->add_option("--kv-cache-dtype", c.compress.kv_cache_dtype, "KV storage dtype: auto|f32|f16|int8|int4");
+  app->add_option("--kv-quant-rotation", c.compress.kv_quant_rotation,
+                  "Rotation before quantizing: auto|hadamard|none (auto: hadamard for int8/int4)");
+  app->add_option("--kv-config", c.kv_config_file, "JSON compression config (keys: flag names with underscores)");
 }
 
 std::string default_model_path() {

@@ -42,4 +42,28 @@ constexpr std::string_view dtype_name(DType t) {
   return "?";
 }
 
+// How one KV head's row (head_dim values of one token) is stored in the KV cache.
+//   F32: head_dim floats. F16: head_dim halves. Int8 / Int4: an fp16 scale, then head_dim signed values
+//   (int4: two per byte, low nibble first, stored +8), symmetric absmax quantization per token and head.
+enum class KvDtype : uint8_t { F32, F16, Int8, Int4 };
+
+constexpr int64_t kv_head_record_bytes(KvDtype t, int64_t head_dim) {
+  switch (t) {
+    case KvDtype::F32: return head_dim * 4;
+    case KvDtype::F16: return head_dim * 2;
+    case KvDtype::Int8: return 2 + head_dim;
+    case KvDtype::Int4: return 2 + (head_dim + 1) / 2;
+  }
+  return 0;
+}
+constexpr std::string_view kv_dtype_name(KvDtype t) {
+  switch (t) {
+    case KvDtype::F32: return "f32";
+    case KvDtype::F16: return "f16";
+    case KvDtype::Int8: return "int8";
+    case KvDtype::Int4: return "int4";
+  }
+  return "?";
+}
+
 }  // namespace slimkv

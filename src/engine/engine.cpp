@@ -12,13 +12,15 @@ EngineConfig resolved(const Model& model, EngineConfig cfg) {
                model.config.max_seq_len);
   cfg.sched.validate();
   cfg.cache.validate();
+  if (!cfg.kv_config_file.empty()) cfg.compress = CompressionConfig::from_json_file(cfg.kv_config_file);
+  cfg.compress.validate(model.config.head_dim);
   return cfg;
 }
 
-uint64_t cache_salt(const Model& m) {  // everything that changes the bytes stored per token
+uint64_t cache_salt(const Model& m, const CompressionConfig& cc) {  // everything that changes the stored bytes
   const ModelConfig& c = m.config;
   uint64_t h = 1469598103934665603ull;
-  for (char ch : m.path + c.summary() + "f32") h = (h ^ static_cast<uint8_t>(ch)) * 1099511628211ull;
+  for (char ch : m.path + c.summary() + cc.fingerprint()) h = (h ^ static_cast<uint8_t>(ch)) * 1099511628211ull;
   return h;
 }
 
@@ -29,9 +31,10 @@ Engine::Engine(const Model& model, EngineConfig cfg)
       cfg_(resolved(model, std::move(cfg))),
       pool_(cfg_.threads > 0 ? cfg_.threads : default_num_threads()),
       fwd_(model, &pool_),
-      layout_(fwd_.kv_layout(cfg_.cache.block_size)),
+      layout_(fwd_.kv_layout(cfg_.cache.block_size, cfg_.compress)),
       storage_(layout_, cfg_.cache.num_blocks(layout_, cfg_.sched.max_model_len)),
-      kv_manager_(storage_.num_blocks(), cfg_.cache.block_size, cfg_.cache.enable_prefix_caching, cache_salt(model)),
+      kv_manager_(storage_.num_blocks(), cfg_.cache.block_size, cfg_.cache.enable_prefix_caching,
+                  cache_salt(model, cfg_.compress)),
       scheduler_(cfg_.sched, kv_manager_) {
   fwd_.reserve(cfg_.sched.max_num_batched_tokens, std::min(cfg_.sched.max_num_seqs, cfg_.sched.max_num_batched_tokens));
   logits_.resize(static_cast<size_t>(std::min(cfg_.sched.max_num_seqs, cfg_.sched.max_num_batched_tokens)) *
@@ -113,6 +116,7 @@ std::vector<std::unique_ptr<Request>> Engine::take_finished() {
 
 void Engine::refresh_gauges() {
   metrics_.num_running = scheduler_.num_running();
+  metrics_.num_running_peak = std::max(metrics_.num_running_peak, metrics_.num_running);
   metrics_.num_waiting = scheduler_.num_waiting();
   metrics_.blocks_used = kv_manager_.num_used_blocks();
   metrics_.blocks_total = kv_manager_.num_blocks();

@@ -31,6 +31,7 @@ class Engine {
   const EngineConfig& config() const { return cfg_; }
   const KvCacheManager& kv_manager() const { return kv_manager_; }
   int64_t kv_bytes() const { return storage_.size_bytes(); }
+  const KvLayout& kv_layout() const { return layout_; }
   // Requests that finished since the last call (their tokens and timings), then forgotten by the engine.
   std::vector<std::unique_ptr<Request>> take_finished();
   void check_integrity() const { kv_manager_.check_integrity(); }

@@ -18,7 +18,7 @@ struct Metrics {
   // Per-request samples in milliseconds, appended when a request finishes (or per token for ITL).
   std::vector<double> ttft_ms, tpot_ms, itl_ms, e2e_ms, queue_ms, prefill_ms, decode_ms;
   // Gauges, refreshed every step.
-  int32_t num_running = 0, num_waiting = 0;
+  int32_t num_running = 0, num_waiting = 0, num_running_peak = 0;
   int32_t blocks_used = 0, blocks_total = 0;
   double kv_usage = 0, kv_usage_peak = 0;
   // Counters.

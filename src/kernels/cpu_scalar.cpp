@@ -3,6 +3,7 @@
 
 #include "core/half.h"
 #include "kernels/dot.h"
+#include "kernels/kv_codec.h"
 
 namespace slimkv {
 namespace {
@@ -59,9 +60,11 @@ void axpy(float a, const float* x, float* y, int64_t n) {
 
 void attend(const float* q, const PagedKv& kv, int64_t num_ctx, int32_t head_dim, float scale, float* scores,
             float* out) {
+  float row[1024];  // one decoded head (head_dim <= 1024, checked by ModelConfig)
   float mx = -INFINITY;
   for (int64_t t = 0; t < num_ctx; ++t) {
-    scores[t] = dot_f32(q, kv.k_row(t), head_dim) * scale;
+    decode_kv_head(kv.k_row(t), head_dim, kv.dtype, row);
+    scores[t] = dot_f32(q, row, head_dim) * scale;
     mx = std::max(mx, scores[t]);
   }
   float sum = 0;
@@ -70,7 +73,10 @@ void attend(const float* q, const PagedKv& kv, int64_t num_ctx, int32_t head_dim
     sum += scores[t];
   }
   for (int32_t d = 0; d < head_dim; ++d) out[d] = 0;
-  for (int64_t t = 0; t < num_ctx; ++t) axpy(scores[t] / sum, kv.v_row(t), out, head_dim);
+  for (int64_t t = 0; t < num_ctx; ++t) {
+    decode_kv_head(kv.v_row(t), head_dim, kv.dtype, row);
+    axpy(scores[t] / sum, row, out, head_dim);
+  }
 }
 
 }  // namespace

@@ -13,20 +13,21 @@ struct WeightView;
 
 namespace slimkv {
 
-// Where one KV head's rows of one sequence live: token t's key row starts at
-// k_base + block_ids[t / block_size] * block_size * k_row_stride + (t % block_size) * k_row_stride (V alike).
+// Where one KV head's rows of one sequence live: token t's row starts at
+// k_base + (block_ids[t / block_size] * block_size + t % block_size) * k_row_bytes (V alike), and holds the
+// head's record in `dtype` (core/dtype.h). F32 rows are plain floats.
 struct PagedKv {
-  const float* k_base = nullptr;  // layer's K region + the head's offset
-  const float* v_base = nullptr;
+  const uint8_t* k_base = nullptr;  // layer's K region + the head's offset
+  const uint8_t* v_base = nullptr;
   const int32_t* block_ids = nullptr;
   int32_t block_size = 1;
-  int64_t k_row_stride = 0, v_row_stride = 0;  // floats between consecutive tokens' rows
-  const float* k_row(int64_t t) const {
-    return k_base + (static_cast<int64_t>(block_ids[t / block_size]) * block_size + t % block_size) * k_row_stride;
-  }
-  const float* v_row(int64_t t) const {
-    return v_base + (static_cast<int64_t>(block_ids[t / block_size]) * block_size + t % block_size) * v_row_stride;
-  }
+  int64_t k_row_bytes = 0, v_row_bytes = 0;  // bytes between consecutive tokens' rows
+  KvDtype dtype = KvDtype::F32;
+  int64_t slot(int64_t t) const { return static_cast<int64_t>(block_ids[t / block_size]) * block_size + t % block_size; }
+  const uint8_t* k_row(int64_t t) const { return k_base + slot(t) * k_row_bytes; }
+  const uint8_t* v_row(int64_t t) const { return v_base + slot(t) * v_row_bytes; }
+  const float* k_row_f32(int64_t t) const { return reinterpret_cast<const float*>(k_row(t)); }
+  const float* v_row_f32(int64_t t) const { return reinterpret_cast<const float*>(v_row(t)); }
 };
 
 struct DotKernels {

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/check.h"
+#include "kernels/kv_codec.h"
 
 namespace slimkv {
 
@@ -26,8 +27,7 @@ void PagedAttention::plan(const PagedBatchMeta& meta, const AttentionDims& dims,
   if (scores_.size() < need) scores_.resize(need);
 }
 
-void PagedAttention::run(const float* q, const float* k_layer, const float* v_layer, int64_t k_row_floats,
-                         int64_t v_row_floats, float* out, ThreadPool* pool, Isa isa) {
+void PagedAttention::run(const float* q, const LayerKv& layer, float* out, ThreadPool* pool, Isa isa) {
   const PagedBatchMeta& m = *meta_;
   const int32_t nh = dims_.num_heads, hd = dims_.head_dim, group = dims_.num_heads / dims_.num_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
@@ -35,17 +35,25 @@ void PagedAttention::run(const float* q, const float* k_layer, const float* v_la
   const int64_t n = static_cast<int64_t>(m.token_pos.size()) * nh;
   auto body = [&](int64_t i0, int64_t i1, int32_t thread) {
     float* scores = scores_.data() + static_cast<size_t>(thread) * max_ctx_;
+    float qr[1024];  // rotated query (head_dim <= 1024)
     for (int64_t i = i0; i < i1; ++i) {
       const int64_t t = i / nh;
       const int32_t h = static_cast<int32_t>(i % nh), kvh = h / group, s = m.token_seq[t];
       PagedKv kv;
-      kv.k_base = k_layer + static_cast<int64_t>(kvh) * hd;
-      kv.v_base = v_layer + static_cast<int64_t>(kvh) * hd;
+      kv.k_base = layer.k + kvh * layer.head_bytes;
+      kv.v_base = layer.v + kvh * layer.head_bytes;
       kv.block_ids = m.kv_indices.data() + m.kv_indptr[s];
       kv.block_size = m.block_size;
-      kv.k_row_stride = k_row_floats;
-      kv.v_row_stride = v_row_floats;
-      k.attend(q + i * hd, kv, m.token_pos[t] + 1, hd, scale, scores, out + i * hd);
+      kv.k_row_bytes = kv.v_row_bytes = layer.row_bytes;
+      kv.dtype = layer.dtype;
+      const float* qh = q + i * hd;
+      if (layer.rotate) {  // scores in the rotated basis: (Hq)·(Hk) = q·k
+        std::copy(qh, qh + hd, qr);
+        hadamard_rotate(qr, hd);
+        qh = qr;
+      }
+      k.attend(qh, kv, m.token_pos[t] + 1, hd, scale, scores, out + i * hd);
+      if (layer.rotate) hadamard_unrotate(out + i * hd, hd);  // sum_t p_t (H v_t) = H (sum_t p_t v_t)
     }
   };
   if (pool == nullptr || work_ < (1 << 15)) body(0, n, 0);

@@ -26,10 +26,16 @@ struct AttentionDims {
 class PagedAttention {
  public:
   void plan(const PagedBatchMeta& meta, const AttentionDims& dims, int32_t num_threads);
-  // q: [T, num_heads * head_dim]; out: same shape. k_layer/v_layer: the layer's regions in KvStorage,
-  // rows of k_row_floats / v_row_floats (all KV heads of one token).
-  void run(const float* q, const float* k_layer, const float* v_layer, int64_t k_row_floats, int64_t v_row_floats,
-           float* out, ThreadPool* pool, Isa isa = active_isa());
+  // How one layer's rows are stored: a token's row holds num_kv_heads records of head_bytes bytes.
+  struct LayerKv {
+    const uint8_t* k = nullptr;  // the layer's K region in KvStorage
+    const uint8_t* v = nullptr;
+    int64_t row_bytes = 0, head_bytes = 0;
+    KvDtype dtype = KvDtype::F32;
+    bool rotate = false;  // rows were stored after hadamard_rotate: rotate q, un-rotate the output
+  };
+  // q: [T, num_heads * head_dim]; out: same shape.
+  void run(const float* q, const LayerKv& layer, float* out, ThreadPool* pool, Isa isa = active_isa());
 
  private:
   const PagedBatchMeta* meta_ = nullptr;

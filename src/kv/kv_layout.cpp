@@ -2,10 +2,11 @@
 
 namespace slimkv {
 
-KvLayout KvLayout::uniform(int32_t num_layers, int32_t row_floats, int32_t block_size_tokens) {
+KvLayout KvLayout::uniform(int32_t num_layers, int32_t num_kv_heads, int32_t head_dim, int32_t block_size_tokens,
+                           KvDtype dtype, bool rotate) {
   KvLayout l;
   l.block_size_tokens = block_size_tokens;
-  l.layers.assign(num_layers, KvLayerGeometry{row_floats, row_floats});
+  l.layers.assign(num_layers, KvLayerGeometry{num_kv_heads, head_dim, dtype, rotate});
   return l;
 }
 

@@ -10,19 +10,19 @@ namespace slimkv {
 KvStorage::KvStorage(const KvLayout& layout, int32_t num_blocks) : layout_(layout), num_blocks_(num_blocks) {
   SLIMKV_CHECK(num_blocks > 0, "KV cache needs at least one block (got {})", num_blocks);
   const uint64_t tokens = checked_mul(num_blocks, layout.block_size_tokens, "KV cache size");
-  uint64_t floats = 0;
+  uint64_t bytes = 0;
   for (const auto& g : layout.layers) {
-    floats = checked_add(floats, checked_mul(tokens, g.k_row_floats + g.v_row_floats, "KV cache size"), "KV cache size");
+    bytes = checked_add(bytes, checked_mul(tokens, g.bytes_per_token(), "KV cache size"), "KV cache size");
   }
-  size_bytes_ = static_cast<int64_t>(checked_mul(floats, sizeof(float), "KV cache size"));
+  size_bytes_ = static_cast<int64_t>(bytes);
   mapping_ = ::mmap(nullptr, size_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   SLIMKV_CHECK(mapping_ != MAP_FAILED, "cannot reserve {} bytes of KV cache memory", size_bytes_);
-  float* p = static_cast<float*>(mapping_);
+  uint8_t* p = static_cast<uint8_t*>(mapping_);
   for (const auto& g : layout.layers) {
     k_.push_back(p);
-    p += tokens * g.k_row_floats;
+    p += tokens * g.row_bytes();
     v_.push_back(p);
-    p += tokens * g.v_row_floats;
+    p += tokens * g.row_bytes();
   }
 }
 

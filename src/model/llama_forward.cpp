@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "kernels/kv_codec.h"
 
 namespace slimkv {
 
@@ -12,8 +13,30 @@ LlamaForward::LlamaForward(const Model& model, ThreadPool* pool) : model_(model)
   reserve(1, 1);
 }
 
-KvLayout LlamaForward::kv_layout(int32_t block_size_tokens) const {
-  return KvLayout::uniform(model_.config.num_layers, model_.config.kv_dim(), block_size_tokens);
+KvLayout LlamaForward::kv_layout(int32_t block_size_tokens, const CompressionConfig& cc) const {
+  const ModelConfig& c = model_.config;
+  return cc.layout(c.num_layers, c.num_kv_heads, c.head_dim, block_size_tokens);
+}
+
+void LlamaForward::write_kv(KvStorage& kv, int32_t l, int64_t slot, const float* k_row, const float* v_row) {
+  const KvLayerGeometry& g = kv.layout().layers[l];
+  const int32_t kv_dim = model_.config.kv_dim();
+  if (g.is_plain_f32()) {  // the uncompressed cache: plain copies (bit-identical to no compression at all)
+    std::memcpy(kv.k_row(l, slot), k_row, sizeof(float) * kv_dim);
+    std::memcpy(kv.v_row(l, slot), v_row, sizeof(float) * kv_dim);
+    return;
+  }
+  const int32_t hd = g.head_dim;
+  head_.resize(hd);
+  for (int32_t h = 0; h < g.num_kv_heads; ++h) {
+    for (int which = 0; which < 2; ++which) {
+      const float* src = (which == 0 ? k_row : v_row) + static_cast<size_t>(h) * hd;
+      std::copy(src, src + hd, head_.begin());
+      if (g.rotate) hadamard_rotate(head_.data(), hd);
+      uint8_t* dst = (which == 0 ? kv.k_row(l, slot) : kv.v_row(l, slot)) + h * g.head_bytes();
+      encode_kv_head(head_.data(), hd, g.dtype, dst);
+    }
+  }
 }
 
 void LlamaForward::reserve(int32_t T, int32_t rows) {
@@ -65,11 +88,12 @@ void LlamaForward::forward(const ForwardBatch& b, KvStorage& kv, float* logits_o
     for (int32_t t = 0; t < T; ++t) {
       rope_.apply(q_.data() + static_cast<size_t>(t) * qd, c.num_heads, b.positions[t]);
       rope_.apply(k_.data() + static_cast<size_t>(t) * kv_dim, c.num_kv_heads, b.positions[t]);
-      std::memcpy(kv.k_row(l, b.slots[t]), k_.data() + static_cast<size_t>(t) * kv_dim, sizeof(float) * kv_dim);
-      std::memcpy(kv.v_row(l, b.slots[t]), v_.data() + static_cast<size_t>(t) * kv_dim, sizeof(float) * kv_dim);
+      write_kv(kv, l, b.slots[t], k_.data() + static_cast<size_t>(t) * kv_dim,
+               v_.data() + static_cast<size_t>(t) * kv_dim);
     }
-    attention_.run(q_.data(), kv.k_base(l), kv.v_base(l), kv.layout().layers[l].k_row_floats,
-                   kv.layout().layers[l].v_row_floats, att_.data(), pool_);
+    const KvLayerGeometry& g = kv.layout().layers[l];
+    attention_.run(q_.data(), {kv.k_base(l), kv.v_base(l), g.row_bytes(), g.head_bytes(), g.dtype, g.rotate},
+                   att_.data(), pool_);
     matmul(w.wo, att_.data(), T, proj_.data(), pool_);
     for (size_t i = 0; i < static_cast<size_t>(T) * dim; ++i) x_[i] += proj_[i];
 

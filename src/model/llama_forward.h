@@ -6,6 +6,7 @@
 #pragma once
 #include <vector>
 
+#include "compress/compression_config.h"
 #include "core/thread_pool.h"
 #include "kv/kv_storage.h"
 #include "model/forward_batch.h"
@@ -21,9 +22,15 @@ class LlamaForward {
   // logits_out: [batch.logits_rows.size(), vocab]
   void forward(const ForwardBatch& batch, KvStorage& kv, float* logits_out);
 
+ private:
+  // Writes token t's K and V rows of `layer` into their slot in the storage's format for that layer.
+  void write_kv(KvStorage& kv, int32_t layer, int64_t slot, const float* k_row, const float* v_row);
+
+ public:
+
   const Model& model() const { return model_; }
-  // The KV layout this model needs (full K and V rows in every layer).
-  KvLayout kv_layout(int32_t block_size_tokens) const;
+  // The KV layout this model needs under a compression config (default: full f32 K and V rows).
+  KvLayout kv_layout(int32_t block_size_tokens, const CompressionConfig& cc = CompressionConfig{}) const;
 
  private:
   const Model& model_;
@@ -39,6 +46,7 @@ class LlamaForward {
   std::vector<float> proj_;     // [T, dim]
   std::vector<float> hb_, hb2_; // [T, hidden]
   std::vector<float> final_;    // [rows, dim] normed rows for the classifier
+  std::vector<float> head_;     // [head_dim] one head being encoded
 };
 
 }  // namespace slimkv

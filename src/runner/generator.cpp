@@ -15,7 +15,7 @@ GenerateStats generate(const Model& model, ThreadPool* pool, std::span<const int
   auto ms = [](clock::time_point a, clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
 
   int32_t capacity = std::min<int64_t>(c.max_seq_len, static_cast<int64_t>(prompt.size()) + opts.max_new_tokens);
-  SequenceForward fwd(model, pool, capacity);
+  SequenceForward fwd(model, pool, capacity, 16, 256, opts.compression);
   std::vector<float> logits(c.vocab_size);
   Sampler sampler(opts.sampling);
   GenerateStats st;

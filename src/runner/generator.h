@@ -14,6 +14,7 @@ struct GenerateOptions {
   int32_t max_new_tokens = 64;
   bool stop_at_eos = true;
   SamplingParams sampling;
+  CompressionConfig compression;  // how the sequence's KV cache is stored
 };
 
 struct GenerateStats {

@@ -5,9 +5,9 @@
 namespace slimkv {
 
 SequenceForward::SequenceForward(const Model& model, ThreadPool* pool, int32_t capacity_tokens, int32_t block_size,
-                                 int32_t max_chunk_tokens)
+                                 int32_t max_chunk_tokens, const CompressionConfig& compression)
     : fwd_(model, pool), capacity_(capacity_tokens), block_size_(block_size), max_chunk_(max_chunk_tokens),
-      kv_(fwd_.kv_layout(block_size), (capacity_tokens + block_size - 1) / block_size) {
+      kv_(fwd_.kv_layout(block_size, compression), (capacity_tokens + block_size - 1) / block_size) {
   SLIMKV_CHECK(capacity_tokens > 0, "sequence capacity must be positive");
   for (int32_t i = 0; i < kv_.num_blocks(); ++i) blocks_.push_back(i);
   fwd_.reserve(max_chunk_, max_chunk_);

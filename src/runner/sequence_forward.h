@@ -11,11 +11,12 @@ namespace slimkv {
 class SequenceForward {
  public:
   SequenceForward(const Model& model, ThreadPool* pool, int32_t capacity_tokens, int32_t block_size = 16,
-                  int32_t max_chunk_tokens = 256);
+                  int32_t max_chunk_tokens = 256, const CompressionConfig& compression = CompressionConfig{});
   // Runs tokens at positions [start_pos, start_pos + n). logits_out: [n, vocab] if all_logits else [vocab].
   void forward(std::span<const int32_t> tokens, int32_t start_pos, bool all_logits, float* logits_out);
   const Model& model() const { return fwd_.model(); }
   int32_t capacity_tokens() const { return capacity_; }
+  const KvStorage& storage() const { return kv_; }
 
  private:
   LlamaForward fwd_;

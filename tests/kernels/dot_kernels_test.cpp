@@ -119,7 +119,8 @@ TEST_P(DotKernelTest, PagedAttentionMatchesReferenceForHeadDimsBlockSizesAndCont
         for (int32_t i = 0; i < pages; ++i) ids[i] = (i * 7 + 3) % (pages * 2 + 1);
         const int64_t pool_rows = static_cast<int64_t>(pages * 2 + 1) * bs;
         auto q = random_vec(hd, 13), k = random_vec(pool_rows * stride, 14, 2.0f), v = random_vec(pool_rows * stride, 15);
-        PagedKv kv{k.data() + hd, v.data() + hd, ids.data(), bs, stride, stride};
+        PagedKv kv{reinterpret_cast<const uint8_t*>(k.data() + hd), reinterpret_cast<const uint8_t*>(v.data() + hd),
+                   ids.data(), bs, stride * 4, stride * 4, KvDtype::F32};
         std::vector<float> s1(ctx), s2(ctx), o1(hd), o2(hd), o3(hd, 0.0f);
         const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
         ref().attend(q.data(), kv, ctx, hd, scale, s1.data(), o1.data());

@@ -81,9 +81,9 @@ void accumulate_v(const PagedKv& kv, const float* p, int64_t num_ctx, float inv,
 #pragma GCC unroll 8
   for (int j = 0; j < NV; ++j) acc[j] = _mm256_setzero_ps();
   for (int64_t t0 = 0; t0 < num_ctx; t0 += kv.block_size) {
-    const float* v = kv.v_row(t0);
+    const float* v = kv.v_row_f32(t0);
     const int64_t n = std::min<int64_t>(kv.block_size, num_ctx - t0);
-    for (int64_t i = 0; i < n; ++i, v += kv.v_row_stride) {
+    for (int64_t i = 0; i < n; ++i, v += kv.v_row_bytes / 4) {
       const __m256 pv = _mm256_set1_ps(p[t0 + i]);
 #pragma GCC unroll 8
       for (int j = 0; j < NV; ++j) acc[j] = _mm256_fmadd_ps(pv, _mm256_loadu_ps(v + 8 * j), acc[j]);
@@ -96,19 +96,24 @@ void accumulate_v(const PagedKv& kv, const float* p, int64_t num_ctx, float inv,
 
 }  // namespace
 
-// Walks the sequence page by page: within a page rows are contiguous (k_row_stride apart).
+// Walks the sequence page by page: within a page rows are contiguous (k_row_bytes apart).
 void attend_avx2(const float* q, const PagedKv& kv, int64_t num_ctx, int32_t head_dim, float scale, float* scores,
                  float* out) {
+  if (kv.dtype != KvDtype::F32) {  // quantized rows: the reference decoder for now (issue F optimises it)
+    kScalarDot.attend(q, kv, num_ctx, head_dim, scale, scores, out);
+    return;
+  }
   const int32_t bs = kv.block_size;
+  const int64_t row_floats = kv.k_row_bytes / 4;
   float mx = -INFINITY;
   const bool by8 = bs % 8 == 0 && head_dim % 8 == 0;  // pages hold whole groups of 8 rows
   float tmp[8];
   for (int64_t t0 = 0; t0 < num_ctx; t0 += bs) {
-    const float* k = kv.k_row(t0);
+    const float* k = kv.k_row_f32(t0);
     const int64_t n = std::min<int64_t>(bs, num_ctx - t0);
     if (by8) {
       for (int64_t i = 0; i < n; i += 8) {  // rows past n exist in the page; their scores are dropped
-        _mm256_storeu_ps(tmp, _mm256_mul_ps(dot8_rows(q, k + i * kv.k_row_stride, kv.k_row_stride, head_dim),
+        _mm256_storeu_ps(tmp, _mm256_mul_ps(dot8_rows(q, k + i * row_floats, row_floats, head_dim),
                                             _mm256_set1_ps(scale)));
         for (int64_t j = 0; j < 8 && i + j < n; ++j) {
           scores[t0 + i + j] = tmp[j];
@@ -118,7 +123,7 @@ void attend_avx2(const float* q, const PagedKv& kv, int64_t num_ctx, int32_t hea
       continue;
     }
     for (int64_t i = 0; i < n; ++i) {
-      float s = dot(q, k + i * kv.k_row_stride, head_dim) * scale;
+      float s = dot(q, k + i * row_floats, head_dim) * scale;
       scores[t0 + i] = s;
       mx = std::max(mx, s);
     }
@@ -134,7 +139,7 @@ void attend_avx2(const float* q, const PagedKv& kv, int64_t num_ctx, int32_t hea
   for (int32_t d = 0; d < head_dim; ++d) out[d] = 0;
   for (int64_t t = 0; t < num_ctx; ++t) {
     const float p = scores[t];
-    const float* v = kv.v_row(t);
+    const float* v = kv.v_row_f32(t);
     for (int32_t d = 0; d < head_dim; ++d) out[d] += p * v[d];
   }
   for (int32_t d = 0; d < head_dim; ++d) out[d] *= inv;

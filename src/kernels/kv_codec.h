@@ -1,0 +1,23 @@
+// Encoding of one KV head's row into the cache's storage dtype and back, and the fixed randomized Hadamard
+// rotation applied before quantizing (it spreads outlier channels so a few bits suffice, as in QuaRot and
+// TurboQuant). Scalar reference code: it runs once per written token, not in the attention loop.
+// Must not know: blocks, sequences or layers.
+#pragma once
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace slimkv {
+
+// dst: kv_head_record_bytes(dtype, head_dim) bytes.
+void encode_kv_head(const float* x, int32_t head_dim, KvDtype dtype, uint8_t* dst);
+void decode_kv_head(const uint8_t* src, int32_t head_dim, KvDtype dtype, float* out);
+
+// In-place orthonormal rotation x <- H x with H = Walsh-Hadamard(head_dim) * diag(signs) / sqrt(head_dim);
+// head_dim must be a power of two. The signs are fixed (seeded), the same for every layer and head.
+void hadamard_rotate(float* x, int32_t head_dim);
+// The inverse rotation x <- H^T x.
+void hadamard_unrotate(float* x, int32_t head_dim);
+bool is_power_of_two(int32_t n);
+
+}  // namespace slimkv

@@ -1,0 +1,108 @@
+// KV storage codecs: round-trip error bounds per dtype, the Hadamard rotation is orthonormal, and attention over
+// quantized rows equals attention over their decoded values.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "core/check.h"
+#include "kernels/dot.h"
+#include "kernels/kv_codec.h"
+
+namespace slimkv {
+namespace {
+
+std::vector<float> randn(int n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0, 1);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+TEST(KvCodec, RoundTripErrorIsBoundedByHalfAStep) {
+  for (KvDtype dt : {KvDtype::F32, KvDtype::F16, KvDtype::Int8, KvDtype::Int4}) {
+    for (int hd : {8, 16, 64}) {
+      auto x = randn(hd, hd);
+      std::vector<uint8_t> buf(kv_head_record_bytes(dt, hd));
+      std::vector<float> y(hd);
+      encode_kv_head(x.data(), hd, dt, buf.data());
+      decode_kv_head(buf.data(), hd, dt, y.data());
+      float amax = 0;
+      for (float v : x) amax = std::max(amax, std::fabs(v));
+      const float step = dt == KvDtype::Int8 ? amax / 127 : dt == KvDtype::Int4 ? amax / 7 : amax * 1e-3f;
+      for (int i = 0; i < hd; ++i) {
+        if (dt == KvDtype::F32) ASSERT_EQ(x[i], y[i]);
+        else ASSERT_LE(std::fabs(x[i] - y[i]), 0.5f * step * 1.01f + 1e-6f) << kv_dtype_name(dt) << " i=" << i;
+      }
+    }
+  }
+}
+
+TEST(KvCodec, HadamardRotationIsOrthonormalAndInvertible) {
+  for (int hd : {8, 64, 128}) {
+    auto x = randn(hd, 3), y = randn(hd, 4);
+    auto rx = x, ry = y;
+    hadamard_rotate(rx.data(), hd);
+    hadamard_rotate(ry.data(), hd);
+    double dot = 0, rdot = 0;
+    for (int i = 0; i < hd; ++i) {
+      dot += double(x[i]) * y[i];
+      rdot += double(rx[i]) * ry[i];
+    }
+    EXPECT_NEAR(dot, rdot, 1e-4);
+    hadamard_unrotate(rx.data(), hd);
+    for (int i = 0; i < hd; ++i) EXPECT_NEAR(rx[i], x[i], 1e-5f);
+  }
+  std::vector<float> z(6);
+  EXPECT_THROW(hadamard_rotate(z.data(), 6), Error);
+}
+
+TEST(KvCodec, RotationSpreadsAnOutlierSoInt4ErrorDrops) {
+  const int hd = 64;
+  auto x = randn(hd, 9);
+  x[5] = 40.0f;  // one outlier channel, as keys have
+  auto err = [&](bool rotate) {
+    auto v = x;
+    if (rotate) hadamard_rotate(v.data(), hd);
+    std::vector<uint8_t> buf(kv_head_record_bytes(KvDtype::Int4, hd));
+    std::vector<float> y(hd);
+    encode_kv_head(v.data(), hd, KvDtype::Int4, buf.data());
+    decode_kv_head(buf.data(), hd, KvDtype::Int4, y.data());
+    if (rotate) hadamard_unrotate(y.data(), hd);
+    double e = 0;
+    for (int i = 0; i < hd; ++i) e += (y[i] - x[i]) * (y[i] - x[i]);
+    return e;
+  };
+  EXPECT_LT(err(true), 0.5 * err(false));
+}
+
+TEST(KvCodec, AttentionOverQuantizedRowsEqualsAttentionOverDecodedRows) {
+  const int hd = 16, ctx = 21, bs = 8;
+  for (KvDtype dt : {KvDtype::F16, KvDtype::Int8, KvDtype::Int4}) {
+    const int64_t rec = kv_head_record_bytes(dt, hd);
+    std::vector<int32_t> ids = {2, 0, 1};
+    std::vector<uint8_t> k(3 * bs * rec), v(3 * bs * rec);
+    std::vector<float> kd(3 * bs * hd), vd(3 * bs * hd);
+    for (int r = 0; r < 3 * bs; ++r) {
+      auto a = randn(hd, 100 + r), b = randn(hd, 200 + r);
+      encode_kv_head(a.data(), hd, dt, k.data() + r * rec);
+      encode_kv_head(b.data(), hd, dt, v.data() + r * rec);
+      decode_kv_head(k.data() + r * rec, hd, dt, kd.data() + r * hd);
+      decode_kv_head(v.data() + r * rec, hd, dt, vd.data() + r * hd);
+    }
+    auto q = randn(hd, 7);
+    std::vector<float> s1(ctx), s2(ctx), o1(hd), o2(hd);
+    PagedKv quant{k.data(), v.data(), ids.data(), bs, rec, rec, dt};
+    PagedKv plain{reinterpret_cast<const uint8_t*>(kd.data()), reinterpret_cast<const uint8_t*>(vd.data()), ids.data(),
+                  bs, hd * 4, hd * 4, KvDtype::F32};
+    for (Isa isa : {Isa::Scalar, detected_isa()}) {
+      dot_kernels(isa).attend(q.data(), quant, ctx, hd, 0.25f, s1.data(), o1.data());
+      kScalarDot.attend(q.data(), plain, ctx, hd, 0.25f, s2.data(), o2.data());
+      for (int d = 0; d < hd; ++d) EXPECT_NEAR(o1[d], o2[d], 1e-5f) << kv_dtype_name(dt);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace slimkv
