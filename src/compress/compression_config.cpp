@@ -43,7 +43,7 @@ KvLayout CompressionConfig::layout(int32_t num_layers, int32_t num_kv_heads, int
 }
 
 std::string CompressionConfig::fingerprint() const {
-  return fmt::format("compression={} dtype={} rotation={}", enabled, kv_dtype_name(dtype()), rotate());
+  return fmt::format("kv dtype={} rotation={}", kv_dtype_name(dtype()), rotate());  // what the stored bytes depend on
 }
 
 CompressionConfig CompressionConfig::from_json_file(const std::string& path) {

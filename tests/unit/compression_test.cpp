@@ -1,0 +1,164 @@
+// KV compression (issue C, quantization part): off is bit-identical to the uncompressed engine; each storage
+// dtype keeps integrity after every step, batched == single per config, physical bytes shrink; config errors.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <unistd.h>
+
+#include "engine/engine.h"
+#include "model_helpers.h"
+
+namespace slimkv::test {
+namespace {
+
+const std::string k260 = models_dir() + "/stories260K/stories260K.bin";
+
+struct Job {
+  std::vector<int32_t> prompt;
+  int32_t max_tokens;
+};
+
+std::vector<Job> jobs(int32_t n) {
+  std::mt19937 rng(17);
+  std::vector<Job> out;
+  for (int32_t i = 0; i < n; ++i) {
+    Job j{{1}, 1 + static_cast<int32_t>(rng() % 30)};
+    int32_t len = 1 + static_cast<int32_t>(rng() % 300);
+    while (static_cast<int32_t>(j.prompt.size()) < len) j.prompt.push_back(3 + static_cast<int32_t>(rng() % 509));
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+std::vector<std::vector<int32_t>> run_engine(const Model& m, const EngineConfig& cfg, const std::vector<Job>& js) {
+  Engine e(m, cfg);
+  std::map<RequestId, size_t> idx;
+  RequestParams p;
+  p.ignore_eos = true;
+  for (size_t i = 0; i < js.size(); ++i) {
+    p.max_tokens = js[i].max_tokens;
+    idx[std::get<RequestId>(e.add_request(js[i].prompt, p))] = i;
+  }
+  std::vector<std::vector<int32_t>> out(js.size());
+  while (e.has_unfinished()) {
+    for (auto& ev : e.step()) if (ev.token >= 0) out[idx[ev.id]].push_back(ev.token);
+    e.check_integrity();
+  }
+  EXPECT_EQ(e.kv_manager().num_used_blocks(), 0);
+  return out;
+}
+
+EngineConfig cfg_with(const std::string& dtype, bool enabled = true) {
+  EngineConfig c;
+  c.cache.kv_cache_memory_gib = 0.02;
+  c.sched.max_num_batched_tokens = 64;
+  c.compress.enabled = enabled;
+  c.compress.kv_cache_dtype = dtype;
+  c.threads = 2;
+  return c;
+}
+
+TEST(Compression, OffIsBitIdenticalToTheUncompressedEngine) {
+  SKIP_IF_MISSING(k260);
+  auto m = load(k260);
+  auto js = jobs(12);
+  EngineConfig plain;
+  plain.cache.kv_cache_memory_gib = 0.02;
+  plain.sched.max_num_batched_tokens = 64;
+  plain.threads = 2;
+  auto a = run_engine(*m, plain, js);
+  auto b = run_engine(*m, cfg_with("int4", /*enabled=*/false), js);
+  EXPECT_EQ(a, b);
+  for (size_t i = 0; i < js.size(); ++i) EXPECT_EQ(a[i], greedy(*m, js[i].prompt, js[i].max_tokens));
+}
+
+class PerDtype : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PerDtype, BatchedEqualsSingleAndIntegrityHoldsEveryStep) {
+  SKIP_IF_MISSING(k260);
+  auto m = load(k260);
+  auto js = jobs(12);
+  EngineConfig c = cfg_with(GetParam());
+  auto batched = run_engine(*m, c, js);
+  for (size_t i = 0; i < js.size(); ++i) {
+    EngineConfig one = c;
+    one.sched.max_num_seqs = 1;
+    auto single = run_engine(*m, one, {js[i]});
+    EXPECT_EQ(batched[i], single[0]) << GetParam() << " job " << i;
+  }
+}
+
+TEST_P(PerDtype, PhysicalBytesPerTokenShrinkAndMoreBlocksFitTheSameMemory) {
+  SKIP_IF_MISSING(k260);
+  auto m = load(k260);
+  Engine plain(*m, cfg_with("f32"));
+  Engine comp(*m, cfg_with(GetParam()));
+  const double ratio = static_cast<double>(comp.kv_layout().bytes_per_token()) / plain.kv_layout().bytes_per_token();
+  const double expected = GetParam() == "f16" ? 0.5 : GetParam() == "int8" ? 10.0 / 32 : 6.0 / 32;  // head dim 8
+  EXPECT_NEAR(ratio, expected, 1e-9);
+  EXPECT_NEAR(static_cast<double>(comp.kv_manager().num_blocks()) / plain.kv_manager().num_blocks(), 1 / ratio, 0.01);
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, PerDtype, ::testing::Values("f16", "int8", "int4"));
+
+TEST(Compression, QuantizedCacheTracksTheFullCacheOnRealText) {
+  SKIP_IF_MISSING(k260);
+  auto m = load(k260);
+  auto g = golden()["stories260K"];
+  auto prompt = g["prompt_ids"].get<std::vector<int32_t>>();
+  auto want = g["greedy_40_ids"].get<std::vector<int32_t>>();
+  for (const char* dt : {"f16", "int8"}) {
+    GenerateOptions o;
+    o.max_new_tokens = 40;
+    o.stop_at_eos = false;
+    o.compression.kv_cache_dtype = dt;
+    std::vector<int32_t> out;
+    generate(*m, nullptr, prompt, o, [&](int32_t id) { out.push_back(id); return true; });
+    EXPECT_EQ(out, want) << dt;  // the golden path has a 0.133 logit margin: 8-bit storage keeps it
+  }
+}
+
+TEST(Compression, ConfigErrorsAreClear) {
+  SKIP_IF_MISSING(k260);
+  auto m = load(k260);
+  auto expect_error = [&](EngineConfig c, const std::string& needle) {
+    try {
+      Engine e(*m, c);
+      ADD_FAILURE() << "expected an error containing " << needle;
+    } catch (const Error& err) {
+      EXPECT_NE(std::string(err.what()).find(needle), std::string::npos) << err.what();
+    }
+  };
+  expect_error(cfg_with("int3"), "--kv-cache-dtype must be one of");
+  EngineConfig c = cfg_with("int8");
+  c.compress.kv_quant_rotation = "walsh";
+  expect_error(c, "--kv-quant-rotation");
+  std::string path = ::testing::TempDir() + "/kvcfg_" + std::to_string(::getpid()) + ".json";
+  std::ofstream(path) << R"({"kv_cache_dtype": "int8", "kv_sparse_topk": 256})";
+  c = cfg_with("f32");
+  c.kv_config_file = path;
+  expect_error(c, "kv_sparse_topk");
+  std::ofstream(path) << R"([1, 2])";
+  expect_error(c, "must be a JSON object");
+  std::ofstream(path) << R"({"kv_cache_dtype": "int4"})";
+  Engine ok(*m, c);
+  EXPECT_EQ(ok.kv_layout().layers[0].dtype, KvDtype::Int4);
+  std::filesystem::remove(path);
+}
+
+TEST(Compression, PrefixCacheNeverSharesBlocksAcrossConfigs) {
+  // The salt includes the compression fingerprint: the same tokens hash differently under another dtype.
+  CompressionConfig a, b;
+  b.kv_cache_dtype = "int8";
+  EXPECT_NE(a.fingerprint(), b.fingerprint());
+  CompressionConfig off;
+  off.enabled = false;
+  off.kv_cache_dtype = "int4";
+  EXPECT_EQ(off.fingerprint(), a.fingerprint());  // off == plain f32, so sharing is correct
+}
+
+}  // namespace
+}  // namespace slimkv::test
