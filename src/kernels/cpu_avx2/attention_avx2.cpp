@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "kernels/cpu_avx2/simd_avx2.h"
 #include "kernels/dot.h"
@@ -94,13 +95,65 @@ void accumulate_v(const PagedKv& kv, const float* p, int64_t num_ctx, float inv,
   for (int j = 0; j < NV; ++j) _mm256_storeu_ps(out + 8 * j, _mm256_mul_ps(acc[j], vinv));
 }
 
+// One stored head row -> floats (head_dim % 8 == 0), vectorised: f16 via F16C, int8/int4 widened and scaled.
+inline void decode_row(const uint8_t* src, int32_t hd, KvDtype dt, float* out) {
+  if (dt == KvDtype::F16) {
+    for (int32_t i = 0; i < hd; i += 8) {
+      _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * i))));
+    }
+    return;
+  }
+  uint16_t d16;
+  std::memcpy(&d16, src, 2);
+  const __m256 d = _mm256_set1_ps(_cvtsh_ss(d16));
+  const uint8_t* q = src + 2;
+  if (dt == KvDtype::Int8) {
+    for (int32_t i = 0; i < hd; i += 8) {
+      __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + i));
+      _mm256_storeu_ps(out + i, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b))));
+    }
+    return;
+  }
+  for (int32_t i = 0; i < hd; i += 8) {  // int4: 4 bytes = 8 values, low nibble first, stored +8
+    uint32_t w;
+    std::memcpy(&w, q + i / 2, 4);
+    const __m256i shifts = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+    __m256i v = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int32_t>(w)), shifts),
+                                 _mm256_set1_epi32(0xF));
+    v = _mm256_sub_epi32(v, _mm256_set1_epi32(8));
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(d, _mm256_cvtepi32_ps(v)));
+  }
+}
+
+// Quantized / f16 rows: decode each row once into registers-sized scratch, then the same float math.
+void attend_decoded(const float* q, const PagedKv& kv, int64_t num_ctx, int32_t hd, float scale, float* scores,
+                    float* out) {
+  float row[1024];
+  float mx = -INFINITY;
+  for (int64_t t = 0; t < num_ctx; ++t) {
+    decode_row(kv.k_row(t), hd, kv.dtype, row);
+    scores[t] = dot(q, row, hd) * scale;
+    mx = std::max(mx, scores[t]);
+  }
+  const float inv = 1.0f / exp_shifted(scores, num_ctx, mx);
+  for (int32_t j = 0; j < hd; j += 8) _mm256_storeu_ps(out + j, _mm256_setzero_ps());
+  for (int64_t t = 0; t < num_ctx; ++t) {
+    decode_row(kv.v_row(t), hd, kv.dtype, row);
+    const __m256 p = _mm256_set1_ps(scores[t] * inv);
+    for (int32_t j = 0; j < hd; j += 8) {
+      _mm256_storeu_ps(out + j, _mm256_fmadd_ps(p, _mm256_loadu_ps(row + j), _mm256_loadu_ps(out + j)));
+    }
+  }
+}
+
 }  // namespace
 
 // Walks the sequence page by page: within a page rows are contiguous (k_row_bytes apart).
 void attend_avx2(const float* q, const PagedKv& kv, int64_t num_ctx, int32_t head_dim, float scale, float* scores,
                  float* out) {
-  if (kv.dtype != KvDtype::F32) {  // quantized rows: the reference decoder for now (issue F optimises it)
-    kScalarDot.attend(q, kv, num_ctx, head_dim, scale, scores, out);
+  if (kv.dtype != KvDtype::F32) {  // f16 / int8 / int4 rows
+    if (head_dim % 8 == 0 && head_dim <= 1024) attend_decoded(q, kv, num_ctx, head_dim, scale, scores, out);
+    else kScalarDot.attend(q, kv, num_ctx, head_dim, scale, scores, out);
     return;
   }
   const int32_t bs = kv.block_size;
