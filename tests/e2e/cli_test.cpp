@@ -165,5 +165,20 @@ TEST(Cli, BadEngineFlagIsOneLineError) {
   EXPECT_EQ(count_lines(r.err), 1) << r.err;
 }
 
+TEST(Cli, EvalComparesConfigsOnTheSameWindows) {
+  if (!exists(models_dir() + "/stories260K/stories260K.bin")) GTEST_SKIP();
+  std::string cfg = repo_dir() + "/configs/int8.json", off = repo_dir() + "/configs/off.json";
+  Result r = run("eval --data " + data_dir() + "/tinystories_valid_head.txt --max-tokens 600 --config " + off + " " +
+                 cfg + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // off.json is the plain cache: exactly the baseline (KL 0, top-1 agreement 1).
+  EXPECT_NE(r.out.find("\"config\":\"" + off + "\",\"kv_bytes_per_token\":1280,\"mean_kl\":0.0"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("\"kv_bytes_per_token\":400"), std::string::npos) << r.out;
+  Result bad = run("eval --data " + data_dir() + "/tinystories_valid_head.txt --config /nonexistent.json");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_EQ(count_lines(bad.err), 1);
+}
+
 }  // namespace
 }  // namespace slimkv::test
