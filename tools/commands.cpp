@@ -13,6 +13,7 @@ void register_commands(CLI::App& app) {
   add_perplexity_command(app, registry());
   add_tokenize_command(app, registry());
   add_eval_command(app, registry());
+  add_calibrate_command(app, registry());
   add_bench_command(app, registry());
 }
 

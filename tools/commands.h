@@ -16,6 +16,7 @@ void add_generate_command(CLI::App& app, std::vector<Command>& out);
 void add_perplexity_command(CLI::App& app, std::vector<Command>& out);
 void add_tokenize_command(CLI::App& app, std::vector<Command>& out);
 void add_eval_command(CLI::App& app, std::vector<Command>& out);
+void add_calibrate_command(CLI::App& app, std::vector<Command>& out);
 void add_bench_command(CLI::App& app, std::vector<Command>& out);
 void add_bench_offline_command(CLI::App& bench, std::vector<Command>& out);
 

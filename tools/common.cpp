@@ -36,6 +36,12 @@ void add_engine_flags(CLI::App* app, EngineConfig& c) {
   app->add_option("--kv-quant-rotation", c.compress.kv_quant_rotation,
                   "Rotation before quantizing: auto|hadamard|none (auto: hadamard for int8/int4)");
   app->add_option("--kv-config", c.kv_config_file, "JSON compression config (keys: flag names with underscores)");
+  app->add_option("--kv-compression-rank", c.compress.kv_compression_rank, "Low-rank K/V latent size per head");
+  app->add_option("--kv-compression-rank-k", c.compress.kv_compression_rank_k, "Low-rank size for keys only");
+  app->add_option("--kv-compression-rank-v", c.compress.kv_compression_rank_v, "Low-rank size for values only");
+  app->add_option("--kv-layer-compress-ratio", c.compress.kv_layer_compress_ratio,
+                  "Per-layer ratios r1,r2,...: rank = head_dim / r (one per layer)")->delimiter(',');
+  app->add_option("--kv-calibration", c.compress.kv_calibration, "Calibration file from `slimkv calibrate`");
 }
 
 std::string default_model_path() {

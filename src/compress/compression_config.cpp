@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
+#include <fmt/ranges.h>
 #include "core/mapped_file.h"
 
 namespace slimkv {
@@ -24,26 +25,78 @@ bool CompressionConfig::rotate() const {
   return d == KvDtype::Int8 || d == KvDtype::Int4;  // auto
 }
 
-void CompressionConfig::validate(int32_t head_dim) const {
+bool CompressionConfig::low_rank() const {
+  return enabled && (kv_compression_rank > 0 || kv_compression_rank_k > 0 || kv_compression_rank_v > 0 ||
+                     !kv_layer_compress_ratio.empty());
+}
+
+int32_t CompressionConfig::rank_k(int32_t layer, int32_t hd) const {
+  if (!enabled) return hd;
+  if (kv_compression_rank_k > 0) return kv_compression_rank_k;
+  if (!kv_layer_compress_ratio.empty()) return hd / kv_layer_compress_ratio[layer];
+  return kv_compression_rank > 0 ? kv_compression_rank : hd;
+}
+
+int32_t CompressionConfig::rank_v(int32_t layer, int32_t hd) const {
+  if (!enabled) return hd;
+  if (kv_compression_rank_v > 0) return kv_compression_rank_v;
+  if (!kv_layer_compress_ratio.empty()) return hd / kv_layer_compress_ratio[layer];
+  return kv_compression_rank > 0 ? kv_compression_rank : hd;
+}
+
+void CompressionConfig::validate(int32_t num_layers, int32_t head_dim) const {
   SLIMKV_CHECK(kv_quant_rotation == "auto" || kv_quant_rotation == "hadamard" || kv_quant_rotation == "none",
                "--kv-quant-rotation must be auto, hadamard or none (got '{}')", kv_quant_rotation);
   KvDtype d = dtype();  // validates the name
-  if (kv_quant_rotation == "hadamard" && enabled) {
-    SLIMKV_CHECK(head_dim > 0 && (head_dim & (head_dim - 1)) == 0,
-                 "--kv-quant-rotation hadamard needs a power-of-two head dim (the model has {})", head_dim);
+  if (!enabled) return;
+  for (auto [name, r] : {std::pair{"--kv-compression-rank", kv_compression_rank},
+                         std::pair{"--kv-compression-rank-k", kv_compression_rank_k},
+                         std::pair{"--kv-compression-rank-v", kv_compression_rank_v}}) {
+    SLIMKV_CHECK(r >= 0 && r <= head_dim, "{} {} must be in 1..{} (the head dim)", name, r, head_dim);
   }
-  SLIMKV_CHECK(d != KvDtype::Int4 || head_dim % 2 == 0, "--kv-cache-dtype int4 needs an even head dim (got {})",
-               head_dim);
+  if (!kv_layer_compress_ratio.empty()) {
+    SLIMKV_CHECK(static_cast<int32_t>(kv_layer_compress_ratio.size()) == num_layers,
+                 "--kv-layer-compress-ratio has {} entries but the model has {} layers",
+                 kv_layer_compress_ratio.size(), num_layers);
+    for (int32_t r : kv_layer_compress_ratio) {
+      SLIMKV_CHECK(r >= 1 && head_dim % r == 0, "--kv-layer-compress-ratio entry {} must divide the head dim {}", r,
+                   head_dim);
+    }
+    SLIMKV_CHECK(kv_compression_rank == 0, "give either --kv-compression-rank or --kv-layer-compress-ratio, not both");
+  }
+  if (low_rank()) {
+    SLIMKV_CHECK(!kv_calibration.empty(), "low-rank K/V needs a calibration file (--kv-calibration FILE from "
+                                          "`slimkv calibrate`)");
+  }
+  for (int32_t l = 0; l < num_layers; ++l) {
+    for (int32_t r : {rank_k(l, head_dim), rank_v(l, head_dim)}) {
+      SLIMKV_CHECK(d != KvDtype::Int4 || r % 2 == 0, "--kv-cache-dtype int4 needs even row sizes (got {})", r);
+      SLIMKV_CHECK(kv_quant_rotation != "hadamard" || (r & (r - 1)) == 0,
+                   "--kv-quant-rotation hadamard needs power-of-two row sizes (layer {} has {})", l, r);
+    }
+  }
 }
 
 KvLayout CompressionConfig::layout(int32_t num_layers, int32_t num_kv_heads, int32_t head_dim, int32_t bs) const {
-  validate(head_dim);
-  bool rot = rotate() && (head_dim & (head_dim - 1)) == 0;  // auto rotation only where it applies
-  return KvLayout::uniform(num_layers, num_kv_heads, head_dim, bs, dtype(), rot);
+  validate(num_layers, head_dim);
+  KvLayout out = KvLayout::uniform(num_layers, num_kv_heads, head_dim, bs, dtype(), false);
+  for (int32_t l = 0; l < num_layers; ++l) {
+    KvLayerGeometry& g = out.layers[l];
+    g.k_dim = rank_k(l, head_dim);
+    g.v_dim = rank_v(l, head_dim);
+    auto pow2 = [](int32_t n) { return n > 0 && (n & (n - 1)) == 0; };
+    g.rotate = rotate() && pow2(g.k_dim) && pow2(g.v_dim);  // auto rotation only where it applies
+  }
+  return out;
 }
 
-std::string CompressionConfig::fingerprint() const {
-  return fmt::format("kv dtype={} rotation={}", kv_dtype_name(dtype()), rotate());  // what the stored bytes depend on
+std::string CompressionConfig::fingerprint() const {  // what the stored bytes depend on
+  std::string ranks;
+  if (low_rank()) {
+    ranks = fmt::format(" rank={}/{}/{} ratio={} calib={}", kv_compression_rank, kv_compression_rank_k,
+                        kv_compression_rank_v, fmt::join(kv_layer_compress_ratio, ","), kv_calibration);
+  }
+  return fmt::format("kv dtype={} rotation={}{}", kv_dtype_name(dtype()), rotate(), ranks);
 }
 
 CompressionConfig CompressionConfig::from_json_file(const std::string& path) {
@@ -55,8 +108,23 @@ CompressionConfig CompressionConfig::from_json_file(const std::string& path) {
       SLIMKV_CHECK(v.is_string(), "{}: '{}' must be a string", path, k);
       return v.get<std::string>();
     };
+    auto integer = [&] {
+      SLIMKV_CHECK(v.is_number_integer(), "{}: '{}' must be an integer", path, k);
+      return v.get<int32_t>();
+    };
     if (k == "kv_cache_dtype") c.kv_cache_dtype = str();
     else if (k == "kv_quant_rotation") c.kv_quant_rotation = str();
+    else if (k == "kv_compression_rank") c.kv_compression_rank = integer();
+    else if (k == "kv_compression_rank_k") c.kv_compression_rank_k = integer();
+    else if (k == "kv_compression_rank_v") c.kv_compression_rank_v = integer();
+    else if (k == "kv_calibration") c.kv_calibration = str();
+    else if (k == "kv_layer_compress_ratio") {
+      SLIMKV_CHECK(v.is_array(), "{}: kv_layer_compress_ratio must be a list of integers", path);
+      for (auto& x : v) {
+        SLIMKV_CHECK(x.is_number_integer(), "{}: kv_layer_compress_ratio must be a list of integers", path);
+        c.kv_layer_compress_ratio.push_back(x.get<int32_t>());
+      }
+    }
     else if (k == "kv_cache_compression") {
       std::string s = v.is_boolean() ? (v.get<bool>() ? "on" : "off") : str();
       SLIMKV_CHECK(s == "on" || s == "off", "{}: kv_cache_compression must be on or off", path);
@@ -65,22 +133,23 @@ CompressionConfig CompressionConfig::from_json_file(const std::string& path) {
       continue;
     } else {
       fail("{}: unknown or not yet supported key '{}' (supported: kv_cache_compression, kv_cache_dtype, "
-           "kv_quant_rotation)", path, k);
+           "kv_quant_rotation, kv_compression_rank, kv_compression_rank_k, kv_compression_rank_v, "
+           "kv_layer_compress_ratio, kv_calibration)", path, k);
     }
   }
   return c;
 }
 
 std::string describe_plan(const KvLayout& layout) {
-  std::string out = "layer  dtype  rotation  bytes/token  vs f16\n";
+  std::string out = "layer  dtype  rank_k  rank_v  rotation  bytes/token  vs f16\n";
   int64_t total = 0, f16 = 0;
   for (int32_t l = 0; l < layout.num_layers(); ++l) {
     const auto& g = layout.layers[l];
     const int64_t base = 2LL * g.num_kv_heads * g.head_dim * 2;
     total += g.bytes_per_token();
     f16 += base;
-    out += fmt::format("{:>5}  {:>5}  {:>8}  {:>11}  {:>5.1f}%\n", l, kv_dtype_name(g.dtype),
-                       g.rotate ? "hadamard" : "none", g.bytes_per_token(), 100.0 * g.bytes_per_token() / base);
+    out += fmt::format("{:>5}  {:>5}  {:>6}  {:>6}  {:>8}  {:>11}  {:>5.1f}%\n", l, kv_dtype_name(g.dtype), g.k_dim,
+                       g.v_dim, g.rotate ? "hadamard" : "none", g.bytes_per_token(), 100.0 * g.bytes_per_token() / base);
   }
   out += fmt::format("total  {} bytes/token = {:.1f}% of f16 ({} bytes/token)", total, 100.0 * total / f16, f16);
   return out;

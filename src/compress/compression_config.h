@@ -1,9 +1,10 @@
 // The one validated configuration of KV-cache compression (flags map 1:1 to fields; also loadable from a JSON
-// file whose keys are the flag names with underscores). Today: storage dtype (f32/f16/int8/int4) and the
-// Hadamard rotation before quantizing. Must not know: requests or kernels.
+// file whose keys are the flag names with underscores). Today: storage dtype (f32/f16/int8/int4), the Hadamard
+// rotation before quantizing, and calibrated low-rank K/V latents per layer. Must not know: requests or kernels.
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/dtype.h"
 #include "kv/kv_layout.h"
@@ -14,9 +15,17 @@ struct CompressionConfig {
   bool enabled = true;                   // --kv-cache-compression on|off (off: plain f32 cache, bit-identical)
   std::string kv_cache_dtype = "auto";   // --kv-cache-dtype auto|f32|f16|int8|int4 (auto = f32)
   std::string kv_quant_rotation = "auto";  // --kv-quant-rotation auto|hadamard|none (auto: hadamard for int8/int4)
+  int32_t kv_compression_rank = 0;       // --kv-compression-rank R: latent size of K and V per head (0 = full)
+  int32_t kv_compression_rank_k = 0;     // --kv-compression-rank-k: keys only (overrides R)
+  int32_t kv_compression_rank_v = 0;     // --kv-compression-rank-v: values only (overrides R)
+  std::vector<int32_t> kv_layer_compress_ratio;  // --kv-layer-compress-ratio r1,r2,..: rank = head_dim / r_l
+  std::string kv_calibration;            // --kv-calibration FILE from `slimkv calibrate` (needed for low rank)
 
-  // Throws one clear Error per contradiction. head_dim is the model's.
-  void validate(int32_t head_dim) const;
+  // Throws one clear Error per contradiction (num_layers / head_dim are the model's).
+  void validate(int32_t num_layers, int32_t head_dim) const;
+  bool low_rank() const;
+  int32_t rank_k(int32_t layer, int32_t head_dim) const;
+  int32_t rank_v(int32_t layer, int32_t head_dim) const;
   KvDtype dtype() const;
   bool rotate() const;
   // The per-layer storage plan for a model.

@@ -1,5 +1,6 @@
 #include "engine/engine.h"
 
+#include "model/kv_projection.h"
 #include "runner/batch_builder.h"
 
 namespace slimkv {
@@ -13,7 +14,7 @@ EngineConfig resolved(const Model& model, EngineConfig cfg) {
   cfg.sched.validate();
   cfg.cache.validate();
   if (!cfg.kv_config_file.empty()) cfg.compress = CompressionConfig::from_json_file(cfg.kv_config_file);
-  cfg.compress.validate(model.config.head_dim);
+  cfg.compress.validate(model.config.num_layers, model.config.head_dim);
   return cfg;
 }
 
@@ -36,6 +37,7 @@ Engine::Engine(const Model& model, EngineConfig cfg)
       kv_manager_(storage_.num_blocks(), cfg_.cache.block_size, cfg_.cache.enable_prefix_caching,
                   cache_salt(model, cfg_.compress)),
       scheduler_(cfg_.sched, kv_manager_) {
+  fwd_.set_kv_projection(load_kv_projection(cfg_.compress, model, layout_));
   fwd_.reserve(cfg_.sched.max_num_batched_tokens, std::min(cfg_.sched.max_num_seqs, cfg_.sched.max_num_batched_tokens));
   logits_.resize(static_cast<size_t>(std::min(cfg_.sched.max_num_seqs, cfg_.sched.max_num_batched_tokens)) *
                  model.config.vocab_size);

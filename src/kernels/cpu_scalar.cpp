@@ -58,13 +58,12 @@ void axpy(float a, const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
-void attend(const float* q, const PagedKv& kv, int64_t num_ctx, int32_t head_dim, float scale, float* scores,
-            float* out) {
-  float row[1024];  // one decoded head (head_dim <= 1024, checked by ModelConfig)
+void attend(const float* q, const PagedKv& kv, int64_t num_ctx, float scale, float* scores, float* out) {
+  float row[1024];  // one decoded head (dims <= 1024, checked by ModelConfig)
   float mx = -INFINITY;
   for (int64_t t = 0; t < num_ctx; ++t) {
-    decode_kv_head(kv.k_row(t), head_dim, kv.dtype, row);
-    scores[t] = dot_f32(q, row, head_dim) * scale;
+    decode_kv_head(kv.k_row(t), kv.k_dim, kv.dtype, row);
+    scores[t] = dot_f32(q, row, kv.k_dim) * scale;
     mx = std::max(mx, scores[t]);
   }
   float sum = 0;
@@ -72,10 +71,10 @@ void attend(const float* q, const PagedKv& kv, int64_t num_ctx, int32_t head_dim
     scores[t] = std::exp(scores[t] - mx);
     sum += scores[t];
   }
-  for (int32_t d = 0; d < head_dim; ++d) out[d] = 0;
+  for (int32_t d = 0; d < kv.v_dim; ++d) out[d] = 0;
   for (int64_t t = 0; t < num_ctx; ++t) {
-    decode_kv_head(kv.v_row(t), head_dim, kv.dtype, row);
-    axpy(scores[t] / sum, row, out, head_dim);
+    decode_kv_head(kv.v_row(t), kv.v_dim, kv.dtype, row);
+    axpy(scores[t] / sum, row, out, kv.v_dim);
   }
 }
 

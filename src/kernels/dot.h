@@ -23,6 +23,7 @@ struct PagedKv {
   int32_t block_size = 1;
   int64_t k_row_bytes = 0, v_row_bytes = 0;  // bytes between consecutive tokens' rows
   KvDtype dtype = KvDtype::F32;
+  int32_t k_dim = 0, v_dim = 0;  // values per stored key / value row of this head
   int64_t slot(int64_t t) const { return static_cast<int64_t>(block_ids[t / block_size]) * block_size + t % block_size; }
   const uint8_t* k_row(int64_t t) const { return k_base + slot(t) * k_row_bytes; }
   const uint8_t* v_row(int64_t t) const { return v_base + slot(t) * v_row_bytes; }
@@ -43,10 +44,9 @@ struct DotKernels {
   void (*quantize_q8_0)(const float* x, Q8_0Block* out, int64_t n);
   // y[i] += a * x[i]
   void (*axpy)(float a, const float* x, float* y, int64_t n);
-  // One query head over num_ctx cached tokens in pages: out[head_dim] = softmax(q·K^T * scale) · V.
+  // One query head over num_ctx cached tokens in pages: out[v_dim] = softmax(q[k_dim]·K^T * scale) · V.
   // scores: scratch of num_ctx floats.
-  void (*attend)(const float* q, const PagedKv& kv, int64_t num_ctx, int32_t head_dim, float scale, float* scores,
-                 float* out);
+  void (*attend)(const float* q, const PagedKv& kv, int64_t num_ctx, float scale, float* scores, float* out);
   // Optional blocked matmul (null = matmul falls back to one dot per (row, token)):
   // y[t * ldy + r] = W[r] · x[t] for r < rows, t < num_tokens. W: `rows` rows of `cols` elements of w_dtype,
   // contiguous. x: f32 [num_tokens, cols] for F32/F16 weights; Q8_0 blocks [num_tokens, cols/32] for Q8_0/Q4_0.

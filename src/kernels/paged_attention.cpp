@@ -1,5 +1,6 @@
 #include "kernels/paged_attention.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/check.h"
@@ -33,27 +34,44 @@ void PagedAttention::run(const float* q, const LayerKv& layer, float* out, Threa
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const DotKernels& k = dot_kernels(isa);
   const int64_t n = static_cast<int64_t>(m.token_pos.size()) * nh;
+  const bool direct_out = !layer.rotate && layer.v_proj == nullptr;
   auto body = [&](int64_t i0, int64_t i1, int32_t thread) {
     float* scores = scores_.data() + static_cast<size_t>(thread) * max_ctx_;
-    float qr[1024];  // rotated query (head_dim <= 1024)
+    float qr[1024], lat[1024];  // query in the stored basis; output in the stored basis (dims <= 1024)
     for (int64_t i = i0; i < i1; ++i) {
       const int64_t t = i / nh;
       const int32_t h = static_cast<int32_t>(i % nh), kvh = h / group, s = m.token_seq[t];
       PagedKv kv;
-      kv.k_base = layer.k + kvh * layer.head_bytes;
-      kv.v_base = layer.v + kvh * layer.head_bytes;
+      kv.k_base = layer.k + kvh * layer.k_head_bytes;
+      kv.v_base = layer.v + kvh * layer.v_head_bytes;
       kv.block_ids = m.kv_indices.data() + m.kv_indptr[s];
       kv.block_size = m.block_size;
-      kv.k_row_bytes = kv.v_row_bytes = layer.row_bytes;
+      kv.k_row_bytes = layer.k_row_bytes;
+      kv.v_row_bytes = layer.v_row_bytes;
       kv.dtype = layer.dtype;
+      kv.k_dim = layer.k_dim;
+      kv.v_dim = layer.v_dim;
       const float* qh = q + i * hd;
-      if (layer.rotate) {  // scores in the rotated basis: (Hq)·(Hk) = q·k
+      if (layer.k_proj) {  // score in the latent space: (P q)·(P k) = q·(PᵀP k)
+        const float* p = layer.k_proj + static_cast<int64_t>(kvh) * layer.k_dim * hd;
+        for (int32_t r = 0; r < layer.k_dim; ++r) qr[r] = k.f32(p + static_cast<int64_t>(r) * hd, qh, hd);
+        qh = qr;
+      } else if (layer.rotate) {
         std::copy(qh, qh + hd, qr);
-        hadamard_rotate(qr, hd);
         qh = qr;
       }
-      k.attend(qh, kv, m.token_pos[t] + 1, hd, scale, scores, out + i * hd);
-      if (layer.rotate) hadamard_unrotate(out + i * hd, hd);  // sum_t p_t (H v_t) = H (sum_t p_t v_t)
+      if (layer.rotate) hadamard_rotate(qr, layer.k_dim);  // (Hq)·(Hk) = q·k
+      float* o = direct_out ? out + i * hd : lat;
+      k.attend(qh, kv, m.token_pos[t] + 1, scale, scores, o);
+      if (layer.rotate) hadamard_unrotate(o, layer.v_dim);  // sum_t p_t (H v_t) = H (sum_t p_t v_t)
+      if (layer.v_proj) {  // back from the latent space once: out = Pᵀ (sum_t p_t P v_t)
+        const float* p = layer.v_proj + static_cast<int64_t>(kvh) * layer.v_dim * hd;
+        float* dst = out + i * hd;
+        std::fill(dst, dst + hd, 0.0f);
+        for (int32_t r = 0; r < layer.v_dim; ++r) k.axpy(o[r], p + static_cast<int64_t>(r) * hd, dst, hd);
+      } else if (!direct_out) {
+        std::copy(o, o + hd, out + i * hd);
+      }
     }
   };
   if (pool == nullptr || work_ < (1 << 15)) body(0, n, 0);

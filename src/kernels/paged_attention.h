@@ -26,13 +26,16 @@ struct AttentionDims {
 class PagedAttention {
  public:
   void plan(const PagedBatchMeta& meta, const AttentionDims& dims, int32_t num_threads);
-  // How one layer's rows are stored: a token's row holds num_kv_heads records of head_bytes bytes.
+  // How one layer's rows are stored: a token's K row holds num_kv_heads records of k_head_bytes (V alike).
   struct LayerKv {
     const uint8_t* k = nullptr;  // the layer's K region in KvStorage
     const uint8_t* v = nullptr;
-    int64_t row_bytes = 0, head_bytes = 0;
+    int32_t k_dim = 0, v_dim = 0;  // stored values per head (head_dim, or low-rank latent sizes)
+    int64_t k_head_bytes = 0, v_head_bytes = 0, k_row_bytes = 0, v_row_bytes = 0;
     KvDtype dtype = KvDtype::F32;
-    bool rotate = false;  // rows were stored after hadamard_rotate: rotate q, un-rotate the output
+    bool rotate = false;             // rows were stored after hadamard_rotate: rotate q, un-rotate the output
+    const float* k_proj = nullptr;   // low-rank keys: [num_kv_heads, k_dim, head_dim] (latent = P k), or null
+    const float* v_proj = nullptr;   // low-rank values: [num_kv_heads, v_dim, head_dim], or null
   };
   // q: [T, num_heads * head_dim]; out: same shape.
   void run(const float* q, const LayerKv& layer, float* out, ThreadPool* pool, Isa isa = active_isa());

@@ -6,7 +6,7 @@ KvLayout KvLayout::uniform(int32_t num_layers, int32_t num_kv_heads, int32_t hea
                            KvDtype dtype, bool rotate) {
   KvLayout l;
   l.block_size_tokens = block_size_tokens;
-  l.layers.assign(num_layers, KvLayerGeometry{num_kv_heads, head_dim, dtype, rotate});
+  l.layers.assign(num_layers, KvLayerGeometry{num_kv_heads, head_dim, head_dim, head_dim, dtype, rotate});
   return l;
 }
 

@@ -11,13 +11,18 @@ namespace slimkv {
 
 struct KvLayerGeometry {
   int32_t num_kv_heads = 0;
-  int32_t head_dim = 0;
+  int32_t head_dim = 0;      // the model's
+  int32_t k_dim = 0;         // values stored per head and token for keys: head_dim, or a low-rank latent size
+  int32_t v_dim = 0;         // ... for values
   KvDtype dtype = KvDtype::F32;
-  bool rotate = false;  // rows stored after a fixed randomized Hadamard rotation per head
-  int64_t head_bytes() const { return kv_head_record_bytes(dtype, head_dim); }
-  int64_t row_bytes() const { return head_bytes() * num_kv_heads; }  // one token's K (or V), all KV heads
-  int64_t bytes_per_token() const { return 2 * row_bytes(); }
-  bool is_plain_f32() const { return dtype == KvDtype::F32 && !rotate; }
+  bool rotate = false;       // rows stored after a fixed randomized Hadamard rotation per head
+  int64_t k_head_bytes() const { return kv_head_record_bytes(dtype, k_dim); }
+  int64_t v_head_bytes() const { return kv_head_record_bytes(dtype, v_dim); }
+  int64_t k_row_bytes() const { return k_head_bytes() * num_kv_heads; }  // one token's keys, all KV heads
+  int64_t v_row_bytes() const { return v_head_bytes() * num_kv_heads; }
+  int64_t bytes_per_token() const { return k_row_bytes() + v_row_bytes(); }
+  bool low_rank() const { return k_dim != head_dim || v_dim != head_dim; }
+  bool is_plain_f32() const { return dtype == KvDtype::F32 && !rotate && !low_rank(); }
 };
 
 struct KvLayout {

@@ -20,9 +20,9 @@ KvStorage::KvStorage(const KvLayout& layout, int32_t num_blocks) : layout_(layou
   uint8_t* p = static_cast<uint8_t*>(mapping_);
   for (const auto& g : layout.layers) {
     k_.push_back(p);
-    p += tokens * g.row_bytes();
+    p += tokens * g.k_row_bytes();
     v_.push_back(p);
-    p += tokens * g.row_bytes();
+    p += tokens * g.v_row_bytes();
   }
 }
 

@@ -20,8 +20,8 @@ class KvStorage {
   int32_t num_blocks() const { return num_blocks_; }
   int64_t size_bytes() const { return size_bytes_; }
   // Row of one token: slot = block_id * block_size + offset in block.
-  uint8_t* k_row(int32_t layer, int64_t slot) { return k_[layer] + slot * layout_.layers[layer].row_bytes(); }
-  uint8_t* v_row(int32_t layer, int64_t slot) { return v_[layer] + slot * layout_.layers[layer].row_bytes(); }
+  uint8_t* k_row(int32_t layer, int64_t slot) { return k_[layer] + slot * layout_.layers[layer].k_row_bytes(); }
+  uint8_t* v_row(int32_t layer, int64_t slot) { return v_[layer] + slot * layout_.layers[layer].v_row_bytes(); }
   const uint8_t* k_base(int32_t layer) const { return k_[layer]; }
   const uint8_t* v_base(int32_t layer) const { return v_[layer]; }
 

@@ -28,13 +28,25 @@ void LlamaForward::write_kv(KvStorage& kv, int32_t l, int64_t slot, const float*
   }
   const int32_t hd = g.head_dim;
   head_.resize(hd);
+  const LayerProjection* lp = kv_proj_.empty() ? nullptr : &kv_proj_[l];
   for (int32_t h = 0; h < g.num_kv_heads; ++h) {
     for (int which = 0; which < 2; ++which) {
       const float* src = (which == 0 ? k_row : v_row) + static_cast<size_t>(h) * hd;
-      std::copy(src, src + hd, head_.begin());
-      if (g.rotate) hadamard_rotate(head_.data(), hd);
-      uint8_t* dst = (which == 0 ? kv.k_row(l, slot) : kv.v_row(l, slot)) + h * g.head_bytes();
-      encode_kv_head(head_.data(), hd, g.dtype, dst);
+      const int32_t dim = which == 0 ? g.k_dim : g.v_dim;
+      const std::vector<float>* basis = lp ? (which == 0 ? &lp->k : &lp->v) : nullptr;
+      if (basis && !basis->empty()) {  // latent = P x, P: [dim, head_dim] for this head
+        const float* p = basis->data() + static_cast<size_t>(h) * dim * hd;
+        for (int32_t r = 0; r < dim; ++r) {
+          float acc = 0;
+          for (int32_t j = 0; j < hd; ++j) acc += p[static_cast<size_t>(r) * hd + j] * src[j];
+          head_[r] = acc;
+        }
+      } else {
+        std::copy(src, src + hd, head_.begin());
+      }
+      if (g.rotate) hadamard_rotate(head_.data(), dim);
+      uint8_t* dst = which == 0 ? kv.k_row(l, slot) + h * g.k_head_bytes() : kv.v_row(l, slot) + h * g.v_head_bytes();
+      encode_kv_head(head_.data(), dim, g.dtype, dst);
     }
   }
 }
@@ -91,9 +103,15 @@ void LlamaForward::forward(const ForwardBatch& b, KvStorage& kv, float* logits_o
       write_kv(kv, l, b.slots[t], k_.data() + static_cast<size_t>(t) * kv_dim,
                v_.data() + static_cast<size_t>(t) * kv_dim);
     }
+    if (observer_) observer_(l, k_.data(), v_.data(), T);
     const KvLayerGeometry& g = kv.layout().layers[l];
-    attention_.run(q_.data(), {kv.k_base(l), kv.v_base(l), g.row_bytes(), g.head_bytes(), g.dtype, g.rotate},
-                   att_.data(), pool_);
+    PagedAttention::LayerKv lk{kv.k_base(l), kv.v_base(l), g.k_dim, g.v_dim, g.k_head_bytes(), g.v_head_bytes(),
+                               g.k_row_bytes(), g.v_row_bytes(), g.dtype, g.rotate};
+    if (!kv_proj_.empty()) {
+      if (!kv_proj_[l].k.empty()) lk.k_proj = kv_proj_[l].k.data();
+      if (!kv_proj_[l].v.empty()) lk.v_proj = kv_proj_[l].v.data();
+    }
+    attention_.run(q_.data(), lk, att_.data(), pool_);
     matmul(w.wo, att_.data(), T, proj_.data(), pool_);
     for (size_t i = 0; i < static_cast<size_t>(T) * dim; ++i) x_[i] += proj_[i];
 

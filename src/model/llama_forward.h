@@ -4,8 +4,10 @@
 // Owns: scratch activations (grown only when a larger batch arrives; reserve() them up front).
 // Must not know: tokenizers, sampling, requests or how blocks are chosen.
 #pragma once
+#include <functional>
 #include <vector>
 
+#include "compress/calibration.h"
 #include "compress/compression_config.h"
 #include "core/thread_pool.h"
 #include "kv/kv_storage.h"
@@ -31,6 +33,11 @@ class LlamaForward {
   const Model& model() const { return model_; }
   // The KV layout this model needs under a compression config (default: full f32 K and V rows).
   KvLayout kv_layout(int32_t block_size_tokens, const CompressionConfig& cc = CompressionConfig{}) const;
+  // Low-rank bases per layer (empty vectors = full rank), used when writing and reading the cache.
+  void set_kv_projection(std::vector<LayerProjection> proj) { kv_proj_ = std::move(proj); }
+  // Sees each layer's post-RoPE K and V rows ([T, kv_dim] each) as they are computed (calibration).
+  using KvObserver = std::function<void(int32_t layer, const float* k, const float* v, int32_t num_tokens)>;
+  void set_kv_observer(KvObserver obs) { observer_ = std::move(obs); }
 
  private:
   const Model& model_;
@@ -47,6 +54,8 @@ class LlamaForward {
   std::vector<float> hb_, hb2_; // [T, hidden]
   std::vector<float> final_;    // [rows, dim] normed rows for the classifier
   std::vector<float> head_;     // [head_dim] one head being encoded
+  std::vector<LayerProjection> kv_proj_;  // [num_layers] low-rank K/V bases, or empty
+  KvObserver observer_;
 };
 
 }  // namespace slimkv

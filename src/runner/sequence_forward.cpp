@@ -1,6 +1,7 @@
 #include "runner/sequence_forward.h"
 
 #include "core/check.h"
+#include "model/kv_projection.h"
 
 namespace slimkv {
 
@@ -10,6 +11,7 @@ SequenceForward::SequenceForward(const Model& model, ThreadPool* pool, int32_t c
       kv_(fwd_.kv_layout(block_size, compression), (capacity_tokens + block_size - 1) / block_size) {
   SLIMKV_CHECK(capacity_tokens > 0, "sequence capacity must be positive");
   for (int32_t i = 0; i < kv_.num_blocks(); ++i) blocks_.push_back(i);
+  fwd_.set_kv_projection(load_kv_projection(compression, model, kv_.layout()));
   fwd_.reserve(max_chunk_, max_chunk_);
 }
 

@@ -17,6 +17,7 @@ class SequenceForward {
   const Model& model() const { return fwd_.model(); }
   int32_t capacity_tokens() const { return capacity_; }
   const KvStorage& storage() const { return kv_; }
+  LlamaForward& forward_pass() { return fwd_; }
 
  private:
   LlamaForward fwd_;

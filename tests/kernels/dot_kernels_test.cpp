@@ -120,11 +120,11 @@ TEST_P(DotKernelTest, PagedAttentionMatchesReferenceForHeadDimsBlockSizesAndCont
         const int64_t pool_rows = static_cast<int64_t>(pages * 2 + 1) * bs;
         auto q = random_vec(hd, 13), k = random_vec(pool_rows * stride, 14, 2.0f), v = random_vec(pool_rows * stride, 15);
         PagedKv kv{reinterpret_cast<const uint8_t*>(k.data() + hd), reinterpret_cast<const uint8_t*>(v.data() + hd),
-                   ids.data(), bs, stride * 4, stride * 4, KvDtype::F32};
+                   ids.data(), bs, stride * 4, stride * 4, KvDtype::F32, hd, hd};
         std::vector<float> s1(ctx), s2(ctx), o1(hd), o2(hd), o3(hd, 0.0f);
         const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-        ref().attend(q.data(), kv, ctx, hd, scale, s1.data(), o1.data());
-        opt().attend(q.data(), kv, ctx, hd, scale, s2.data(), o2.data());
+        ref().attend(q.data(), kv, ctx, scale, s1.data(), o1.data());
+        opt().attend(q.data(), kv, ctx, scale, s2.data(), o2.data());
         // Independent check: gather the rows and do softmax-weighted sum in double.
         std::vector<double> sc(ctx);
         double mx = -1e30, sum = 0;

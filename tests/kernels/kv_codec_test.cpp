@@ -79,7 +79,7 @@ TEST(KvCodec, RotationSpreadsAnOutlierSoInt4ErrorDrops) {
 
 TEST(KvCodec, AttentionOverQuantizedRowsEqualsAttentionOverDecodedRows) {
   const int hd = 16, ctx = 21, bs = 8;
-  for (KvDtype dt : {KvDtype::F16, KvDtype::Int8, KvDtype::Int4}) {
+  for (KvDtype dt : {KvDtype::F32, KvDtype::F16, KvDtype::Int8, KvDtype::Int4}) {
     const int64_t rec = kv_head_record_bytes(dt, hd);
     std::vector<int32_t> ids = {2, 0, 1};
     std::vector<uint8_t> k(3 * bs * rec), v(3 * bs * rec);
@@ -93,13 +93,37 @@ TEST(KvCodec, AttentionOverQuantizedRowsEqualsAttentionOverDecodedRows) {
     }
     auto q = randn(hd, 7);
     std::vector<float> s1(ctx), s2(ctx), o1(hd), o2(hd);
-    PagedKv quant{k.data(), v.data(), ids.data(), bs, rec, rec, dt};
+    PagedKv quant{k.data(), v.data(), ids.data(), bs, rec, rec, dt, hd, hd};
     PagedKv plain{reinterpret_cast<const uint8_t*>(kd.data()), reinterpret_cast<const uint8_t*>(vd.data()), ids.data(),
-                  bs, hd * 4, hd * 4, KvDtype::F32};
+                  bs, hd * 4, hd * 4, KvDtype::F32, hd, hd};
     for (Isa isa : {Isa::Scalar, detected_isa()}) {
-      dot_kernels(isa).attend(q.data(), quant, ctx, hd, 0.25f, s1.data(), o1.data());
-      kScalarDot.attend(q.data(), plain, ctx, hd, 0.25f, s2.data(), o2.data());
+      dot_kernels(isa).attend(q.data(), quant, ctx, 0.25f, s1.data(), o1.data());
+      kScalarDot.attend(q.data(), plain, ctx, 0.25f, s2.data(), o2.data());
       for (int d = 0; d < hd; ++d) EXPECT_NEAR(o1[d], o2[d], 1e-5f) << kv_dtype_name(dt);
+    }
+  }
+}
+
+TEST(KvCodec, AttentionWithDifferentKeyAndValueSizesMatchesReference) {
+  // Low-rank latents: keys of 16 values, values of 8, f32 and int8 rows.
+  const int kd = 16, vd = 8, ctx = 19, bs = 4;
+  for (KvDtype dt : {KvDtype::F32, KvDtype::Int8}) {
+    const int64_t krec = kv_head_record_bytes(dt, kd), vrec = kv_head_record_bytes(dt, vd);
+    std::vector<int32_t> ids = {4, 1, 3, 0, 2};
+    std::vector<uint8_t> k(5 * bs * krec), v(5 * bs * vrec);
+    for (int r = 0; r < 5 * bs; ++r) {
+      auto a = randn(kd, 300 + r), b = randn(vd, 400 + r);
+      encode_kv_head(a.data(), kd, dt, k.data() + r * krec);
+      encode_kv_head(b.data(), vd, dt, v.data() + r * vrec);
+    }
+    auto q = randn(kd, 8);
+    PagedKv kv{k.data(), v.data(), ids.data(), bs, krec, vrec, dt, kd, vd};
+    std::vector<float> s1(ctx), s2(ctx), o1(vd), o2(vd);
+    kScalarDot.attend(q.data(), kv, ctx, 0.3f, s1.data(), o1.data());
+    dot_kernels(detected_isa()).attend(q.data(), kv, ctx, 0.3f, s2.data(), o2.data());
+    for (int d = 0; d < vd; ++d) {
+      EXPECT_TRUE(std::isfinite(o2[d]));
+      EXPECT_NEAR(o1[d], o2[d], 1e-5f) << kv_dtype_name(dt);
     }
   }
 }

@@ -97,6 +97,10 @@ void accumulate_v(const PagedKv& kv, const float* p, int64_t num_ctx, float inv,
 
 // One stored head row -> floats (head_dim % 8 == 0), vectorised: f16 via F16C, int8/int4 widened and scaled.
 inline void decode_row(const uint8_t* src, int32_t hd, KvDtype dt, float* out) {
+  if (dt == KvDtype::F32) {
+    std::memcpy(out, src, sizeof(float) * hd);
+    return;
+  }
   if (dt == KvDtype::F16) {
     for (int32_t i = 0; i < hd; i += 8) {
       _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * i))));
@@ -126,16 +130,16 @@ inline void decode_row(const uint8_t* src, int32_t hd, KvDtype dt, float* out) {
 }
 
 // Quantized / f16 rows: decode each row once into registers-sized scratch, then the same float math.
-void attend_decoded(const float* q, const PagedKv& kv, int64_t num_ctx, int32_t hd, float scale, float* scores,
-                    float* out) {
+void attend_decoded(const float* q, const PagedKv& kv, int64_t num_ctx, float scale, float* scores, float* out) {
   float row[1024];
   float mx = -INFINITY;
   for (int64_t t = 0; t < num_ctx; ++t) {
-    decode_row(kv.k_row(t), hd, kv.dtype, row);
-    scores[t] = dot(q, row, hd) * scale;
+    decode_row(kv.k_row(t), kv.k_dim, kv.dtype, row);
+    scores[t] = dot(q, row, kv.k_dim) * scale;
     mx = std::max(mx, scores[t]);
   }
   const float inv = 1.0f / exp_shifted(scores, num_ctx, mx);
+  const int32_t hd = kv.v_dim;
   for (int32_t j = 0; j < hd; j += 8) _mm256_storeu_ps(out + j, _mm256_setzero_ps());
   for (int64_t t = 0; t < num_ctx; ++t) {
     decode_row(kv.v_row(t), hd, kv.dtype, row);
@@ -149,13 +153,14 @@ void attend_decoded(const float* q, const PagedKv& kv, int64_t num_ctx, int32_t 
 }  // namespace
 
 // Walks the sequence page by page: within a page rows are contiguous (k_row_bytes apart).
-void attend_avx2(const float* q, const PagedKv& kv, int64_t num_ctx, int32_t head_dim, float scale, float* scores,
-                 float* out) {
-  if (kv.dtype != KvDtype::F32) {  // f16 / int8 / int4 rows
-    if (head_dim % 8 == 0 && head_dim <= 1024) attend_decoded(q, kv, num_ctx, head_dim, scale, scores, out);
-    else kScalarDot.attend(q, kv, num_ctx, head_dim, scale, scores, out);
+void attend_avx2(const float* q, const PagedKv& kv, int64_t num_ctx, float scale, float* scores, float* out) {
+  const bool vec8 = kv.k_dim % 8 == 0 && kv.v_dim % 8 == 0 && kv.k_dim <= 1024 && kv.v_dim <= 1024;
+  if (kv.dtype != KvDtype::F32 || kv.k_dim != kv.v_dim) {  // f16 / int8 / int4 rows, or low-rank latents
+    if (vec8) attend_decoded(q, kv, num_ctx, scale, scores, out);
+    else kScalarDot.attend(q, kv, num_ctx, scale, scores, out);
     return;
   }
+  const int32_t head_dim = kv.k_dim;
   const int32_t bs = kv.block_size;
   const int64_t row_floats = kv.k_row_bytes / 4;
   float mx = -INFINITY;

@@ -113,7 +113,7 @@ void axpy(float a, const float* x, float* y, int64_t n) {
 
 }  // namespace
 
-void attend_avx2(const float* q, const PagedKv& kv, int64_t num_ctx, int32_t head_dim, float scale, float* scores,
+void attend_avx2(const float* q, const PagedKv& kv, int64_t num_ctx, float scale, float* scores,
                  float* out);  // attention_avx2.cpp
 
 const DotKernels kAvx2Dot = {dot_f32, dot_f16_f32, dot_q8_0_q8_0, dot_q4_0_q8_0, quantize_q8_0, axpy, attend_avx2, nullptr, nullptr};

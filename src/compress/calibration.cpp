@@ -1,0 +1,172 @@
+#include "compress/calibration.h"
+
+#include <Eigen/Dense>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/byte_reader.h"
+#include "core/check.h"
+#include "core/mapped_file.h"
+
+namespace slimkv {
+namespace {
+constexpr char kMagic[8] = {'S', 'K', 'V', 'C', 'A', 'L', '0', '1'};
+}
+
+KvCovariance::KvCovariance(int32_t L, int32_t H, int32_t D)
+    : L_(L), H_(H), D_(D), k_(static_cast<size_t>(L) * H * D * D, 0.0), v_(k_.size(), 0.0) {}
+
+void KvCovariance::add(int32_t layer, const float* k, const float* v, int32_t T) {
+  if (layer == 0) tokens_ += T;
+  for (int32_t t = 0; t < T; ++t) {
+    for (int32_t h = 0; h < H_; ++h) {
+      const float* kr = k + (static_cast<size_t>(t) * H_ + h) * D_;
+      const float* vr = v + (static_cast<size_t>(t) * H_ + h) * D_;
+      double* ck = k_.data() + (static_cast<size_t>(layer) * H_ + h) * D_ * D_;
+      double* cv = v_.data() + (static_cast<size_t>(layer) * H_ + h) * D_ * D_;
+      for (int32_t i = 0; i < D_; ++i) {
+        for (int32_t j = 0; j < D_; ++j) {
+          ck[i * D_ + j] += double(kr[i]) * kr[j];
+          cv[i * D_ + j] += double(vr[i]) * vr[j];
+        }
+      }
+    }
+  }
+}
+
+Calibration Calibration::from_covariance(const KvCovariance& cov, const std::string& fingerprint) {
+  Calibration c;
+  c.model_fingerprint = fingerprint;
+  c.num_layers = cov.L_;
+  c.num_kv_heads = cov.H_;
+  c.head_dim = cov.D_;
+  c.num_tokens = cov.tokens_;
+  const int32_t D = cov.D_;
+  const size_t n = static_cast<size_t>(cov.L_) * cov.H_;
+  c.k_eig.resize(n * D);
+  c.v_eig.resize(n * D);
+  c.k_basis.resize(n * D * D);
+  c.v_basis.resize(n * D * D);
+  for (size_t i = 0; i < n; ++i) {
+    for (int which = 0; which < 2; ++which) {
+      const double* src = (which == 0 ? cov.k_ : cov.v_).data() + i * D * D;
+      Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> m(src, D, D);
+      Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(m);
+      SLIMKV_CHECK(es.info() == Eigen::Success, "calibration: eigendecomposition failed");
+      float* eig = (which == 0 ? c.k_eig : c.v_eig).data() + i * D;
+      float* basis = (which == 0 ? c.k_basis : c.v_basis).data() + i * D * D;
+      for (int32_t r = 0; r < D; ++r) {  // Eigen sorts ascending: take them largest first
+        const int32_t col = D - 1 - r;
+        eig[r] = static_cast<float>(std::max(0.0, es.eigenvalues()(col)));
+        for (int32_t j = 0; j < D; ++j) basis[r * D + j] = static_cast<float>(es.eigenvectors()(j, col));
+      }
+    }
+  }
+  return c;
+}
+
+void Calibration::save(const std::string& path) const {
+  nlohmann::json h = {{"version", kVersion}, {"model_fingerprint", model_fingerprint}, {"num_layers", num_layers},
+                      {"num_kv_heads", num_kv_heads}, {"head_dim", head_dim}, {"num_tokens", num_tokens}};
+  nlohmann::json ev_k = nlohmann::json::array(), ev_v = nlohmann::json::array();
+  for (int32_t l = 0; l < num_layers; ++l) {
+    std::vector<double> ck, cv;
+    for (int32_t r = 1; r <= head_dim; ++r) {
+      ck.push_back(explained(l, r, true));
+      cv.push_back(explained(l, r, false));
+    }
+    ev_k.push_back(ck);
+    ev_v.push_back(cv);
+  }
+  h["explained_variance_k"] = ev_k;
+  h["explained_variance_v"] = ev_v;
+  const std::string header = h.dump();
+  std::ofstream out(path, std::ios::binary);
+  SLIMKV_CHECK(out.good(), "cannot write '{}'", path);
+  out.write(kMagic, 8);
+  const uint32_t len = static_cast<uint32_t>(header.size());
+  out.write(reinterpret_cast<const char*>(&len), 4);
+  out.write(header.data(), len);
+  for (const auto* v : {&k_eig, &k_basis, &v_eig, &v_basis}) {
+    out.write(reinterpret_cast<const char*>(v->data()), static_cast<std::streamsize>(v->size() * sizeof(float)));
+  }
+  SLIMKV_CHECK(out.good(), "error writing '{}'", path);
+}
+
+Calibration Calibration::load(const std::string& path) {
+  MappedFile f(path);
+  ByteReader r(f.bytes(), path);
+  std::string_view magic = r.read_bytes(8, "magic");
+  SLIMKV_CHECK(magic == std::string_view(kMagic, 8), "{}: not a slimkv calibration file", path);
+  const uint32_t len = r.read<uint32_t>("header length");
+  auto h = nlohmann::json::parse(r.read_bytes(len, "header"), nullptr, false);
+  SLIMKV_CHECK(h.is_object(), "{}: bad calibration header", path);
+  auto geti = [&](const char* k) {
+    SLIMKV_CHECK(h.contains(k) && h[k].is_number_integer(), "{}: calibration header lacks '{}'", path, k);
+    return h[k].get<int64_t>();
+  };
+  SLIMKV_CHECK(geti("version") == kVersion, "{}: calibration version {} (this build reads {})", path, geti("version"),
+               kVersion);
+  Calibration c;
+  c.num_layers = static_cast<int32_t>(geti("num_layers"));
+  c.num_kv_heads = static_cast<int32_t>(geti("num_kv_heads"));
+  c.head_dim = static_cast<int32_t>(geti("head_dim"));
+  c.num_tokens = geti("num_tokens");
+  SLIMKV_CHECK(c.num_layers > 0 && c.num_layers <= 1024 && c.num_kv_heads > 0 && c.num_kv_heads <= 1024 &&
+                   c.head_dim > 0 && c.head_dim <= 1024,
+               "{}: absurd calibration dimensions", path);
+  SLIMKV_CHECK(h.contains("model_fingerprint") && h["model_fingerprint"].is_string(), "{}: no model fingerprint", path);
+  c.model_fingerprint = h["model_fingerprint"].get<std::string>();
+  const size_t n = static_cast<size_t>(c.num_layers) * c.num_kv_heads, D = c.head_dim;
+  auto take = [&](std::vector<float>& v, size_t count) {
+    std::string_view b = r.read_bytes(count * sizeof(float), "calibration data");
+    v.resize(count);
+    std::memcpy(v.data(), b.data(), b.size());
+  };
+  take(c.k_eig, n * D);
+  take(c.k_basis, n * D * D);
+  take(c.v_eig, n * D);
+  take(c.v_basis, n * D * D);
+  SLIMKV_CHECK(r.remaining() == 0, "{}: {} trailing bytes", path, r.remaining());
+  return c;
+}
+
+double Calibration::explained(int32_t layer, int32_t rank, bool keys) const {
+  const auto& e = keys ? k_eig : v_eig;
+  double kept = 0, total = 0;
+  for (int32_t h = 0; h < num_kv_heads; ++h) {
+    const float* eig = e.data() + (static_cast<size_t>(layer) * num_kv_heads + h) * head_dim;
+    for (int32_t r = 0; r < head_dim; ++r) {
+      total += eig[r];
+      if (r < rank) kept += eig[r];
+    }
+  }
+  return total > 0 ? kept / total : 1.0;
+}
+
+std::vector<LayerProjection> Calibration::projections(const KvLayout& layout) const {
+  SLIMKV_CHECK(layout.num_layers() == num_layers, "calibration has {} layers, the model {}", num_layers,
+               layout.num_layers());
+  std::vector<LayerProjection> out(num_layers);
+  const size_t D = head_dim;
+  for (int32_t l = 0; l < num_layers; ++l) {
+    const KvLayerGeometry& g = layout.layers[l];
+    SLIMKV_CHECK(g.num_kv_heads == num_kv_heads && g.head_dim == head_dim,
+                 "calibration is for {} KV heads of dim {}, the model has {} of {}", num_kv_heads, head_dim,
+                 g.num_kv_heads, g.head_dim);
+    for (int which = 0; which < 2; ++which) {
+      const int32_t rank = which == 0 ? g.k_dim : g.v_dim;
+      if (rank == head_dim) continue;  // full rank: no projection
+      auto& dst = which == 0 ? out[l].k : out[l].v;
+      const auto& src = which == 0 ? k_basis : v_basis;
+      for (int32_t h = 0; h < num_kv_heads; ++h) {
+        const float* b = src.data() + (static_cast<size_t>(l) * num_kv_heads + h) * D * D;
+        dst.insert(dst.end(), b, b + static_cast<size_t>(rank) * D);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace slimkv

@@ -1,0 +1,49 @@
+// Offline calibration of low-rank K/V bases: per layer and KV head, the eigenvectors of the second-moment matrix
+// of post-RoPE keys and of values collected on real text (largest first), with their eigenvalues (the
+// explained-variance curve). Versioned file bound to a model fingerprint.
+// Must not know: how the model runs (the calibrate tool feeds it rows).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kv/kv_layout.h"
+
+namespace slimkv {
+
+struct LayerProjection {       // low-rank bases of one layer; empty = full rank
+  std::vector<float> k, v;     // [num_kv_heads, rank, head_dim]: latent = P x
+};
+
+class KvCovariance {           // accumulates sum x xᵀ per (layer, head) for K and V
+ public:
+  KvCovariance(int32_t num_layers, int32_t num_kv_heads, int32_t head_dim);
+  // k, v: [num_tokens, num_kv_heads * head_dim] rows of one layer
+  void add(int32_t layer, const float* k, const float* v, int32_t num_tokens);
+  int64_t num_tokens() const { return tokens_; }
+
+ private:
+  friend struct Calibration;
+  int32_t L_, H_, D_;
+  int64_t tokens_ = 0;
+  std::vector<double> k_, v_;  // [L, H, D, D]
+};
+
+struct Calibration {
+  static constexpr uint32_t kVersion = 1;
+  std::string model_fingerprint;
+  int32_t num_layers = 0, num_kv_heads = 0, head_dim = 0;
+  int64_t num_tokens = 0;
+  std::vector<float> k_eig, v_eig;      // [L, H, D] eigenvalues, largest first
+  std::vector<float> k_basis, v_basis;  // [L, H, D, D] row r = r-th eigenvector
+
+  static Calibration from_covariance(const KvCovariance& cov, const std::string& fingerprint);  // Eigen
+  void save(const std::string& path) const;
+  static Calibration load(const std::string& path);  // bounds-checked; throws Error
+  // Share of the variance the first `rank` directions keep, averaged over heads, for K (or V) of one layer.
+  double explained(int32_t layer, int32_t rank, bool keys) const;
+  // Bases truncated to each layer's k_dim / v_dim in `layout`.
+  std::vector<LayerProjection> projections(const KvLayout& layout) const;
+};
+
+}  // namespace slimkv

@@ -1,0 +1,77 @@
+// `slimkv calibrate`: runs the model over real text, accumulates the second moments of post-RoPE keys and of
+// values per layer and KV head, and writes their eigenbases (largest first) with the explained-variance curve to a
+// versioned file bound to the model's fingerprint. Low-rank K/V (--kv-compression-rank ...) read it.
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "compress/calibration.h"
+#include "core/mapped_file.h"
+#include "model/kv_projection.h"
+#include "runner/sequence_forward.h"
+#include "tools/commands.h"
+#include "tools/common.h"
+
+namespace slimkv {
+namespace {
+
+struct CalibrateFlags {
+  ModelFlags model;
+  std::string data, out;
+  int32_t max_tokens = 16384, ctx = 0;
+};
+
+int run_calibrate(const CalibrateFlags& f) {
+  auto model = load_model_from_flags(f.model);
+  const ModelConfig& c = model->config;
+  const int32_t ctx = f.ctx > 0 ? std::min(f.ctx, c.max_seq_len) : c.max_seq_len;
+  std::vector<int32_t> ids = model->tokenizer->encode(read_text_file(f.data), true);
+  if (static_cast<int32_t>(ids.size()) > f.max_tokens) ids.resize(f.max_tokens);
+  SLIMKV_CHECK(ids.size() >= 2, "{}: too little text to calibrate on", f.data);
+  ThreadPool pool(resolve_threads(f.model.threads));
+  SequenceForward fwd(*model, &pool, ctx);
+  KvCovariance cov(c.num_layers, c.num_kv_heads, c.head_dim);
+  fwd.forward_pass().set_kv_observer([&](int32_t l, const float* k, const float* v, int32_t T) { cov.add(l, k, v, T); });
+  std::vector<float> logits(c.vocab_size);
+  const bool progress = ::isatty(2);
+  for (size_t s = 1; s < ids.size(); s += ctx - 1) {
+    std::vector<int32_t> w = {model->tokenizer->bos_id()};
+    w.insert(w.end(), ids.begin() + s, ids.begin() + std::min(ids.size(), s + ctx - 1));
+    fwd.forward(w, 0, false, logits.data());
+    if (progress) {
+      std::fprintf(stderr, "\rcalibrating: %zu / %zu tokens", std::min(ids.size(), s + ctx - 1), ids.size());
+    }
+  }
+  if (progress) std::fprintf(stderr, "\n");
+  Calibration cal = Calibration::from_covariance(cov, model_fingerprint(*model));
+  cal.save(f.out);
+  std::printf("calibrated on %lld tokens; wrote %s\n", static_cast<long long>(cal.num_tokens), f.out.c_str());
+  std::printf("explained variance by rank (keys | values), averaged over KV heads:\nlayer");
+  std::vector<int32_t> ranks;
+  for (int32_t r = c.head_dim / 8; r <= c.head_dim; r *= 2) {
+    if (r > 0) ranks.push_back(r);
+  }
+  for (int32_t r : ranks) std::printf("  r=%-3d K    V   ", r);
+  std::printf("\n");
+  for (int32_t l = 0; l < c.num_layers; ++l) {
+    std::printf("%5d", l);
+    for (int32_t r : ranks) std::printf("  %5.3f %5.3f", cal.explained(l, r, true), cal.explained(l, r, false));
+    std::printf("\n");
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_calibrate_command(CLI::App& app, std::vector<Command>& out) {
+  auto f = std::make_shared<CalibrateFlags>();
+  auto* sub = app.add_subcommand("calibrate", "Compute low-rank K/V bases from real text");
+  add_model_flags(sub, f->model);
+  sub->add_option("--data", f->data, "Text file")->required();
+  sub->add_option("-o,--output", f->out, "Calibration file to write")->required();
+  sub->add_option("--max-tokens", f->max_tokens, "Tokens of the text to use")->check(CLI::Range(2, 1 << 30));
+  sub->add_option("--ctx", f->ctx, "Window length (default: the model's context)")->check(CLI::Range(0, 1 << 24));
+  out.push_back({sub, [f] { return run_calibrate(*f); }});
+}
+
+}  // namespace slimkv
