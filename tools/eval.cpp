@@ -85,7 +85,9 @@ int run_eval(const EvalFlags& f) {
     sc.name = name;
     SequenceForward fwd(*model, &pool, ctx, 16, 256, cc);
     KvLayout layout = cc.layout(c.num_layers, c.num_kv_heads, c.head_dim, 16);
-    sc.bytes_per_token = layout.bytes_per_token();
+    // Physical bytes per token of a full window: sparse retention keeps at most sinks + window tokens of it.
+    const int64_t kept = cc.sparse() ? std::min<int64_t>(ctx, cc.sink_tokens() + cc.window_tokens()) : ctx;
+    sc.bytes_per_token = layout.bytes_per_token() * kept / ctx;
     sc.f16_bytes_per_token = 2LL * c.num_layers * c.kv_dim() * 2;
     if (!f.json) std::fprintf(stderr, "[%s]\n%s\n", name.c_str(), describe_plan(layout).c_str());
     std::vector<float> logits(static_cast<size_t>(ctx) * V);

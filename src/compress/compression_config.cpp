@@ -49,6 +49,15 @@ void CompressionConfig::validate(int32_t num_layers, int32_t head_dim) const {
                "--kv-quant-rotation must be auto, hadamard or none (got '{}')", kv_quant_rotation);
   KvDtype d = dtype();  // validates the name
   if (!enabled) return;
+  SLIMKV_CHECK(kv_sparse_mode == "off" || kv_sparse_mode == "static",
+               "--kv-sparse-mode must be off or static (dynamic top-K retention is not implemented yet; got '{}')",
+               kv_sparse_mode);
+  if (sparse()) {
+    SLIMKV_CHECK(kv_sink_tokens >= 0 && kv_sink_tokens <= (1 << 20), "--kv-sink-tokens must be >= 0 (got {})",
+                 kv_sink_tokens);
+    SLIMKV_CHECK(kv_recent_window >= 1 && kv_recent_window <= (1 << 24),
+                 "--kv-sparse-mode static needs --kv-recent-window W >= 1 (got {})", kv_recent_window);
+  }
   for (auto [name, r] : {std::pair{"--kv-compression-rank", kv_compression_rank},
                          std::pair{"--kv-compression-rank-k", kv_compression_rank_k},
                          std::pair{"--kv-compression-rank-v", kv_compression_rank_v}}) {
@@ -96,14 +105,17 @@ std::string CompressionConfig::fingerprint() const {  // what the stored bytes d
     ranks = fmt::format(" rank={}/{}/{} ratio={} calib={}", kv_compression_rank, kv_compression_rank_k,
                         kv_compression_rank_v, fmt::join(kv_layer_compress_ratio, ","), kv_calibration);
   }
-  return fmt::format("kv dtype={} rotation={}{}", kv_dtype_name(dtype()), rotate(), ranks);
+  std::string sparse_part = sparse() ? fmt::format(" sinks={} window={}", kv_sink_tokens, kv_recent_window) : "";
+  return fmt::format("kv dtype={} rotation={}{}{}", kv_dtype_name(dtype()), rotate(), ranks, sparse_part);
 }
 
 CompressionConfig CompressionConfig::from_json_file(const std::string& path) {
   auto j = nlohmann::json::parse(read_text_file(path), nullptr, false);
   SLIMKV_CHECK(j.is_object(), "{}: a KV config must be a JSON object", path);
   CompressionConfig c;
-  for (auto& [k, v] : j.items()) {
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& k = it.key();  // named variables (not structured bindings): lambdas capture them
+    const nlohmann::json& v = it.value();
     auto str = [&] {
       SLIMKV_CHECK(v.is_string(), "{}: '{}' must be a string", path, k);
       return v.get<std::string>();
@@ -118,6 +130,9 @@ CompressionConfig CompressionConfig::from_json_file(const std::string& path) {
     else if (k == "kv_compression_rank_k") c.kv_compression_rank_k = integer();
     else if (k == "kv_compression_rank_v") c.kv_compression_rank_v = integer();
     else if (k == "kv_calibration") c.kv_calibration = str();
+    else if (k == "kv_sparse_mode") c.kv_sparse_mode = str();
+    else if (k == "kv_sink_tokens") c.kv_sink_tokens = integer();
+    else if (k == "kv_recent_window") c.kv_recent_window = integer();
     else if (k == "kv_layer_compress_ratio") {
       SLIMKV_CHECK(v.is_array(), "{}: kv_layer_compress_ratio must be a list of integers", path);
       for (auto& x : v) {
@@ -134,7 +149,7 @@ CompressionConfig CompressionConfig::from_json_file(const std::string& path) {
     } else {
       fail("{}: unknown or not yet supported key '{}' (supported: kv_cache_compression, kv_cache_dtype, "
            "kv_quant_rotation, kv_compression_rank, kv_compression_rank_k, kv_compression_rank_v, "
-           "kv_layer_compress_ratio, kv_calibration)", path, k);
+           "kv_layer_compress_ratio, kv_calibration, kv_sparse_mode, kv_sink_tokens, kv_recent_window)", path, k);
     }
   }
   return c;

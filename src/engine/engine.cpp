@@ -38,6 +38,8 @@ Engine::Engine(const Model& model, EngineConfig cfg)
                   cache_salt(model, cfg_.compress)),
       scheduler_(cfg_.sched, kv_manager_) {
   fwd_.set_kv_projection(load_kv_projection(cfg_.compress, model, layout_));
+  fwd_.set_attention_window(cfg_.compress.sink_tokens(), cfg_.compress.window_tokens());
+  kv_manager_.set_retention(cfg_.compress.sink_tokens(), cfg_.compress.window_tokens());
   fwd_.reserve(cfg_.sched.max_num_batched_tokens, std::min(cfg_.sched.max_num_seqs, cfg_.sched.max_num_batched_tokens));
   logits_.resize(static_cast<size_t>(std::min(cfg_.sched.max_num_seqs, cfg_.sched.max_num_batched_tokens)) *
                  model.config.vocab_size);
@@ -121,6 +123,7 @@ void Engine::refresh_gauges() {
   metrics_.num_running_peak = std::max(metrics_.num_running_peak, metrics_.num_running);
   metrics_.num_waiting = scheduler_.num_waiting();
   metrics_.blocks_used = kv_manager_.num_used_blocks();
+  peak_used_blocks_ = std::max(peak_used_blocks_, metrics_.blocks_used);
   metrics_.blocks_total = kv_manager_.num_blocks();
   metrics_.kv_usage = kv_manager_.usage();
   metrics_.kv_usage_peak = std::max(metrics_.kv_usage_peak, metrics_.kv_usage);

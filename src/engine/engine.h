@@ -30,6 +30,7 @@ class Engine {
   const Metrics& metrics() const { return metrics_; }
   const EngineConfig& config() const { return cfg_; }
   const KvCacheManager& kv_manager() const { return kv_manager_; }
+  int32_t peak_used_blocks() const { return peak_used_blocks_; }
   int64_t kv_bytes() const { return storage_.size_bytes(); }
   const KvLayout& kv_layout() const { return layout_; }
   // Requests that finished since the last call (their tokens and timings), then forgotten by the engine.
@@ -53,6 +54,7 @@ class Engine {
   std::vector<float> logits_;  // [max_num_seqs, vocab]
   std::vector<std::unique_ptr<Request>> finished_;
   int64_t vocab_rejected_ = 0;
+  int32_t peak_used_blocks_ = 0;
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
 };
 

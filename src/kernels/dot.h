@@ -24,7 +24,15 @@ struct PagedKv {
   int64_t k_row_bytes = 0, v_row_bytes = 0;  // bytes between consecutive tokens' rows
   KvDtype dtype = KvDtype::F32;
   int32_t k_dim = 0, v_dim = 0;  // values per stored key / value row of this head
-  int64_t slot(int64_t t) const { return static_cast<int64_t>(block_ids[t / block_size]) * block_size + t % block_size; }
+  // Sparse retention: rows [0, sink_tokens) are positions [0, sink_tokens); row i >= sink_tokens is position
+  // window_begin + (i - sink_tokens). Both 0 = rows are positions (full attention).
+  int32_t sink_tokens = 0;
+  int64_t window_begin = 0;
+  int64_t position(int64_t t) const { return t < sink_tokens ? t : window_begin + (t - sink_tokens); }
+  int64_t slot(int64_t t) const {
+    const int64_t p = position(t);
+    return static_cast<int64_t>(block_ids[p / block_size]) * block_size + p % block_size;
+  }
   const uint8_t* k_row(int64_t t) const { return k_base + slot(t) * k_row_bytes; }
   const uint8_t* v_row(int64_t t) const { return v_base + slot(t) * v_row_bytes; }
   const float* k_row_f32(int64_t t) const { return reinterpret_cast<const float*>(k_row(t)); }

@@ -51,6 +51,12 @@ void PagedAttention::run(const float* q, const LayerKv& layer, float* out, Threa
       kv.dtype = layer.dtype;
       kv.k_dim = layer.k_dim;
       kv.v_dim = layer.v_dim;
+      int64_t num_ctx = m.token_pos[t] + 1;
+      if (layer.window_tokens > 0 && num_ctx > layer.sink_tokens + layer.window_tokens) {
+        kv.sink_tokens = layer.sink_tokens;
+        kv.window_begin = num_ctx - layer.window_tokens;
+        num_ctx = layer.sink_tokens + layer.window_tokens;
+      }
       const float* qh = q + i * hd;
       if (layer.k_proj) {  // score in the latent space: (P q)·(P k) = q·(PᵀP k)
         const float* p = layer.k_proj + static_cast<int64_t>(kvh) * layer.k_dim * hd;
@@ -62,7 +68,7 @@ void PagedAttention::run(const float* q, const LayerKv& layer, float* out, Threa
       }
       if (layer.rotate) hadamard_rotate(qr, layer.k_dim);  // (Hq)·(Hk) = q·k
       float* o = direct_out ? out + i * hd : lat;
-      k.attend(qh, kv, m.token_pos[t] + 1, scale, scores, o);
+      k.attend(qh, kv, num_ctx, scale, scores, o);
       if (layer.rotate) hadamard_unrotate(o, layer.v_dim);  // sum_t p_t (H v_t) = H (sum_t p_t v_t)
       if (layer.v_proj) {  // back from the latent space once: out = Pᵀ (sum_t p_t P v_t)
         const float* p = layer.v_proj + static_cast<int64_t>(kvh) * layer.v_dim * hd;

@@ -36,6 +36,8 @@ class PagedAttention {
     bool rotate = false;             // rows were stored after hadamard_rotate: rotate q, un-rotate the output
     const float* k_proj = nullptr;   // low-rank keys: [num_kv_heads, k_dim, head_dim] (latent = P k), or null
     const float* v_proj = nullptr;   // low-rank values: [num_kv_heads, v_dim, head_dim], or null
+    int32_t sink_tokens = 0;         // static sparse retention (StreamingLLM): a query at position p sees
+    int32_t window_tokens = 0;       // [0, sink_tokens) and its last window_tokens positions; 0 = everything
   };
   // q: [T, num_heads * head_dim]; out: same shape.
   void run(const float* q, const LayerKv& layer, float* out, ThreadPool* pool, Isa isa = active_isa());

@@ -73,20 +73,38 @@ bool KvCacheManager::allocate_slots(SeqKv& seq, int32_t num_tokens, const Prefix
 }
 
 void KvCacheManager::cache_full_blocks(SeqKv& seq, std::span<const int32_t> tokens, int32_t num_computed_tokens) {
-  if (!caching_) return;
   const int32_t full = std::min<int32_t>(num_computed_tokens / block_size_, static_cast<int32_t>(seq.blocks.size()));
-  for (int32_t b = seq.num_registered_blocks; b < full; ++b) {
-    auto blk = tokens.subspan(static_cast<size_t>(b) * block_size_, block_size_);
-    if (static_cast<int32_t>(seq.hashes.size()) == b) {
-      seq.hashes.push_back(hash_block(b == 0 ? 0 : seq.hashes[b - 1], blk));
+  if (caching_) {
+    for (int32_t b = seq.num_registered_blocks; b < full; ++b) {
+      auto blk = tokens.subspan(static_cast<size_t>(b) * block_size_, block_size_);
+      if (static_cast<int32_t>(seq.hashes.size()) == b) {
+        seq.hashes.push_back(hash_block(b == 0 ? 0 : seq.hashes[b - 1], blk));
+      }
+      if (seq.blocks[b] >= 0) pool_.register_hash(seq.blocks[b], seq.hashes[b], blk);
     }
-    pool_.register_hash(seq.blocks[b], seq.hashes[b], blk);
+    seq.num_registered_blocks = std::max(seq.num_registered_blocks, full);
   }
-  seq.num_registered_blocks = std::max(seq.num_registered_blocks, full);
+  if (window_tokens_ > 0) {
+    // The next query is at position num_computed_tokens and sees from num_computed_tokens + 1 - window on: blocks
+    // wholly after the sinks and before that are never read again.
+    const int64_t lo = static_cast<int64_t>(num_computed_tokens) + 1 - window_tokens_;
+    const int64_t first = (sink_tokens_ + block_size_ - 1) / block_size_;  // first block holding no sink token
+    std::vector<BlockId> drop;
+    for (int64_t b = first; b < full && (b + 1) * block_size_ <= lo; ++b) {
+      if (seq.blocks[b] < 0) continue;
+      drop.push_back(seq.blocks[b]);
+      seq.blocks[b] = -1;
+    }
+    num_evicted_ += static_cast<int64_t>(drop.size());
+    pool_.release(drop);
+  }
 }
 
 void KvCacheManager::free(SeqKv& seq) {
-  std::vector<BlockId> rev(seq.blocks.rbegin(), seq.blocks.rend());
+  std::vector<BlockId> rev;
+  for (auto it = seq.blocks.rbegin(); it != seq.blocks.rend(); ++it) {
+    if (*it >= 0) rev.push_back(*it);
+  }
   pool_.release(rev);
   seq = SeqKv{};
 }

@@ -12,7 +12,7 @@
 namespace slimkv {
 
 struct SeqKv {                        // a sequence's KV bookkeeping, held by its owner (the Request)
-  std::vector<BlockId> blocks;        // block table: token i lives in blocks[i / block_size]
+  std::vector<BlockId> blocks;        // block table: token i lives in blocks[i / block_size]; -1 = evicted
   std::vector<BlockHash> hashes;      // chained hashes of the first hashes.size() full blocks
   int32_t num_registered_blocks = 0;  // leading blocks already offered to the prefix cache
 };
@@ -47,8 +47,15 @@ class KvCacheManager {
   // Gives `seq` blocks for its first num_tokens tokens. With a hit (only for an empty seq) the hit blocks
   // become its first blocks. All or nothing: false (and no change) when the pool is short.
   bool allocate_slots(SeqKv& seq, int32_t num_tokens, const PrefixHit* hit = nullptr);
-  // Offers the newly full blocks among the first num_computed_tokens tokens to the prefix cache.
+  // Offers the newly full blocks among the first num_computed_tokens tokens to the prefix cache, then (with a
+  // retention window) frees the blocks no future query can see: wholly after the sinks and before the window.
   void cache_full_blocks(SeqKv& seq, std::span<const int32_t> tokens, int32_t num_computed_tokens);
+  // Static sparse retention: queries see positions [0, sink_tokens) and their last window_tokens; 0 = all.
+  void set_retention(int32_t sink_tokens, int32_t window_tokens) {
+    sink_tokens_ = sink_tokens;
+    window_tokens_ = window_tokens;
+  }
+  int64_t num_evicted_blocks() const { return num_evicted_; }
   // Releases every block (the tail first, so a cached prefix outlives its suffix in the LRU).
   void free(SeqKv& seq);
 
@@ -62,6 +69,8 @@ class KvCacheManager {
   uint64_t salt_;
   BlockPool pool_;
   PrefixCacheCounters counters_;
+  int32_t sink_tokens_ = 0, window_tokens_ = 0;
+  int64_t num_evicted_ = 0;
 };
 
 }  // namespace slimkv

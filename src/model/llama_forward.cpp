@@ -107,6 +107,8 @@ void LlamaForward::forward(const ForwardBatch& b, KvStorage& kv, float* logits_o
     const KvLayerGeometry& g = kv.layout().layers[l];
     PagedAttention::LayerKv lk{kv.k_base(l), kv.v_base(l), g.k_dim, g.v_dim, g.k_head_bytes(), g.v_head_bytes(),
                                g.k_row_bytes(), g.v_row_bytes(), g.dtype, g.rotate};
+    lk.sink_tokens = sink_tokens_;
+    lk.window_tokens = window_tokens_;
     if (!kv_proj_.empty()) {
       if (!kv_proj_[l].k.empty()) lk.k_proj = kv_proj_[l].k.data();
       if (!kv_proj_[l].v.empty()) lk.v_proj = kv_proj_[l].v.data();

@@ -35,6 +35,11 @@ class LlamaForward {
   KvLayout kv_layout(int32_t block_size_tokens, const CompressionConfig& cc = CompressionConfig{}) const;
   // Low-rank bases per layer (empty vectors = full rank), used when writing and reading the cache.
   void set_kv_projection(std::vector<LayerProjection> proj) { kv_proj_ = std::move(proj); }
+  // Static sparse retention: each query attends to the first sink_tokens positions and its last window_tokens.
+  void set_attention_window(int32_t sink_tokens, int32_t window_tokens) {
+    sink_tokens_ = sink_tokens;
+    window_tokens_ = window_tokens;
+  }
   // Sees each layer's post-RoPE K and V rows ([T, kv_dim] each) as they are computed (calibration).
   using KvObserver = std::function<void(int32_t layer, const float* k, const float* v, int32_t num_tokens)>;
   void set_kv_observer(KvObserver obs) { observer_ = std::move(obs); }
@@ -56,6 +61,7 @@ class LlamaForward {
   std::vector<float> head_;     // [head_dim] one head being encoded
   std::vector<LayerProjection> kv_proj_;  // [num_layers] low-rank K/V bases, or empty
   KvObserver observer_;
+  int32_t sink_tokens_ = 0, window_tokens_ = 0;
 };
 
 }  // namespace slimkv

@@ -12,6 +12,7 @@ SequenceForward::SequenceForward(const Model& model, ThreadPool* pool, int32_t c
   SLIMKV_CHECK(capacity_tokens > 0, "sequence capacity must be positive");
   for (int32_t i = 0; i < kv_.num_blocks(); ++i) blocks_.push_back(i);
   fwd_.set_kv_projection(load_kv_projection(compression, model, kv_.layout()));
+  fwd_.set_attention_window(compression.sink_tokens(), compression.window_tokens());
   fwd_.reserve(max_chunk_, max_chunk_);
 }
 

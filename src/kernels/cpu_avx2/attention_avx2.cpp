@@ -155,7 +155,8 @@ void attend_decoded(const float* q, const PagedKv& kv, int64_t num_ctx, float sc
 // Walks the sequence page by page: within a page rows are contiguous (k_row_bytes apart).
 void attend_avx2(const float* q, const PagedKv& kv, int64_t num_ctx, float scale, float* scores, float* out) {
   const bool vec8 = kv.k_dim % 8 == 0 && kv.v_dim % 8 == 0 && kv.k_dim <= 1024 && kv.v_dim <= 1024;
-  if (kv.dtype != KvDtype::F32 || kv.k_dim != kv.v_dim) {  // f16 / int8 / int4 rows, or low-rank latents
+  // f16 / int8 / int4 rows, low-rank latents, or a sparse (sinks + window) row set: one row at a time.
+  if (kv.dtype != KvDtype::F32 || kv.k_dim != kv.v_dim || kv.sink_tokens > 0 || kv.window_begin > 0) {
     if (vec8) attend_decoded(q, kv, num_ctx, scale, scores, out);
     else kScalarDot.attend(q, kv, num_ctx, scale, scores, out);
     return;

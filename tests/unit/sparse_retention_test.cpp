@@ -1,0 +1,117 @@
+// Static sparse retention (sinks + recent window): the same tokens whether batched or alone and whatever the
+// chunking; a long generation runs in bounded memory (evicted blocks return to the pool); windows wider than the
+// context change nothing; configuration errors are clear.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "engine/engine.h"
+#include "model_helpers.h"
+
+namespace slimkv::test {
+namespace {
+
+const std::string k260 = models_dir() + "/stories260K/stories260K.bin";
+
+EngineConfig sparse_cfg(int32_t sinks, int32_t window, int32_t chunk, bool caching = true) {
+  EngineConfig c;
+  c.cache.kv_cache_memory_gib = 0.02;
+  c.cache.enable_prefix_caching = caching;
+  c.sched.max_num_batched_tokens = chunk;
+  c.compress.kv_sparse_mode = "static";
+  c.compress.kv_sink_tokens = sinks;
+  c.compress.kv_recent_window = window;
+  c.threads = 2;
+  return c;
+}
+
+struct RunOut {
+  std::vector<std::vector<int32_t>> tokens;
+  int32_t peak_blocks = 0;
+  int64_t evicted = 0;
+};
+
+RunOut run(const Model& m, const EngineConfig& cfg, const std::vector<std::vector<int32_t>>& prompts, int32_t n) {
+  Engine e(m, cfg);
+  RequestParams p;
+  p.ignore_eos = true;
+  p.max_tokens = n;
+  std::map<RequestId, size_t> idx;
+  for (size_t i = 0; i < prompts.size(); ++i) idx[std::get<RequestId>(e.add_request(prompts[i], p))] = i;
+  RunOut out;
+  out.tokens.resize(prompts.size());
+  while (e.has_unfinished()) {
+    for (auto& ev : e.step()) if (ev.token >= 0) out.tokens[idx[ev.id]].push_back(ev.token);
+    e.check_integrity();
+  }
+  EXPECT_EQ(e.kv_manager().num_used_blocks(), 0);
+  out.peak_blocks = e.peak_used_blocks();
+  out.evicted = e.kv_manager().num_evicted_blocks();
+  return out;
+}
+
+std::vector<std::vector<int32_t>> prompts(int n) {
+  std::vector<std::vector<int32_t>> ps;
+  for (int i = 0; i < n; ++i) {
+    std::vector<int32_t> p = {1};
+    for (int j = 0; j < 30 + 53 * i; ++j) p.push_back(3 + (j * 17 + i * 5) % 509);
+    ps.push_back(p);
+  }
+  return ps;
+}
+
+TEST(SparseRetention, BatchedEqualsSingleForAnyChunking) {
+  SKIP_IF_MISSING(k260);
+  auto m = load(k260);
+  auto ps = prompts(6);
+  auto batched = run(*m, sparse_cfg(4, 60, 64), ps, 40);
+  EXPECT_GT(batched.evicted, 0);
+  for (size_t i = 0; i < ps.size(); ++i) {
+    EngineConfig one = sparse_cfg(4, 60, 7, /*caching=*/false);  // other chunking, alone, no prefix cache
+    one.sched.max_num_seqs = 1;
+    EXPECT_EQ(run(*m, one, {ps[i]}, 40).tokens[0], batched.tokens[i]) << "prompt " << i;
+  }
+}
+
+TEST(SparseRetention, LongGenerationRunsInBoundedMemory) {
+  SKIP_IF_MISSING(k260);
+  auto m = load(k260);
+  EngineConfig c = sparse_cfg(4, 32, 512);
+  RunOut r = run(*m, c, {{1, 403, 407, 261, 378}}, 400);
+  ASSERT_EQ(r.tokens[0].size(), 400u);
+  // 1 sink block + ceil(32 / 8) window blocks + 1 partial: never the 51 blocks 405 tokens would take.
+  EXPECT_LE(r.peak_blocks, 7);
+  EXPECT_GE(r.evicted, 40);
+}
+
+TEST(SparseRetention, AWindowWiderThanTheContextChangesNothing) {
+  SKIP_IF_MISSING(k260);
+  auto m = load(k260);
+  auto ps = prompts(3);
+  EngineConfig plain;
+  plain.cache.kv_cache_memory_gib = 0.02;
+  plain.sched.max_num_batched_tokens = 64;
+  plain.threads = 2;
+  EXPECT_EQ(run(*m, sparse_cfg(4, 512, 64), ps, 20).tokens, run(*m, plain, ps, 20).tokens);
+}
+
+TEST(SparseRetention, ConfigurationErrorsAreClear) {
+  SKIP_IF_MISSING(k260);
+  auto m = load(k260);
+  auto expect_error = [&](EngineConfig c, const std::string& needle) {
+    try {
+      Engine e(*m, c);
+      ADD_FAILURE() << "expected an error containing " << needle;
+    } catch (const Error& err) {
+      EXPECT_NE(std::string(err.what()).find(needle), std::string::npos) << err.what();
+    }
+  };
+  expect_error(sparse_cfg(4, 0, 64), "--kv-recent-window");
+  expect_error(sparse_cfg(-1, 16, 64), "--kv-sink-tokens");
+  EngineConfig c = sparse_cfg(4, 16, 64);
+  c.compress.kv_sparse_mode = "dynamic";
+  expect_error(c, "not implemented");
+}
+
+}  // namespace
+}  // namespace slimkv::test
