@@ -5,7 +5,11 @@
 
 #include <map>
 
+#include <unistd.h>
+
+#include "compress/calibration.h"
 #include "engine/engine.h"
+#include "model/kv_projection.h"
 #include "model_helpers.h"
 
 namespace slimkv::test {
@@ -71,6 +75,35 @@ TEST(SparseRetention, BatchedEqualsSingleForAnyChunking) {
     one.sched.max_num_seqs = 1;
     EXPECT_EQ(run(*m, one, {ps[i]}, 40).tokens[0], batched.tokens[i]) << "prompt " << i;
   }
+}
+
+TEST(SparseRetention, AllPiecesStackedKeepBatchedEqualToSingle) {
+  // int8 storage + Hadamard rotation + low-rank values + static window, with prefix caching.
+  SKIP_IF_MISSING(k260);
+  auto m = load(k260);
+  SequenceForward fwd(*m, nullptr, 512);
+  KvCovariance cov(m->config.num_layers, m->config.num_kv_heads, m->config.head_dim);
+  fwd.forward_pass().set_kv_observer([&](int32_t l, const float* k, const float* v, int32_t T) { cov.add(l, k, v, T); });
+  auto ids = m->tokenizer->encode(read_text_file(data_dir() + "/tinystories_valid_head.txt").substr(5000, 4000), true);
+  ids.resize(std::min<size_t>(ids.size(), 400));
+  std::vector<float> logits(m->config.vocab_size);
+  fwd.forward(ids, 0, false, logits.data());
+  std::string calib = ::testing::TempDir() + "/stacked_" + std::to_string(::getpid()) + ".calib";
+  Calibration::from_covariance(cov, model_fingerprint(*m)).save(calib);
+  EngineConfig c = sparse_cfg(4, 48, 40);
+  c.compress.kv_cache_dtype = "int8";
+  c.compress.kv_compression_rank_v = 4;
+  c.compress.kv_calibration = calib;
+  auto ps = prompts(5);
+  auto batched = run(*m, c, ps, 30);
+  EXPECT_GT(batched.evicted, 0);
+  for (size_t i = 0; i < ps.size(); ++i) {
+    EngineConfig one = c;
+    one.sched.max_num_seqs = 1;
+    one.sched.max_num_batched_tokens = 13;
+    EXPECT_EQ(run(*m, one, {ps[i]}, 30).tokens[0], batched.tokens[i]) << "prompt " << i;
+  }
+  std::remove(calib.c_str());
 }
 
 TEST(SparseRetention, LongGenerationRunsInBoundedMemory) {
