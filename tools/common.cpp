@@ -42,7 +42,9 @@ void add_engine_flags(CLI::App* app, EngineConfig& c) {
   app->add_option("--kv-layer-compress-ratio", c.compress.kv_layer_compress_ratio,
                   "Per-layer ratios r1,r2,...: rank = head_dim / r (one per layer)")->delimiter(',');
   app->add_option("--kv-calibration", c.compress.kv_calibration, "Calibration file from `slimkv calibrate`");
-  app->add_option("--kv-sparse-mode", c.compress.kv_sparse_mode, "off|static (static: sinks + recent window)");
+  app->add_option("--kv-sparse-mode", c.compress.kv_sparse_mode,
+                  "off|static|dynamic (static: sinks + recent window; dynamic: + most-attended blocks)");
+  app->add_option("--kv-sparse-topk", c.compress.kv_sparse_topk, "Dynamic mode: tokens kept in all");
   app->add_option("--kv-sink-tokens", c.compress.kv_sink_tokens, "Attention-sink tokens kept (default 4)");
   app->add_option("--kv-recent-window", c.compress.kv_recent_window, "Recent tokens kept (static sparse mode)");
 }

@@ -49,10 +49,15 @@ void CompressionConfig::validate(int32_t num_layers, int32_t head_dim) const {
                "--kv-quant-rotation must be auto, hadamard or none (got '{}')", kv_quant_rotation);
   KvDtype d = dtype();  // validates the name
   if (!enabled) return;
-  SLIMKV_CHECK(kv_sparse_mode == "off" || kv_sparse_mode == "static",
-               "--kv-sparse-mode must be off or static (dynamic top-K retention is not implemented yet; got '{}')",
-               kv_sparse_mode);
-  if (sparse()) {
+  SLIMKV_CHECK(kv_sparse_mode == "off" || kv_sparse_mode == "static" || kv_sparse_mode == "dynamic",
+               "--kv-sparse-mode must be off, static or dynamic (got '{}')", kv_sparse_mode);
+  if (dynamic()) {
+    SLIMKV_CHECK(kv_recent_window >= 1, "--kv-sparse-mode dynamic needs --kv-recent-window W >= 1");
+    SLIMKV_CHECK(kv_sparse_topk >= kv_sink_tokens + kv_recent_window,
+                 "--kv-sparse-topk {} is smaller than --kv-sink-tokens {} + --kv-recent-window {}", kv_sparse_topk,
+                 kv_sink_tokens, kv_recent_window);
+  }
+  if (sparse() || dynamic()) {
     SLIMKV_CHECK(kv_sink_tokens >= 0 && kv_sink_tokens <= (1 << 20), "--kv-sink-tokens must be >= 0 (got {})",
                  kv_sink_tokens);
     SLIMKV_CHECK(kv_recent_window >= 1 && kv_recent_window <= (1 << 24),
@@ -105,7 +110,9 @@ std::string CompressionConfig::fingerprint() const {  // what the stored bytes d
     ranks = fmt::format(" rank={}/{}/{} ratio={} calib={}", kv_compression_rank, kv_compression_rank_k,
                         kv_compression_rank_v, fmt::join(kv_layer_compress_ratio, ","), kv_calibration);
   }
-  std::string sparse_part = sparse() ? fmt::format(" sinks={} window={}", kv_sink_tokens, kv_recent_window) : "";
+  std::string sparse_part = sparse() || dynamic() ? fmt::format(" sparse={} sinks={} window={} topk={}", kv_sparse_mode,
+                                                                 kv_sink_tokens, kv_recent_window, kv_sparse_topk)
+                                                   : "";
   return fmt::format("kv dtype={} rotation={}{}{}", kv_dtype_name(dtype()), rotate(), ranks, sparse_part);
 }
 
@@ -131,6 +138,7 @@ CompressionConfig CompressionConfig::from_json_file(const std::string& path) {
     else if (k == "kv_compression_rank_v") c.kv_compression_rank_v = integer();
     else if (k == "kv_calibration") c.kv_calibration = str();
     else if (k == "kv_sparse_mode") c.kv_sparse_mode = str();
+    else if (k == "kv_sparse_topk") c.kv_sparse_topk = integer();
     else if (k == "kv_sink_tokens") c.kv_sink_tokens = integer();
     else if (k == "kv_recent_window") c.kv_recent_window = integer();
     else if (k == "kv_layer_compress_ratio") {
@@ -149,7 +157,7 @@ CompressionConfig CompressionConfig::from_json_file(const std::string& path) {
     } else {
       fail("{}: unknown or not yet supported key '{}' (supported: kv_cache_compression, kv_cache_dtype, "
            "kv_quant_rotation, kv_compression_rank, kv_compression_rank_k, kv_compression_rank_v, "
-           "kv_layer_compress_ratio, kv_calibration, kv_sparse_mode, kv_sink_tokens, kv_recent_window)", path, k);
+           "kv_layer_compress_ratio, kv_calibration, kv_sparse_mode, kv_sparse_topk, kv_sink_tokens, kv_recent_window)", path, k);
     }
   }
   return c;

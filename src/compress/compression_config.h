@@ -20,14 +20,17 @@ struct CompressionConfig {
   int32_t kv_compression_rank_v = 0;     // --kv-compression-rank-v: values only (overrides R)
   std::vector<int32_t> kv_layer_compress_ratio;  // --kv-layer-compress-ratio r1,r2,..: rank = head_dim / r_l
   std::string kv_calibration;            // --kv-calibration FILE from `slimkv calibrate` (needed for low rank)
-  std::string kv_sparse_mode = "off";    // --kv-sparse-mode off|static (static: sinks + recent window, StreamingLLM)
+  std::string kv_sparse_mode = "off";    // --kv-sparse-mode off|static|dynamic (static: sinks + recent window,
+                                         // StreamingLLM; dynamic: + the most-attended blocks up to the top-K budget)
+  int32_t kv_sparse_topk = 0;            // --kv-sparse-topk K: tokens kept in all (sinks + window + top blocks)
   int32_t kv_sink_tokens = 4;            // --kv-sink-tokens S
   int32_t kv_recent_window = 0;          // --kv-recent-window W (tokens, including the current one)
 
   // Throws one clear Error per contradiction (num_layers / head_dim are the model's).
   void validate(int32_t num_layers, int32_t head_dim) const;
   bool low_rank() const;
-  bool sparse() const { return enabled && kv_sparse_mode == "static"; }
+  bool sparse() const { return enabled && kv_sparse_mode == "static"; }  // the position-window mask
+  bool dynamic() const { return enabled && kv_sparse_mode == "dynamic"; }
   int32_t sink_tokens() const { return sparse() ? kv_sink_tokens : 0; }
   int32_t window_tokens() const { return sparse() ? kv_recent_window : 0; }
   int32_t rank_k(int32_t layer, int32_t head_dim) const;

@@ -40,6 +40,10 @@ Engine::Engine(const Model& model, EngineConfig cfg)
   fwd_.set_kv_projection(load_kv_projection(cfg_.compress, model, layout_));
   fwd_.set_attention_window(cfg_.compress.sink_tokens(), cfg_.compress.window_tokens());
   kv_manager_.set_retention(cfg_.compress.sink_tokens(), cfg_.compress.window_tokens());
+  if (cfg_.compress.dynamic()) {
+    kv_manager_.set_dynamic_retention(cfg_.compress.kv_sink_tokens, cfg_.compress.kv_recent_window,
+                                      cfg_.compress.kv_sparse_topk);
+  }
   fwd_.reserve(cfg_.sched.max_num_batched_tokens, std::min(cfg_.sched.max_num_seqs, cfg_.sched.max_num_batched_tokens));
   logits_.resize(static_cast<size_t>(std::min(cfg_.sched.max_num_seqs, cfg_.sched.max_num_batched_tokens)) *
                  model.config.vocab_size);
@@ -75,8 +79,20 @@ std::vector<StepEvent> Engine::step() {
   metrics_.num_preemptions += out.num_preempted;
   std::vector<int32_t> sampled;
   if (!out.chunks.empty()) {
-    build_forward_batch(out, cfg_.cache.block_size, batch_);
+    const int32_t track = cfg_.compress.dynamic() ? cfg_.compress.kv_recent_window : 0;
+    build_forward_batch(out, cfg_.cache.block_size, batch_, track);
     fwd_.forward(batch_, storage_, logits_.data());
+    if (track > 0) {  // attention mass per page -> the requests' per-block importance
+      const auto& imp = fwd_.page_importance();
+      for (size_t s = 0; s < out.chunks.size(); ++s) {
+        SeqKv& kv = scheduler_.find(out.chunks[s].id)->kv;
+        for (int32_t e = batch_.attn.kv_indptr[s]; e < batch_.attn.kv_indptr[s + 1]; ++e) {
+          const int32_t logical = batch_.attn.kv_page_logical[e];
+          if (static_cast<int32_t>(kv.importance.size()) <= logical) kv.importance.resize(logical + 1, 0.0f);
+          kv.importance[logical] += imp[e];
+        }
+      }
+    }
     size_t row = 0;
     for (const auto& c : out.chunks) {
       if (!c.samples) continue;

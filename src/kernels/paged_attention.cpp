@@ -16,7 +16,7 @@ void PagedAttention::plan(const PagedBatchMeta& meta, const AttentionDims& dims,
   max_ctx_ = 0;
   work_ = 0;
   for (size_t t = 0; t < meta.token_pos.size(); ++t) {
-    const int32_t s = meta.token_seq[t], ctx = meta.token_pos[t] + 1;
+    const int32_t s = meta.token_seq[t], ctx = meta.token_ctx.empty() ? meta.token_pos[t] + 1 : meta.token_ctx[t];
     SLIMKV_CHECK(s >= 0 && s + 1 < static_cast<int32_t>(meta.kv_indptr.size()), "paged attention: bad sequence index");
     const int64_t pages = meta.kv_indptr[s + 1] - meta.kv_indptr[s];
     SLIMKV_CHECK(ctx <= pages * meta.block_size, "paged attention: position {} beyond the sequence's {} pages",
@@ -26,6 +26,11 @@ void PagedAttention::plan(const PagedBatchMeta& meta, const AttentionDims& dims,
   }
   const size_t need = static_cast<size_t>(std::max(num_threads, 1)) * std::max(max_ctx_, 1);
   if (scores_.size() < need) scores_.resize(need);
+  page_importance_.assign(meta.kv_indices.size(), 0.0f);
+  if (!meta.token_track.empty()) {
+    const size_t p = meta.token_pos.size() * dims.num_heads * static_cast<size_t>(std::max(max_ctx_, 1));
+    if (probs_.size() < p) probs_.resize(p);
+  }
 }
 
 void PagedAttention::run(const float* q, const LayerKv& layer, float* out, ThreadPool* pool, Isa isa) {
@@ -51,7 +56,7 @@ void PagedAttention::run(const float* q, const LayerKv& layer, float* out, Threa
       kv.dtype = layer.dtype;
       kv.k_dim = layer.k_dim;
       kv.v_dim = layer.v_dim;
-      int64_t num_ctx = m.token_pos[t] + 1;
+      int64_t num_ctx = m.token_ctx.empty() ? m.token_pos[t] + 1 : m.token_ctx[t];
       if (layer.window_tokens > 0 && num_ctx > layer.sink_tokens + layer.window_tokens) {
         kv.sink_tokens = layer.sink_tokens;
         kv.window_begin = num_ctx - layer.window_tokens;
@@ -69,6 +74,12 @@ void PagedAttention::run(const float* q, const LayerKv& layer, float* out, Threa
       if (layer.rotate) hadamard_rotate(qr, layer.k_dim);  // (Hq)·(Hk) = q·k
       float* o = direct_out ? out + i * hd : lat;
       k.attend(qh, kv, num_ctx, scale, scores, o);
+      if (!m.token_track.empty() && m.token_track[t]) {  // scores hold exp(s - max): normalise and keep
+        double sum = 0;
+        for (int64_t r = 0; r < num_ctx; ++r) sum += scores[r];
+        float* pr = probs_.data() + static_cast<size_t>(i) * max_ctx_;
+        for (int64_t r = 0; r < num_ctx; ++r) pr[r] = static_cast<float>(scores[r] / sum);
+      }
       if (layer.rotate) hadamard_unrotate(o, layer.v_dim);  // sum_t p_t (H v_t) = H (sum_t p_t v_t)
       if (layer.v_proj) {  // back from the latent space once: out = Pᵀ (sum_t p_t P v_t)
         const float* p = layer.v_proj + static_cast<int64_t>(kvh) * layer.v_dim * hd;
@@ -82,6 +93,14 @@ void PagedAttention::run(const float* q, const LayerKv& layer, float* out, Threa
   };
   if (pool == nullptr || work_ < (1 << 15)) body(0, n, 0);
   else pool->parallel_for(n, 1, body);
+  if (m.token_track.empty()) return;
+  for (int64_t i = 0; i < n; ++i) {  // fixed order: query token, then head
+    const int64_t t = i / nh;
+    if (!m.token_track[t]) continue;
+    const int32_t s = m.token_seq[t];
+    const float* pr = probs_.data() + static_cast<size_t>(i) * max_ctx_;
+    for (int64_t r = 0; r < m.token_ctx[t]; ++r) page_importance_[m.kv_indptr[s] + r / m.block_size] += pr[r];
+  }
 }
 
 }  // namespace slimkv

@@ -17,6 +17,11 @@ struct PagedBatchMeta {                // plain data, built once per step
   std::vector<int32_t> kv_indptr;      // [S + 1] offsets into kv_indices
   std::vector<int32_t> kv_indices;     // block ids of every sequence, concatenated
   std::vector<int32_t> kv_last_page_len;  // [S] tokens in each sequence's last page after this step
+  // Dynamic retention (else empty): page tables hold live blocks only; a token sees token_ctx[t] rows of them,
+  // and tokens with token_track[t] add their attention probabilities to page_importance (per page entry).
+  std::vector<int32_t> token_ctx;      // [T]
+  std::vector<uint8_t> token_track;    // [T]
+  std::vector<int32_t> kv_page_logical;  // [kv_indices.size()] logical block index of each page entry
 };
 
 struct AttentionDims {
@@ -41,6 +46,9 @@ class PagedAttention {
   };
   // q: [T, num_heads * head_dim]; out: same shape.
   void run(const float* q, const LayerKv& layer, float* out, ThreadPool* pool, Isa isa = active_isa());
+  // Attention probability mass received by each page entry, summed over the layers run since plan(), heads and
+  // tracked queries (summed in a fixed order: the result does not depend on threads or batching).
+  const std::vector<float>& page_importance() const { return page_importance_; }
 
  private:
   const PagedBatchMeta* meta_ = nullptr;
@@ -48,6 +56,8 @@ class PagedAttention {
   int64_t work_ = 0;           // multiply-adds, to decide whether threads pay
   int32_t max_ctx_ = 0;
   std::vector<float> scores_;  // [num_threads, max_ctx]
+  std::vector<float> probs_;   // [T * num_heads, max_ctx] tracked queries' probabilities (dynamic retention)
+  std::vector<float> page_importance_;
 };
 
 }  // namespace slimkv

@@ -100,6 +100,27 @@ void KvCacheManager::cache_full_blocks(SeqKv& seq, std::span<const int32_t> toke
   }
 }
 
+void KvCacheManager::evict_least_attended(SeqKv& seq, int32_t num_computed, int32_t num_prompt) {
+  if (dyn_topk_ <= 0 || num_computed < num_prompt) return;  // the prompt is scored whole first (SnapKV-style)
+  const int64_t lo = static_cast<int64_t>(num_computed) + 1 - dyn_window_;  // the next query's window start
+  const int64_t first = (dyn_sinks_ + block_size_ - 1) / block_size_;
+  const int64_t budget = std::max(0, (dyn_topk_ - dyn_sinks_ - dyn_window_) / block_size_);
+  std::vector<int64_t> cand;  // live blocks wholly after the sinks and before the window
+  for (int64_t b = first; b < static_cast<int64_t>(seq.blocks.size()) && (b + 1) * block_size_ <= lo; ++b) {
+    if (seq.blocks[b] >= 0) cand.push_back(b);
+  }
+  if (static_cast<int64_t>(cand.size()) <= budget) return;
+  if (seq.importance.size() < seq.blocks.size()) seq.importance.resize(seq.blocks.size(), 0.0f);
+  std::stable_sort(cand.begin(), cand.end(), [&](int64_t a, int64_t b) { return seq.importance[a] < seq.importance[b]; });
+  std::vector<BlockId> drop;
+  for (size_t i = 0; i < cand.size() - static_cast<size_t>(budget); ++i) {
+    drop.push_back(seq.blocks[cand[i]]);
+    seq.blocks[cand[i]] = -1;
+  }
+  num_evicted_ += static_cast<int64_t>(drop.size());
+  pool_.release(drop);
+}
+
 void KvCacheManager::free(SeqKv& seq) {
   std::vector<BlockId> rev;
   for (auto it = seq.blocks.rbegin(); it != seq.blocks.rend(); ++it) {

@@ -14,6 +14,7 @@ namespace slimkv {
 struct SeqKv {                        // a sequence's KV bookkeeping, held by its owner (the Request)
   std::vector<BlockId> blocks;        // block table: token i lives in blocks[i / block_size]; -1 = evicted
   std::vector<BlockHash> hashes;      // chained hashes of the first hashes.size() full blocks
+  std::vector<float> importance;      // [logical blocks] attention mass received (dynamic retention)
   int32_t num_registered_blocks = 0;  // leading blocks already offered to the prefix cache
 };
 
@@ -56,6 +57,14 @@ class KvCacheManager {
     window_tokens_ = window_tokens;
   }
   int64_t num_evicted_blocks() const { return num_evicted_; }
+  // Dynamic retention: after the prompt, keep the sink blocks, the window, and the most-attended other blocks up to
+  // topk_tokens in all; evict (free) the least attended. Ties go to the older block.
+  void set_dynamic_retention(int32_t sink_tokens, int32_t window_tokens, int32_t topk_tokens) {
+    dyn_sinks_ = sink_tokens;
+    dyn_window_ = window_tokens;
+    dyn_topk_ = topk_tokens;
+  }
+  void evict_least_attended(SeqKv& seq, int32_t num_computed_tokens, int32_t num_prompt_tokens);
   // Releases every block (the tail first, so a cached prefix outlives its suffix in the LRU).
   void free(SeqKv& seq);
 
@@ -71,6 +80,7 @@ class KvCacheManager {
   PrefixCacheCounters counters_;
   int32_t sink_tokens_ = 0, window_tokens_ = 0;
   int64_t num_evicted_ = 0;
+  int32_t dyn_sinks_ = 0, dyn_window_ = 0, dyn_topk_ = 0;
 };
 
 }  // namespace slimkv

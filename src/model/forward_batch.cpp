@@ -11,6 +11,9 @@ void ForwardBatch::clear() {
   attn.kv_indptr.assign(1, 0);
   attn.kv_indices.clear();
   attn.kv_last_page_len.clear();
+  attn.token_ctx.clear();
+  attn.token_track.clear();
+  attn.kv_page_logical.clear();
   logits_rows.clear();
 }
 

@@ -31,6 +31,7 @@ class LlamaForward {
  public:
 
   const Model& model() const { return model_; }
+  const std::vector<float>& page_importance() const { return attention_.page_importance(); }
   // The KV layout this model needs under a compression config (default: full f32 K and V rows).
   KvLayout kv_layout(int32_t block_size_tokens, const CompressionConfig& cc = CompressionConfig{}) const;
   // Low-rank bases per layer (empty vectors = full rank), used when writing and reading the cache.

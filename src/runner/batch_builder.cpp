@@ -4,7 +4,7 @@
 
 namespace slimkv {
 
-void build_forward_batch(const SchedOutput& out, int32_t block_size, ForwardBatch& b) {
+void build_forward_batch(const SchedOutput& out, int32_t block_size, ForwardBatch& b, int32_t track_window) {
   b.clear();
   b.attn.block_size = block_size;
   for (size_t s = 0; s < out.chunks.size(); ++s) {
@@ -22,7 +22,22 @@ void build_forward_batch(const SchedOutput& out, int32_t block_size, ForwardBatc
       b.attn.token_seq.push_back(static_cast<int32_t>(s));
       b.attn.token_pos.push_back(pos);
     }
-    b.attn.kv_indices.insert(b.attn.kv_indices.end(), c.block_table.begin(), c.block_table.begin() + pages);
+    if (track_window > 0) {  // live pages only, with their logical index; visible rows per token
+      std::vector<int32_t> live_before(pages + 1, 0);  // live pages among the first b
+      for (int32_t p = 0; p < pages; ++p) {
+        live_before[p + 1] = live_before[p] + (c.block_table[p] >= 0);
+        if (c.block_table[p] < 0) continue;
+        b.attn.kv_indices.push_back(c.block_table[p]);
+        b.attn.kv_page_logical.push_back(p);
+      }
+      for (int32_t j = 0; j < n; ++j) {
+        const int32_t pos = c.start_pos + j;
+        b.attn.token_ctx.push_back(live_before[pos / block_size] * block_size + pos % block_size + 1);
+        b.attn.token_track.push_back(pos >= c.num_prompt_tokens - track_window ? 1 : 0);
+      }
+    } else {
+      b.attn.kv_indices.insert(b.attn.kv_indices.end(), c.block_table.begin(), c.block_table.begin() + pages);
+    }
     b.attn.kv_indptr.push_back(static_cast<int32_t>(b.attn.kv_indices.size()));
     b.attn.kv_last_page_len.push_back(end - (pages - 1) * block_size);
     if (c.samples) b.logits_rows.push_back(b.num_tokens() - 1);

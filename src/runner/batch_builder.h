@@ -7,6 +7,9 @@
 
 namespace slimkv {
 
-void build_forward_batch(const SchedOutput& out, int32_t block_size, ForwardBatch& batch);
+// track_window > 0 (dynamic retention): page tables list live blocks only (evicted entries are -1), each token gets
+// its visible row count, and tokens of the last track_window prompt positions and every later token are tracked
+// for attention importance.
+void build_forward_batch(const SchedOutput& out, int32_t block_size, ForwardBatch& batch, int32_t track_window = 0);
 
 }  // namespace slimkv

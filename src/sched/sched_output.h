@@ -17,6 +17,7 @@ struct ScheduledChunk {
   std::span<const int32_t> token_ids;    // the chunk's tokens (positions start_pos ..)
   std::span<const BlockId> block_table;  // blocks covering [0, start_pos + token_ids.size())
   bool samples = false;                  // the chunk reaches the end of the request: sample one token
+  int32_t num_prompt_tokens = 0;
 };
 
 struct SchedOutput {

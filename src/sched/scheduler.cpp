@@ -46,6 +46,7 @@ ScheduledChunk Scheduler::make_chunk(Request* r, int32_t n) const {
   c.token_ids = std::span<const int32_t>(r->tokens).subspan(c.start_pos, n);
   c.block_table = std::span<const BlockId>(r->kv.blocks);
   c.samples = c.start_pos + n == r->num_tokens();
+  c.num_prompt_tokens = r->num_prompt_tokens;
   return c;
 }
 
@@ -119,6 +120,7 @@ std::vector<StepEvent> Scheduler::update(const SchedOutput& out, const std::vect
     SLIMKV_CHECK(r != nullptr, "update: request {} vanished during the step", c.id);
     r->num_computed_tokens += static_cast<int32_t>(c.token_ids.size());
     kv_.cache_full_blocks(r->kv, r->tokens, r->num_computed_tokens);
+    kv_.evict_least_attended(r->kv, r->num_computed_tokens, r->num_prompt_tokens);
     if (!c.samples) continue;
     SLIMKV_CHECK(next_sample < sampled.size(), "update: fewer sampled tokens than sampling chunks");
     const int32_t tok = sampled[next_sample++];

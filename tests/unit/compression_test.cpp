@@ -137,10 +137,10 @@ TEST(Compression, ConfigErrorsAreClear) {
   c.compress.kv_quant_rotation = "walsh";
   expect_error(c, "--kv-quant-rotation");
   std::string path = ::testing::TempDir() + "/kvcfg_" + std::to_string(::getpid()) + ".json";
-  std::ofstream(path) << R"({"kv_cache_dtype": "int8", "kv_sparse_topk": 256})";
+  std::ofstream(path) << R"({"kv_cache_dtype": "int8", "kv_evict_policy": "merge"})";
   c = cfg_with("f32");
   c.kv_config_file = path;
-  expect_error(c, "kv_sparse_topk");
+  expect_error(c, "kv_evict_policy");
   std::ofstream(path) << R"([1, 2])";
   expect_error(c, "must be a JSON object");
   std::ofstream(path) << R"({"kv_cache_dtype": "int4"})";

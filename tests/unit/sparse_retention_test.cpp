@@ -106,6 +106,41 @@ TEST(SparseRetention, AllPiecesStackedKeepBatchedEqualToSingle) {
   std::remove(calib.c_str());
 }
 
+EngineConfig dynamic_cfg(int32_t sinks, int32_t window, int32_t topk, int32_t chunk, bool caching = true) {
+  EngineConfig c = sparse_cfg(sinks, window, chunk, caching);
+  c.compress.kv_sparse_mode = "dynamic";
+  c.compress.kv_sparse_topk = topk;
+  return c;
+}
+
+TEST(DynamicRetention, BatchedEqualsSingleForAnyChunkingAndMemoryStaysBounded) {
+  SKIP_IF_MISSING(k260);
+  auto m = load(k260);
+  auto ps = prompts(6);
+  auto batched = run(*m, dynamic_cfg(4, 24, 64, 64), ps, 60);
+  EXPECT_GT(batched.evicted, 0);
+  for (size_t i = 0; i < ps.size(); ++i) {
+    EngineConfig one = dynamic_cfg(4, 24, 64, 7, /*caching=*/false);
+    one.sched.max_num_seqs = 1;
+    EXPECT_EQ(run(*m, one, {ps[i]}, 60).tokens[0], batched.tokens[i]) << "prompt " << i;
+  }
+  // A long generation from a short prompt: at most topk tokens of blocks (+ partial blocks) stay allocated.
+  RunOut r = run(*m, dynamic_cfg(4, 24, 64, 512), {{1, 403, 407, 261, 378}}, 400);
+  ASSERT_EQ(r.tokens[0].size(), 400u);
+  EXPECT_LE(r.peak_blocks, 64 / 8 + 3);
+}
+
+TEST(DynamicRetention, ABudgetCoveringTheContextChangesNothing) {
+  SKIP_IF_MISSING(k260);
+  auto m = load(k260);
+  auto ps = prompts(3);
+  EngineConfig plain;
+  plain.cache.kv_cache_memory_gib = 0.02;
+  plain.sched.max_num_batched_tokens = 64;
+  plain.threads = 2;
+  EXPECT_EQ(run(*m, dynamic_cfg(4, 16, 512, 64), ps, 20).tokens, run(*m, plain, ps, 20).tokens);
+}
+
 TEST(SparseRetention, LongGenerationRunsInBoundedMemory) {
   SKIP_IF_MISSING(k260);
   auto m = load(k260);
@@ -143,7 +178,10 @@ TEST(SparseRetention, ConfigurationErrorsAreClear) {
   expect_error(sparse_cfg(-1, 16, 64), "--kv-sink-tokens");
   EngineConfig c = sparse_cfg(4, 16, 64);
   c.compress.kv_sparse_mode = "dynamic";
-  expect_error(c, "not implemented");
+  c.compress.kv_sparse_topk = 12;
+  expect_error(c, "--kv-sparse-topk 12 is smaller than --kv-sink-tokens 4 + --kv-recent-window 16");
+  c.compress.kv_sparse_mode = "lru";
+  expect_error(c, "--kv-sparse-mode must be off, static or dynamic");
 }
 
 }  // namespace
