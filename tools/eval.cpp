@@ -13,6 +13,7 @@
 #include "core/mapped_file.h"
 #include "runner/generator.h"
 #include "runner/sequence_forward.h"
+#include "runner/teacher_forced.h"
 #include "tools/commands.h"
 #include "tools/common.h"
 
@@ -83,10 +84,11 @@ int run_eval(const EvalFlags& f) {
     const auto& [name, cc] = configs[ci];
     Scores sc;
     sc.name = name;
-    SequenceForward fwd(*model, &pool, ctx, 16, 256, cc);
     KvLayout layout = cc.layout(c.num_layers, c.num_kv_heads, c.head_dim, 16);
     // Physical bytes per token of a full window: sparse retention keeps at most sinks + window tokens of it.
-    const int64_t kept = cc.sparse() ? std::min<int64_t>(ctx, cc.sink_tokens() + cc.window_tokens()) : ctx;
+    const int64_t kept = cc.sparse()    ? std::min<int64_t>(ctx, cc.sink_tokens() + cc.window_tokens())
+                         : cc.dynamic() ? std::min<int64_t>(ctx, cc.kv_sparse_topk)
+                                        : ctx;
     sc.bytes_per_token = layout.bytes_per_token() * kept / ctx;
     sc.f16_bytes_per_token = 2LL * c.num_layers * c.kv_dim() * 2;
     if (!f.json) std::fprintf(stderr, "[%s]\n%s\n", name.c_str(), describe_plan(layout).c_str());
@@ -95,7 +97,9 @@ int run_eval(const EvalFlags& f) {
     int64_t tokens = 0;
     for (size_t w = 0; w < windows.size(); ++w) {
       const auto& win = windows[w];
-      fwd.forward(win, 0, true, logits.data());
+      // Token by token through the engine's KV path: compression and eviction act as the window advances.
+      TeacherForcedRun run(*model, &pool, cc, ctx);
+      for (size_t t = 0; t < win.size(); ++t) run.step(win[t], logits.data() + t * V);
       tokens += static_cast<int64_t>(win.size());
       if (ci == 0) base_logits[w].assign(logits.begin(), logits.begin() + win.size() * V);
       for (size_t t = 0; t + 1 < win.size(); ++t) {

@@ -1,0 +1,35 @@
+// One sequence fed token by token through the engine's KV path (blocks from a KvCacheManager, compression,
+// sparse retention with eviction), returning each position's logits: what `eval` scores, so compression acts
+// while the window advances exactly as in decode. Must not know: requests, sampling or the scheduler's policy.
+#pragma once
+#include <span>
+#include <vector>
+
+#include "kv/kv_cache_manager.h"
+#include "model/llama_forward.h"
+
+namespace slimkv {
+
+class TeacherForcedRun {
+ public:
+  TeacherForcedRun(const Model& model, ThreadPool* pool, const CompressionConfig& cc, int32_t capacity_tokens,
+                   int32_t block_size = 16);
+  // Appends `token` at the next position and writes its logits [vocab].
+  void step(int32_t token, float* logits);
+  int32_t num_tokens() const { return static_cast<int32_t>(tokens_.size()); }
+  int32_t live_blocks() const { return mgr_.num_used_blocks(); }
+  int64_t kv_bytes_per_token() const { return layout_.bytes_per_token(); }
+
+ private:
+  LlamaForward fwd_;
+  CompressionConfig cc_;
+  int32_t block_size_;
+  KvLayout layout_;
+  KvStorage kv_;
+  KvCacheManager mgr_;
+  SeqKv seq_;
+  std::vector<int32_t> tokens_;
+  ForwardBatch batch_;
+};
+
+}  // namespace slimkv
