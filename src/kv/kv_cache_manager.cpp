@@ -111,7 +111,11 @@ void KvCacheManager::evict_least_attended(SeqKv& seq, int32_t num_computed, int3
   }
   if (static_cast<int64_t>(cand.size()) <= budget) return;
   if (seq.importance.size() < seq.blocks.size()) seq.importance.resize(seq.blocks.size(), 0.0f);
-  std::stable_sort(cand.begin(), cand.end(), [&](int64_t a, int64_t b) { return seq.importance[a] < seq.importance[b]; });
+  // Mean attention per query that could see the block (accumulated sums favour old blocks, H2O's bias).
+  auto score = [&](int64_t b) {
+    return seq.importance[b] / static_cast<float>(std::max<int64_t>(1, num_computed - b * block_size_));
+  };
+  std::stable_sort(cand.begin(), cand.end(), [&](int64_t a, int64_t b) { return score(a) < score(b); });
   std::vector<BlockId> drop;
   for (size_t i = 0; i < cand.size() - static_cast<size_t>(budget); ++i) {
     drop.push_back(seq.blocks[cand[i]]);
