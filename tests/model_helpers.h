@@ -49,6 +49,17 @@ inline nlohmann::json golden() {
   return nlohmann::json::parse(read_text_file(models_dir() + "/golden_reference.json"));
 }
 
+// Expects constructing an Engine with cfg to fail with an Error whose message contains needle.
+template <typename EngineT, typename ConfigT>
+void expect_engine_error(const Model& m, const ConfigT& cfg, const std::string& needle) {
+  try {
+    EngineT e(m, cfg);
+    ADD_FAILURE() << "expected an error containing " << needle;
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find(needle), std::string::npos) << err.what();
+  }
+}
+
 #define SKIP_IF_MISSING(path) \
   if (!::slimkv::test::exists(path)) GTEST_SKIP() << "missing " << (path)
 

@@ -34,13 +34,11 @@ int run_calibrate(const CalibrateFlags& f) {
   fwd.forward_pass().set_kv_observer([&](int32_t l, const float* k, const float* v, int32_t T) { cov.add(l, k, v, T); });
   std::vector<float> logits(c.vocab_size);
   const bool progress = ::isatty(2);
-  for (size_t s = 1; s < ids.size(); s += ctx - 1) {
-    std::vector<int32_t> w = {model->tokenizer->bos_id()};
-    w.insert(w.end(), ids.begin() + s, ids.begin() + std::min(ids.size(), s + ctx - 1));
+  size_t done = 0;
+  for (const auto& w : split_windows(ids, ctx, model->tokenizer->bos_id())) {
     fwd.forward(w, 0, false, logits.data());
-    if (progress) {
-      std::fprintf(stderr, "\rcalibrating: %zu / %zu tokens", std::min(ids.size(), s + ctx - 1), ids.size());
-    }
+    done += w.size() - 1;
+    if (progress) std::fprintf(stderr, "\rcalibrating: %zu / %zu tokens", done, ids.size() - 1);
   }
   if (progress) std::fprintf(stderr, "\n");
   Calibration cal = Calibration::from_covariance(cov, model_fingerprint(*model));

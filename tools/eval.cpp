@@ -63,13 +63,7 @@ int run_eval(const EvalFlags& f) {
   std::vector<int32_t> ids = model->tokenizer->encode(read_text_file(f.data), true);
   if (static_cast<int32_t>(ids.size()) > f.max_tokens) ids.resize(f.max_tokens);
   SLIMKV_CHECK(ids.size() >= 2, "{}: too little text", f.data);
-  // Windows: BOS + up to ctx-1 tokens, non-overlapping (as `perplexity`).
-  std::vector<std::vector<int32_t>> windows;
-  for (size_t s = 1; s < ids.size(); s += ctx - 1) {
-    std::vector<int32_t> w = {model->tokenizer->bos_id()};
-    w.insert(w.end(), ids.begin() + s, ids.begin() + std::min(ids.size(), s + ctx - 1));
-    windows.push_back(std::move(w));
-  }
+  const auto windows = split_windows(ids, ctx, model->tokenizer->bos_id());  // as `perplexity`
   std::vector<std::pair<std::string, CompressionConfig>> configs;
   CompressionConfig base;
   base.enabled = false;

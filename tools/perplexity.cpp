@@ -35,13 +35,7 @@ int run_perplexity(const PerplexityFlags& f) {
   int64_t count = 0;
   // Non-overlapping windows over the tokens after BOS; each window is BOS + up to ctx-1 tokens, and every
   // token of the window is predicted from what precedes it (the definition kjv-1k's README uses).
-  const int32_t bos = model->tokenizer->bos_id();
-  const size_t body = ids.size() - 1, per_window = static_cast<size_t>(ctx) - 1;
-  std::vector<int32_t> window;
-  for (size_t start = 0; start < body; start += per_window) {
-    size_t len = std::min(per_window, body - start);
-    window.assign(1, bos);
-    window.insert(window.end(), ids.begin() + 1 + start, ids.begin() + 1 + start + len);
+  for (const auto& window : split_windows(ids, ctx, model->tokenizer->bos_id())) {
     fwd.forward(window, 0, true, logits.data());
     for (size_t t = 0; t + 1 < window.size(); ++t) {
       const float* row = logits.data() + t * c.vocab_size;

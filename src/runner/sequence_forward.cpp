@@ -44,4 +44,15 @@ void SequenceForward::forward(std::span<const int32_t> tokens, int32_t start_pos
   }
 }
 
+std::vector<std::vector<int32_t>> split_windows(const std::vector<int32_t>& ids, int32_t ctx, int32_t bos_id) {
+  SLIMKV_CHECK(ctx >= 2, "window length must be at least 2 tokens (got {})", ctx);
+  std::vector<std::vector<int32_t>> windows;
+  for (size_t s = 1; s < ids.size(); s += static_cast<size_t>(ctx) - 1) {
+    std::vector<int32_t> w = {bos_id};
+    w.insert(w.end(), ids.begin() + s, ids.begin() + std::min(ids.size(), s + ctx - 1));
+    windows.push_back(std::move(w));
+  }
+  return windows;
+}
+
 }  // namespace slimkv

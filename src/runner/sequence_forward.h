@@ -27,4 +27,7 @@ class SequenceForward {
   ForwardBatch batch_;
 };
 
+// Non-overlapping scoring windows over ids (ids[0] is BOS): each is BOS + up to ctx - 1 of the following tokens.
+std::vector<std::vector<int32_t>> split_windows(const std::vector<int32_t>& ids, int32_t ctx, int32_t bos_id);
+
 }  // namespace slimkv
