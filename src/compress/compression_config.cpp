@@ -51,6 +51,10 @@ void CompressionConfig::validate(int32_t num_layers, int32_t head_dim) const {
   if (!enabled) return;
   SLIMKV_CHECK(kv_sparse_mode == "off" || kv_sparse_mode == "static" || kv_sparse_mode == "dynamic",
                "--kv-sparse-mode must be off, static or dynamic (got '{}')", kv_sparse_mode);
+  SLIMKV_CHECK(kv_evict_policy == "drop", "--kv-evict-policy {}: only drop is implemented (merging evicted tokens "
+               "into summaries is not yet)", kv_evict_policy);
+  SLIMKV_CHECK(kv_sparse_schedule == "uniform", "--kv-sparse-schedule {}: only uniform is implemented (per-layer "
+               "budgets need per-layer block tables, not yet built)", kv_sparse_schedule);
   if (dynamic()) {
     SLIMKV_CHECK(kv_recent_window >= 1, "--kv-sparse-mode dynamic needs --kv-recent-window W >= 1");
     SLIMKV_CHECK(kv_sparse_topk >= kv_sink_tokens + kv_recent_window,
@@ -139,6 +143,8 @@ CompressionConfig CompressionConfig::from_json_file(const std::string& path) {
     else if (k == "kv_calibration") c.kv_calibration = str();
     else if (k == "kv_sparse_mode") c.kv_sparse_mode = str();
     else if (k == "kv_sparse_topk") c.kv_sparse_topk = integer();
+    else if (k == "kv_evict_policy") c.kv_evict_policy = str();
+    else if (k == "kv_sparse_schedule") c.kv_sparse_schedule = str();
     else if (k == "kv_sink_tokens") c.kv_sink_tokens = integer();
     else if (k == "kv_recent_window") c.kv_recent_window = integer();
     else if (k == "kv_layer_compress_ratio") {
@@ -157,7 +163,8 @@ CompressionConfig CompressionConfig::from_json_file(const std::string& path) {
     } else {
       fail("{}: unknown or not yet supported key '{}' (supported: kv_cache_compression, kv_cache_dtype, "
            "kv_quant_rotation, kv_compression_rank, kv_compression_rank_k, kv_compression_rank_v, "
-           "kv_layer_compress_ratio, kv_calibration, kv_sparse_mode, kv_sparse_topk, kv_sink_tokens, kv_recent_window)", path, k);
+           "kv_layer_compress_ratio, kv_calibration, kv_sparse_mode, kv_sparse_topk, kv_sink_tokens, kv_recent_window, kv_evict_policy, "
+           "kv_sparse_schedule)", path, k);
     }
   }
   return c;

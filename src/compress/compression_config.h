@@ -25,6 +25,8 @@ struct CompressionConfig {
   int32_t kv_sparse_topk = 0;            // --kv-sparse-topk K: tokens kept in all (sinks + window + top blocks)
   int32_t kv_sink_tokens = 4;            // --kv-sink-tokens S
   int32_t kv_recent_window = 0;          // --kv-recent-window W (tokens, including the current one)
+  std::string kv_evict_policy = "drop";  // --kv-evict-policy drop (merge: not implemented yet, a clear error)
+  std::string kv_sparse_schedule = "uniform";  // --kv-sparse-schedule uniform (pyramid|auto: not implemented yet)
 
   // Throws one clear Error per contradiction (num_layers / head_dim are the model's).
   void validate(int32_t num_layers, int32_t head_dim) const;

@@ -132,10 +132,14 @@ TEST(Compression, ConfigErrorsAreClear) {
   c.compress.kv_quant_rotation = "walsh";
   expect_error(c, "--kv-quant-rotation");
   std::string path = ::testing::TempDir() + "/kvcfg_" + std::to_string(::getpid()) + ".json";
-  std::ofstream(path) << R"({"kv_cache_dtype": "int8", "kv_evict_policy": "merge"})";
+  std::ofstream(path) << R"({"kv_cache_dtype": "int8", "kv_sparse_budget": 3})";
   c = cfg_with("f32");
   c.kv_config_file = path;
-  expect_error(c, "kv_evict_policy");
+  expect_error(c, "unknown or not yet supported key 'kv_sparse_budget'");
+  std::ofstream(path) << R"({"kv_evict_policy": "merge"})";
+  expect_error(c, "only drop is implemented");
+  std::ofstream(path) << R"({"kv_sparse_schedule": "pyramid"})";
+  expect_error(c, "only uniform is implemented");
   std::ofstream(path) << R"([1, 2])";
   expect_error(c, "must be a JSON object");
   std::ofstream(path) << R"({"kv_cache_dtype": "int4"})";
