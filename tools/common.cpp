@@ -45,7 +45,8 @@ void add_engine_flags(CLI::App* app, EngineConfig& c) {
   app->add_option("--kv-sparse-mode", c.compress.kv_sparse_mode,
                   "off|static|dynamic (static: sinks + recent window; dynamic: + most-attended blocks)");
   app->add_option("--kv-sparse-topk", c.compress.kv_sparse_topk, "Dynamic mode: tokens kept in all");
-  app->add_option("--kv-evict-policy", c.compress.kv_evict_policy, "drop (merge is not implemented yet)");
+  app->add_option("--kv-evict-policy", c.compress.kv_evict_policy,
+                  "drop|merge (merge: evicted blocks fold into per-sequence summary rows)");
   app->add_option("--kv-sparse-schedule", c.compress.kv_sparse_schedule, "uniform (pyramid|auto not implemented yet)");
   app->add_option("--kv-sink-tokens", c.compress.kv_sink_tokens, "Attention-sink tokens kept (default 4)");
   app->add_option("--kv-recent-window", c.compress.kv_recent_window, "Recent tokens kept (static sparse mode)");

@@ -81,7 +81,7 @@ int run_eval(const EvalFlags& f) {
     KvLayout layout = cc.layout(c.num_layers, c.num_kv_heads, c.head_dim, 16);
     // Physical bytes per token of a full window: sparse retention keeps at most sinks + window tokens of it.
     const int64_t kept = cc.sparse()    ? std::min<int64_t>(ctx, cc.sink_tokens() + cc.window_tokens())
-                         : cc.dynamic() ? std::min<int64_t>(ctx, cc.kv_sparse_topk)
+                         : cc.dynamic() ? std::min<int64_t>(ctx, cc.kv_sparse_topk + (cc.merge() ? 16 : 0))
                                         : ctx;
     sc.bytes_per_token = layout.bytes_per_token() * kept / ctx;
     sc.f16_bytes_per_token = 2LL * c.num_layers * c.kv_dim() * 2;

@@ -51,8 +51,10 @@ void CompressionConfig::validate(int32_t num_layers, int32_t head_dim) const {
   if (!enabled) return;
   SLIMKV_CHECK(kv_sparse_mode == "off" || kv_sparse_mode == "static" || kv_sparse_mode == "dynamic",
                "--kv-sparse-mode must be off, static or dynamic (got '{}')", kv_sparse_mode);
-  SLIMKV_CHECK(kv_evict_policy == "drop", "--kv-evict-policy {}: only drop is implemented (merging evicted tokens "
-               "into summaries is not yet)", kv_evict_policy);
+  SLIMKV_CHECK(kv_evict_policy == "drop" || kv_evict_policy == "merge",
+               "--kv-evict-policy must be drop or merge (got '{}')", kv_evict_policy);
+  SLIMKV_CHECK(kv_evict_policy == "drop" || dynamic() || !sparse(),
+               "--kv-evict-policy merge needs --kv-sparse-mode dynamic (a static window evicts by position)");
   SLIMKV_CHECK(kv_sparse_schedule == "uniform", "--kv-sparse-schedule {}: only uniform is implemented (per-layer "
                "budgets need per-layer block tables, not yet built)", kv_sparse_schedule);
   if (dynamic()) {
@@ -114,9 +116,10 @@ std::string CompressionConfig::fingerprint() const {  // what the stored bytes d
     ranks = fmt::format(" rank={}/{}/{} ratio={} calib={}", kv_compression_rank, kv_compression_rank_k,
                         kv_compression_rank_v, fmt::join(kv_layer_compress_ratio, ","), kv_calibration);
   }
-  std::string sparse_part = sparse() || dynamic() ? fmt::format(" sparse={} sinks={} window={} topk={}", kv_sparse_mode,
-                                                                 kv_sink_tokens, kv_recent_window, kv_sparse_topk)
-                                                   : "";
+  std::string sparse_part = sparse() || dynamic()
+                                ? fmt::format(" sparse={} sinks={} window={} topk={} evict={}", kv_sparse_mode,
+                                              kv_sink_tokens, kv_recent_window, kv_sparse_topk, kv_evict_policy)
+                                : "";
   return fmt::format("kv dtype={} rotation={}{}{}", kv_dtype_name(dtype()), rotate(), ranks, sparse_part);
 }
 

@@ -25,7 +25,7 @@ struct CompressionConfig {
   int32_t kv_sparse_topk = 0;            // --kv-sparse-topk K: tokens kept in all (sinks + window + top blocks)
   int32_t kv_sink_tokens = 4;            // --kv-sink-tokens S
   int32_t kv_recent_window = 0;          // --kv-recent-window W (tokens, including the current one)
-  std::string kv_evict_policy = "drop";  // --kv-evict-policy drop (merge: not implemented yet, a clear error)
+  std::string kv_evict_policy = "drop";  // --kv-evict-policy drop|merge (merge: evicted blocks fold into summaries)
   std::string kv_sparse_schedule = "uniform";  // --kv-sparse-schedule uniform (pyramid|auto: not implemented yet)
 
   // Throws one clear Error per contradiction (num_layers / head_dim are the model's).
@@ -33,6 +33,7 @@ struct CompressionConfig {
   bool low_rank() const;
   bool sparse() const { return enabled && kv_sparse_mode == "static"; }  // the position-window mask
   bool dynamic() const { return enabled && kv_sparse_mode == "dynamic"; }
+  bool merge() const { return dynamic() && kv_evict_policy == "merge"; }
   int32_t sink_tokens() const { return sparse() ? kv_sink_tokens : 0; }
   int32_t window_tokens() const { return sparse() ? kv_recent_window : 0; }
   int32_t rank_k(int32_t layer, int32_t head_dim) const;

@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include "model/kv_projection.h"
+#include "model/summary_merger.h"
 #include "runner/batch_builder.h"
 
 namespace slimkv {
@@ -43,6 +44,11 @@ Engine::Engine(const Model& model, EngineConfig cfg)
   if (cfg_.compress.dynamic()) {
     kv_manager_.set_dynamic_retention(cfg_.compress.kv_sink_tokens, cfg_.compress.kv_recent_window,
                                       cfg_.compress.kv_sparse_topk);
+  }
+  if (cfg_.compress.merge()) {
+    kv_manager_.set_evict_hook([this](SeqKv& seq, const std::vector<KvCacheManager::Evicted>& ev) {
+      merge_into_summaries(storage_, kv_manager_, seq, ev);
+    });
   }
   fwd_.reserve(cfg_.sched.max_num_batched_tokens, std::min(cfg_.sched.max_num_seqs, cfg_.sched.max_num_batched_tokens));
   logits_.resize(static_cast<size_t>(std::min(cfg_.sched.max_num_seqs, cfg_.sched.max_num_batched_tokens)) *
@@ -88,6 +94,7 @@ std::vector<StepEvent> Engine::step() {
         SeqKv& kv = scheduler_.find(out.chunks[s].id)->kv;
         for (int32_t e = batch_.attn.kv_indptr[s]; e < batch_.attn.kv_indptr[s + 1]; ++e) {
           const int32_t logical = batch_.attn.kv_page_logical[e];
+          if (logical < 0) continue;  // the summary page
           if (static_cast<int32_t>(kv.importance.size()) <= logical) kv.importance.resize(logical + 1, 0.0f);
           kv.importance[logical] += imp[e];
         }

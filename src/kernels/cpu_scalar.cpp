@@ -63,7 +63,7 @@ void attend(const float* q, const PagedKv& kv, int64_t num_ctx, float scale, flo
   float mx = -INFINITY;
   for (int64_t t = 0; t < num_ctx; ++t) {
     decode_kv_head(kv.k_row(t), kv.k_dim, kv.dtype, row);
-    scores[t] = dot_f32(q, row, kv.k_dim) * scale;
+    scores[t] = dot_f32(q, row, kv.k_dim) * scale + (t < kv.num_bias_rows ? kv.row_bias[t] : 0.0f);
     mx = std::max(mx, scores[t]);
   }
   float sum = 0;

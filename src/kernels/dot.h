@@ -28,6 +28,8 @@ struct PagedKv {
   // window_begin + (i - sink_tokens). Both 0 = rows are positions (full attention).
   int32_t sink_tokens = 0;
   int64_t window_begin = 0;
+  const float* row_bias = nullptr;  // added to the scores of rows [0, num_bias_rows) (merged summaries)
+  int32_t num_bias_rows = 0;
   int64_t position(int64_t t) const { return t < sink_tokens ? t : window_begin + (t - sink_tokens); }
   int64_t slot(int64_t t) const {
     const int64_t p = position(t);

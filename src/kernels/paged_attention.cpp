@@ -57,6 +57,10 @@ void PagedAttention::run(const float* q, const LayerKv& layer, float* out, Threa
       kv.k_dim = layer.k_dim;
       kv.v_dim = layer.v_dim;
       int64_t num_ctx = m.token_ctx.empty() ? m.token_pos[t] + 1 : m.token_ctx[t];
+      if (!m.seq_has_summary.empty() && m.seq_has_summary[s]) {
+        kv.row_bias = m.seq_summary_bias.data() + static_cast<size_t>(s) * m.block_size;
+        kv.num_bias_rows = m.block_size;
+      }
       if (layer.window_tokens > 0 && num_ctx > layer.sink_tokens + layer.window_tokens) {
         kv.sink_tokens = layer.sink_tokens;
         kv.window_begin = num_ctx - layer.window_tokens;

@@ -21,7 +21,11 @@ struct PagedBatchMeta {                // plain data, built once per step
   // and tokens with token_track[t] add their attention probabilities to page_importance (per page entry).
   std::vector<int32_t> token_ctx;      // [T]
   std::vector<uint8_t> token_track;    // [T]
-  std::vector<int32_t> kv_page_logical;  // [kv_indices.size()] logical block index of each page entry
+  std::vector<int32_t> kv_page_logical;  // [kv_indices.size()] logical block index of each page entry (-1: summary)
+  // Merge policy: a sequence's first page may be its summary block; its rows get these score biases
+  // (log of the tokens each stands for, -inf for empty rows).
+  std::vector<uint8_t> seq_has_summary;  // [S]
+  std::vector<float> seq_summary_bias;   // [S * block_size]
 };
 
 struct AttentionDims {

@@ -117,16 +117,30 @@ void KvCacheManager::evict_least_attended(SeqKv& seq, int32_t num_computed, int3
   };
   std::stable_sort(cand.begin(), cand.end(), [&](int64_t a, int64_t b) { return score(a) < score(b); });
   std::vector<BlockId> drop;
+  std::vector<Evicted> evicted;
   for (size_t i = 0; i < cand.size() - static_cast<size_t>(budget); ++i) {
     drop.push_back(seq.blocks[cand[i]]);
+    evicted.push_back({static_cast<int32_t>(cand[i]), seq.blocks[cand[i]], score(cand[i])});
     seq.blocks[cand[i]] = -1;
   }
+  if (evict_hook_) evict_hook_(seq, evicted);  // e.g. fold the rows into summaries before the blocks are reused
   num_evicted_ += static_cast<int64_t>(drop.size());
   pool_.release(drop);
 }
 
+bool KvCacheManager::ensure_summary_block(SeqKv& seq) {
+  if (seq.summary_block >= 0) return true;
+  auto b = pool_.allocate(1);
+  if (!b) return false;
+  seq.summary_block = (*b)[0];
+  seq.summary_count.assign(block_size_, 0.0f);
+  seq.summary_weight.assign(block_size_, 0.0f);
+  return true;
+}
+
 void KvCacheManager::free(SeqKv& seq) {
   std::vector<BlockId> rev;
+  if (seq.summary_block >= 0) rev.push_back(seq.summary_block);
   for (auto it = seq.blocks.rbegin(); it != seq.blocks.rend(); ++it) {
     if (*it >= 0) rev.push_back(*it);
   }

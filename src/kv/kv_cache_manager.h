@@ -4,6 +4,7 @@
 // Must not know: requests, sampling or the model (a sequence is its SeqKv plus its token ids).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -15,6 +16,9 @@ struct SeqKv {                        // a sequence's KV bookkeeping, held by it
   std::vector<BlockId> blocks;        // block table: token i lives in blocks[i / block_size]; -1 = evicted
   std::vector<BlockHash> hashes;      // chained hashes of the first hashes.size() full blocks
   std::vector<float> importance;      // [logical blocks] attention mass received (dynamic retention)
+  BlockId summary_block = -1;         // merge policy: a block whose rows are summaries of evicted blocks
+  std::vector<float> summary_count;   // [block_size] tokens each summary row stands for (0 = empty row)
+  std::vector<float> summary_weight;  // [block_size] importance weight folded into each summary row
   int32_t num_registered_blocks = 0;  // leading blocks already offered to the prefix cache
 };
 
@@ -65,6 +69,16 @@ class KvCacheManager {
     dyn_topk_ = topk_tokens;
   }
   void evict_least_attended(SeqKv& seq, int32_t num_computed_tokens, int32_t num_prompt_tokens);
+  // Merge policy: called with each evicted block (logical index, id, mean attention) before it is released.
+  struct Evicted {
+    int32_t logical;
+    BlockId block;
+    float score;
+  };
+  using EvictHook = std::function<void(SeqKv&, const std::vector<Evicted>&)>;
+  void set_evict_hook(EvictHook hook) { evict_hook_ = std::move(hook); }
+  // Gives seq a summary block (once); false when the pool has none to spare (the evicted blocks are then dropped).
+  bool ensure_summary_block(SeqKv& seq);
   // Releases every block (the tail first, so a cached prefix outlives its suffix in the LRU).
   void free(SeqKv& seq);
 
@@ -81,6 +95,7 @@ class KvCacheManager {
   int32_t sink_tokens_ = 0, window_tokens_ = 0;
   int64_t num_evicted_ = 0;
   int32_t dyn_sinks_ = 0, dyn_window_ = 0, dyn_topk_ = 0;
+  EvictHook evict_hook_;
 };
 
 }  // namespace slimkv

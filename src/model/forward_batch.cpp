@@ -14,6 +14,8 @@ void ForwardBatch::clear() {
   attn.token_ctx.clear();
   attn.token_track.clear();
   attn.kv_page_logical.clear();
+  attn.seq_has_summary.clear();
+  attn.seq_summary_bias.clear();
   logits_rows.clear();
 }
 

@@ -1,5 +1,7 @@
 #include "runner/batch_builder.h"
 
+#include <cmath>
+
 #include "core/check.h"
 
 namespace slimkv {
@@ -23,7 +25,17 @@ void build_forward_batch(const SchedOutput& out, int32_t block_size, ForwardBatc
       b.attn.token_pos.push_back(pos);
     }
     if (track_window > 0) {  // live pages only, with their logical index; visible rows per token
-      std::vector<int32_t> live_before(pages + 1, 0);  // live pages among the first b
+      const bool summary = c.summary_block >= 0;
+      b.attn.seq_has_summary.push_back(summary ? 1 : 0);
+      for (int32_t r = 0; r < block_size; ++r) {
+        const float n = summary ? c.summary_count[r] : 0.0f;
+        b.attn.seq_summary_bias.push_back(n > 0 ? std::log(n) : -INFINITY);
+      }
+      if (summary) {  // the summary page comes first: its rows are visible to every token
+        b.attn.kv_indices.push_back(c.summary_block);
+        b.attn.kv_page_logical.push_back(-1);
+      }
+      std::vector<int32_t> live_before(pages + 1, summary ? 1 : 0);  // visible pages before logical page b
       for (int32_t p = 0; p < pages; ++p) {
         live_before[p + 1] = live_before[p] + (c.block_table[p] >= 0);
         if (c.block_table[p] < 0) continue;

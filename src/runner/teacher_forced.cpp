@@ -1,6 +1,7 @@
 #include "runner/teacher_forced.h"
 
 #include "model/kv_projection.h"
+#include "model/summary_merger.h"
 #include "runner/batch_builder.h"
 
 namespace slimkv {
@@ -14,6 +15,11 @@ TeacherForcedRun::TeacherForcedRun(const Model& model, ThreadPool* pool, const C
   fwd_.set_attention_window(cc.sink_tokens(), cc.window_tokens());
   mgr_.set_retention(cc.sink_tokens(), cc.window_tokens());
   if (cc.dynamic()) mgr_.set_dynamic_retention(cc.kv_sink_tokens, cc.kv_recent_window, cc.kv_sparse_topk);
+  if (cc.merge()) {
+    mgr_.set_evict_hook([this](SeqKv& seq, const std::vector<KvCacheManager::Evicted>& ev) {
+      merge_into_summaries(kv_, mgr_, seq, ev);
+    });
+  }
 }
 
 void TeacherForcedRun::step(int32_t token, float* logits) {
@@ -27,6 +33,8 @@ void TeacherForcedRun::step(int32_t token, float* logits) {
   c.block_table = seq_.blocks;
   c.samples = true;
   c.num_prompt_tokens = 1;  // everything after BOS is decode: retention acts from the start
+  c.summary_block = seq_.summary_block;
+  c.summary_count = seq_.summary_count;
   out.chunks.push_back(c);
   const int32_t track = cc_.dynamic() ? cc_.kv_recent_window : 0;
   build_forward_batch(out, block_size_, batch_, track);
@@ -35,6 +43,7 @@ void TeacherForcedRun::step(int32_t token, float* logits) {
     const auto& imp = fwd_.page_importance();
     for (size_t e = 0; e < imp.size(); ++e) {
       const int32_t logical = batch_.attn.kv_page_logical[e];
+      if (logical < 0) continue;  // the summary page
       if (static_cast<int32_t>(seq_.importance.size()) <= logical) seq_.importance.resize(logical + 1, 0.0f);
       seq_.importance[logical] += imp[e];
     }

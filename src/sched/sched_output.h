@@ -18,6 +18,8 @@ struct ScheduledChunk {
   std::span<const BlockId> block_table;  // blocks covering [0, start_pos + token_ids.size())
   bool samples = false;                  // the chunk reaches the end of the request: sample one token
   int32_t num_prompt_tokens = 0;
+  BlockId summary_block = -1;            // merge policy: the request's summary block, if any
+  std::span<const float> summary_count;  // [block_size] tokens each summary row stands for
 };
 
 struct SchedOutput {

@@ -47,6 +47,8 @@ ScheduledChunk Scheduler::make_chunk(Request* r, int32_t n) const {
   c.block_table = std::span<const BlockId>(r->kv.blocks);
   c.samples = c.start_pos + n == r->num_tokens();
   c.num_prompt_tokens = r->num_prompt_tokens;
+  c.summary_block = r->kv.summary_block;
+  c.summary_count = r->kv.summary_count;
   return c;
 }
 

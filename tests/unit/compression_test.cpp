@@ -136,8 +136,10 @@ TEST(Compression, ConfigErrorsAreClear) {
   c = cfg_with("f32");
   c.kv_config_file = path;
   expect_error(c, "unknown or not yet supported key 'kv_sparse_budget'");
-  std::ofstream(path) << R"({"kv_evict_policy": "merge"})";
-  expect_error(c, "only drop is implemented");
+  std::ofstream(path) << R"({"kv_evict_policy": "merge", "kv_sparse_mode": "static", "kv_recent_window": 64})";
+  expect_error(c, "--kv-evict-policy merge needs --kv-sparse-mode dynamic");
+  std::ofstream(path) << R"({"kv_evict_policy": "average"})";
+  expect_error(c, "--kv-evict-policy must be drop or merge");
   std::ofstream(path) << R"({"kv_sparse_schedule": "pyramid"})";
   expect_error(c, "only uniform is implemented");
   std::ofstream(path) << R"([1, 2])";

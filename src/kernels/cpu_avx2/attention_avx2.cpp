@@ -135,7 +135,7 @@ void attend_decoded(const float* q, const PagedKv& kv, int64_t num_ctx, float sc
   float mx = -INFINITY;
   for (int64_t t = 0; t < num_ctx; ++t) {
     decode_row(kv.k_row(t), kv.k_dim, kv.dtype, row);
-    scores[t] = dot(q, row, kv.k_dim) * scale;
+    scores[t] = dot(q, row, kv.k_dim) * scale + (t < kv.num_bias_rows ? kv.row_bias[t] : 0.0f);
     mx = std::max(mx, scores[t]);
   }
   const float inv = 1.0f / exp_shifted(scores, num_ctx, mx);
@@ -156,7 +156,8 @@ void attend_decoded(const float* q, const PagedKv& kv, int64_t num_ctx, float sc
 void attend_avx2(const float* q, const PagedKv& kv, int64_t num_ctx, float scale, float* scores, float* out) {
   const bool vec8 = kv.k_dim % 8 == 0 && kv.v_dim % 8 == 0 && kv.k_dim <= 1024 && kv.v_dim <= 1024;
   // f16 / int8 / int4 rows, low-rank latents, or a sparse (sinks + window) row set: one row at a time.
-  if (kv.dtype != KvDtype::F32 || kv.k_dim != kv.v_dim || kv.sink_tokens > 0 || kv.window_begin > 0) {
+  if (kv.dtype != KvDtype::F32 || kv.k_dim != kv.v_dim || kv.sink_tokens > 0 || kv.window_begin > 0 ||
+      kv.num_bias_rows > 0) {
     if (vec8) attend_decoded(q, kv, num_ctx, scale, scores, out);
     else kScalarDot.attend(q, kv, num_ctx, scale, scores, out);
     return;

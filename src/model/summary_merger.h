@@ -1,0 +1,17 @@
+// Merge policy of dynamic retention: evicted blocks are folded into the sequence's summary block instead of being
+// dropped. Each summary row (one per block slot) holds, per layer and KV head, the importance-weighted average of
+// the keys and of the values it absorbed, in the stored basis (rotation and projection are linear), and attention
+// adds log(count) to its score so it weighs like the tokens it stands for.
+// Must not know: requests or scheduling.
+#pragma once
+#include <vector>
+
+#include "kv/kv_cache_manager.h"
+#include "kv/kv_storage.h"
+
+namespace slimkv {
+
+void merge_into_summaries(KvStorage& kv, KvCacheManager& mgr, SeqKv& seq,
+                          const std::vector<KvCacheManager::Evicted>& evicted);
+
+}  // namespace slimkv
