@@ -130,6 +130,30 @@ TEST(DynamicRetention, BatchedEqualsSingleForAnyChunkingAndMemoryStaysBounded) {
   EXPECT_LE(r.peak_blocks, 64 / 8 + 3);
 }
 
+TEST(DynamicRetention, MergingIntoSummariesKeepsBatchedEqualToSingleAndFreesEverything) {
+  SKIP_IF_MISSING(k260);
+  auto m = load(k260);
+  auto ps = prompts(6);
+  for (const char* dtype : {"f32", "int8"}) {
+    EngineConfig c = dynamic_cfg(4, 24, 64, 64);
+    c.compress.kv_evict_policy = "merge";
+    c.compress.kv_cache_dtype = dtype;
+    auto batched = run(*m, c, ps, 60);  // run() checks integrity every step and that every block is free at the end
+    EXPECT_GT(batched.evicted, 0);
+    for (size_t i = 0; i < ps.size(); ++i) {
+      EngineConfig one = c;
+      one.sched.max_num_seqs = 1;
+      one.sched.max_num_batched_tokens = 7;
+      one.cache.enable_prefix_caching = false;
+      EXPECT_EQ(run(*m, one, {ps[i]}, 60).tokens[0], batched.tokens[i]) << dtype << " prompt " << i;
+    }
+    // Merged summaries change the output relative to dropping (they are attended to).
+    EngineConfig drop = c;
+    drop.compress.kv_evict_policy = "drop";
+    EXPECT_NE(run(*m, drop, ps, 60).tokens, batched.tokens) << dtype;
+  }
+}
+
 TEST(DynamicRetention, ABudgetCoveringTheContextChangesNothing) {
   SKIP_IF_MISSING(k260);
   auto m = load(k260);
