@@ -35,7 +35,8 @@ void build_forward_batch(const SchedOutput& out, int32_t block_size, ForwardBatc
         b.attn.kv_indices.push_back(c.summary_block);
         b.attn.kv_page_logical.push_back(-1);
       }
-      std::vector<int32_t> live_before(pages + 1, summary ? 1 : 0);  // visible pages before logical page b
+      thread_local std::vector<int32_t> live_before;  // visible pages before logical page b (reused buffer)
+      live_before.assign(pages + 1, summary ? 1 : 0);
       for (int32_t p = 0; p < pages; ++p) {
         live_before[p + 1] = live_before[p] + (c.block_table[p] >= 0);
         if (c.block_table[p] < 0) continue;
