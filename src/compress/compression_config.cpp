@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
+#include "core/checked_math.h"
 #include <fmt/ranges.h>
 #include "core/mapped_file.h"
 
@@ -91,7 +92,7 @@ void CompressionConfig::validate(int32_t num_layers, int32_t head_dim) const {
   for (int32_t l = 0; l < num_layers; ++l) {
     for (int32_t r : {rank_k(l, head_dim), rank_v(l, head_dim)}) {
       SLIMKV_CHECK(d != KvDtype::Int4 || r % 2 == 0, "--kv-cache-dtype int4 needs even row sizes (got {})", r);
-      SLIMKV_CHECK(kv_quant_rotation != "hadamard" || (r & (r - 1)) == 0,
+      SLIMKV_CHECK(kv_quant_rotation != "hadamard" || is_power_of_two(r),
                    "--kv-quant-rotation hadamard needs power-of-two row sizes (layer {} has {})", l, r);
     }
   }
@@ -104,8 +105,7 @@ KvLayout CompressionConfig::layout(int32_t num_layers, int32_t num_kv_heads, int
     KvLayerGeometry& g = out.layers[l];
     g.k_dim = rank_k(l, head_dim);
     g.v_dim = rank_v(l, head_dim);
-    auto pow2 = [](int32_t n) { return n > 0 && (n & (n - 1)) == 0; };
-    g.rotate = rotate() && pow2(g.k_dim) && pow2(g.v_dim);  // auto rotation only where it applies
+    g.rotate = rotate() && is_power_of_two(g.k_dim) && is_power_of_two(g.v_dim);  // auto rotation only where it applies
   }
   return out;
 }

@@ -19,6 +19,8 @@ inline uint64_t checked_add(uint64_t a, uint64_t b, const char* what) {
   return out;
 }
 
+constexpr bool is_power_of_two(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
+
 inline uint64_t checked_product(std::initializer_list<uint64_t> xs, const char* what) {
   uint64_t out = 1;
   for (uint64_t x : xs) out = checked_mul(out, x, what);

@@ -147,7 +147,7 @@ void GgufFile::parse(std::span<const uint8_t> bytes) {
   }
   uint64_t alignment = 32;
   if (auto a = get_int_opt("general.alignment")) {
-    SLIMKV_CHECK(*a > 0 && *a <= 65536 && (*a & (*a - 1)) == 0, "{}: bad general.alignment {}", what_, *a);
+    SLIMKV_CHECK(*a <= 65536 && is_power_of_two(*a), "{}: bad general.alignment {}", what_, *a);
     alignment = static_cast<uint64_t>(*a);
   }
   tensors_.reserve(num_tensors);

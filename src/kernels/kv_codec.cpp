@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "core/checked_math.h"
 #include "core/half.h"
 
 namespace slimkv {
@@ -30,8 +31,6 @@ float sign_of(int32_t i) {  // fixed pseudo-random signs (splitmix64 of the inde
 }
 
 }  // namespace
-
-bool is_power_of_two(int32_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
 void hadamard_rotate(float* x, int32_t n) {
   SLIMKV_CHECK(is_power_of_two(n), "Hadamard rotation needs a power-of-two head dim (got {})", n);

@@ -18,6 +18,5 @@ void decode_kv_head(const uint8_t* src, int32_t head_dim, KvDtype dtype, float* 
 void hadamard_rotate(float* x, int32_t head_dim);
 // The inverse rotation x <- H^T x.
 void hadamard_unrotate(float* x, int32_t head_dim);
-bool is_power_of_two(int32_t n);
 
 }  // namespace slimkv

@@ -4,11 +4,12 @@
 #include <sstream>
 
 #include "core/check.h"
+#include "core/checked_math.h"
 
 namespace slimkv {
 
 void KvCacheConfig::validate() const {
-  SLIMKV_CHECK(block_size >= 1 && block_size <= 256 && (block_size & (block_size - 1)) == 0,
+  SLIMKV_CHECK(block_size <= 256 && is_power_of_two(block_size),
                "--block-size must be a power of two in 1..256 (got {})", block_size);
   SLIMKV_CHECK(kv_cache_memory_gib >= 0 && kv_cache_memory_gib <= 1 << 20,
                "--kv-cache-memory must be a non-negative number of GiB (got {})", kv_cache_memory_gib);

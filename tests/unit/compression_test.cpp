@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
+#include "engine_helpers.h"
 #include "model_helpers.h"
 
 namespace slimkv::test {
@@ -16,10 +17,7 @@ namespace {
 
 const std::string k260 = models_dir() + "/stories260K/stories260K.bin";
 
-struct Job {
-  std::vector<int32_t> prompt;
-  int32_t max_tokens;
-};
+using Job = TestRequest;
 
 std::vector<Job> jobs(int32_t n) {
   std::mt19937 rng(17);
@@ -33,31 +31,15 @@ std::vector<Job> jobs(int32_t n) {
   return out;
 }
 
+
 std::vector<std::vector<int32_t>> run_engine(const Model& m, const EngineConfig& cfg, const std::vector<Job>& js) {
-  Engine e(m, cfg);
-  std::map<RequestId, size_t> idx;
-  RequestParams p;
-  p.ignore_eos = true;
-  for (size_t i = 0; i < js.size(); ++i) {
-    p.max_tokens = js[i].max_tokens;
-    idx[std::get<RequestId>(e.add_request(js[i].prompt, p))] = i;
-  }
-  std::vector<std::vector<int32_t>> out(js.size());
-  while (e.has_unfinished()) {
-    for (auto& ev : e.step()) if (ev.token >= 0) out[idx[ev.id]].push_back(ev.token);
-    e.check_integrity();
-  }
-  EXPECT_EQ(e.kv_manager().num_used_blocks(), 0);
-  return out;
+  return run_requests(m, cfg, js).tokens;
 }
 
 EngineConfig cfg_with(const std::string& dtype, bool enabled = true) {
-  EngineConfig c;
-  c.cache.kv_cache_memory_gib = 0.02;
-  c.sched.max_num_batched_tokens = 64;
+  EngineConfig c = small_engine_config();
   c.compress.enabled = enabled;
   c.compress.kv_cache_dtype = dtype;
-  c.threads = 2;
   return c;
 }
 
@@ -65,11 +47,7 @@ TEST(Compression, OffIsBitIdenticalToTheUncompressedEngine) {
   SKIP_IF_MISSING(k260);
   auto m = load(k260);
   auto js = jobs(12);
-  EngineConfig plain;
-  plain.cache.kv_cache_memory_gib = 0.02;
-  plain.sched.max_num_batched_tokens = 64;
-  plain.threads = 2;
-  auto a = run_engine(*m, plain, js);
+  auto a = run_engine(*m, small_engine_config(), js);
   auto b = run_engine(*m, cfg_with("int4", /*enabled=*/false), js);
   EXPECT_EQ(a, b);
   for (size_t i = 0; i < js.size(); ++i) EXPECT_EQ(a[i], greedy(*m, js[i].prompt, js[i].max_tokens));

@@ -6,16 +6,13 @@
 #include <random>
 
 #include "engine/engine.h"
+#include "engine_helpers.h"
 #include "model_helpers.h"
 
 namespace slimkv::test {
 namespace {
 
-struct Job {
-  std::vector<int32_t> prompt;
-  int32_t max_tokens;
-  int32_t arrival_step;
-};
+using Job = TestRequest;
 
 const std::string k260 = models_dir() + "/stories260K/stories260K.bin";
 
@@ -41,47 +38,13 @@ std::vector<Job> mixed_jobs(int32_t n, uint32_t seed) {
 
 std::vector<int32_t> alone(const Model& m, const Job& j) { return greedy(m, j.prompt, j.max_tokens); }
 
-struct RunResult {
-  std::map<size_t, std::vector<int32_t>> outputs;  // job index -> output tokens
-  Metrics metrics;
-  int32_t used_blocks_at_end = -1;
-};
-
-RunResult run_jobs(const Model& m, const EngineConfig& cfg, const std::vector<Job>& jobs) {
-  Engine e(m, cfg);
-  RunResult res;
-  std::map<RequestId, size_t> index;
-  RequestParams p;
-  p.ignore_eos = true;
-  for (int32_t step = 0; step < 100000; ++step) {
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      if (jobs[i].arrival_step != step) continue;
-      p.max_tokens = jobs[i].max_tokens;
-      auto id = e.add_request(jobs[i].prompt, p);
-      EXPECT_TRUE(std::holds_alternative<RequestId>(id)) << std::get<std::string>(id);
-      index[std::get<RequestId>(id)] = i;
-      res.outputs[i];
-    }
-    for (const auto& ev : e.step()) {
-      if (ev.token >= 0) res.outputs[index[ev.id]].push_back(ev.token);
-    }
-    e.check_integrity();
-    if (step > 40 && !e.has_unfinished()) break;
-  }
-  EXPECT_FALSE(e.has_unfinished());
-  res.metrics = e.metrics();
-  res.used_blocks_at_end = e.kv_manager().num_used_blocks();
-  return res;
-}
 
 EngineConfig small_config(int32_t block_size, int32_t chunk, bool caching) {
-  EngineConfig c;
+  EngineConfig c = small_engine_config();
   c.cache.block_size = block_size;
   c.cache.kv_cache_memory_gib = 0.05;
   c.cache.enable_prefix_caching = caching;
   c.sched.max_num_batched_tokens = chunk;
-  c.sched.max_num_seqs = 64;
-  c.threads = 2;
   return c;
 }
 
@@ -97,8 +60,8 @@ TEST_P(BatchedEqualsSingle, ThirtyTwoMixedRequests) {
     return e;
   }();
   auto [bs, chunk, caching] = GetParam();
-  RunResult r = run_jobs(*m, small_config(bs, chunk, caching), jobs);
-  for (size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(r.outputs[i], expected[i]) << "job " << i;
+  EngineRun r = run_requests(*m, small_config(bs, chunk, caching), jobs);
+  for (size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(r.tokens[i], expected[i]) << "job " << i;
   EXPECT_EQ(r.used_blocks_at_end, 0);
   EXPECT_EQ(r.metrics.num_finished, 32);
   if (caching) EXPECT_GT(r.metrics.prefix_hit_tokens, 0);
@@ -121,8 +84,8 @@ TEST(EngineCore, PreemptionUnderATightBudgetKeepsOutputsAndFreesEverything) {
   EngineConfig c = small_config(8, 512, true);
   // 5 layers x 2 x 32 floats x 4 bytes = 1280 bytes per token; 80 blocks of 8 tokens = 640 tokens in all.
   c.cache.kv_cache_memory_gib = 80.0 * 8 * 1280 / (1ull << 30);
-  RunResult r = run_jobs(*m, c, jobs);
-  for (size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(r.outputs[i], alone(*m, jobs[i])) << "job " << i;
+  EngineRun r = run_requests(*m, c, jobs);
+  for (size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(r.tokens[i], alone(*m, jobs[i])) << "job " << i;
   EXPECT_GT(r.metrics.num_preemptions, 0);
   EXPECT_EQ(r.used_blocks_at_end, 0);
 }

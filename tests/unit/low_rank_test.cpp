@@ -8,6 +8,7 @@
 #include "compress/calibration.h"
 #include "engine/engine.h"
 #include "model/kv_projection.h"
+#include "engine_helpers.h"
 #include "model_helpers.h"
 
 namespace slimkv::test {
@@ -52,31 +53,19 @@ TEST(LowRank, CalibrationRoundTripsAndItsBasesAreOrthonormal) {
 }
 
 EngineConfig low_rank_cfg(const std::string& calib, int32_t rank_k, int32_t rank_v, const std::string& dtype) {
-  EngineConfig c;
-  c.cache.kv_cache_memory_gib = 0.02;
+  EngineConfig c = small_engine_config();
   c.sched.max_num_batched_tokens = 48;
   c.compress.kv_cache_dtype = dtype;
   c.compress.kv_compression_rank_k = rank_k;
   c.compress.kv_compression_rank_v = rank_v;
   c.compress.kv_calibration = calib;
-  c.threads = 2;
   return c;
 }
 
-std::vector<std::vector<int32_t>> run(const Model& m, EngineConfig cfg, const std::vector<std::vector<int32_t>>& ps) {
-  Engine e(m, cfg);
-  RequestParams p;
-  p.ignore_eos = true;
-  p.max_tokens = 12;
-  std::map<RequestId, size_t> idx;
-  for (size_t i = 0; i < ps.size(); ++i) idx[std::get<RequestId>(e.add_request(ps[i], p))] = i;
-  std::vector<std::vector<int32_t>> out(ps.size());
-  while (e.has_unfinished()) {
-    for (auto& ev : e.step()) if (ev.token >= 0) out[idx[ev.id]].push_back(ev.token);
-    e.check_integrity();
-  }
-  EXPECT_EQ(e.kv_manager().num_used_blocks(), 0);
-  return out;
+
+std::vector<std::vector<int32_t>> run(const Model& m, const EngineConfig& cfg,
+                                      const std::vector<std::vector<int32_t>>& ps) {
+  return run_prompts(m, cfg, ps, 12).tokens;
 }
 
 TEST(LowRank, LatentsKeepBatchedEqualToSingleAndFreeEverything) {

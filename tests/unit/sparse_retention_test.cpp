@@ -10,6 +10,7 @@
 #include "compress/calibration.h"
 #include "engine/engine.h"
 #include "model/kv_projection.h"
+#include "engine_helpers.h"
 #include "model_helpers.h"
 
 namespace slimkv::test {
@@ -18,40 +19,19 @@ namespace {
 const std::string k260 = models_dir() + "/stories260K/stories260K.bin";
 
 EngineConfig sparse_cfg(int32_t sinks, int32_t window, int32_t chunk, bool caching = true) {
-  EngineConfig c;
-  c.cache.kv_cache_memory_gib = 0.02;
+  EngineConfig c = small_engine_config();
   c.cache.enable_prefix_caching = caching;
   c.sched.max_num_batched_tokens = chunk;
   c.compress.kv_sparse_mode = "static";
   c.compress.kv_sink_tokens = sinks;
   c.compress.kv_recent_window = window;
-  c.threads = 2;
   return c;
 }
 
-struct RunOut {
-  std::vector<std::vector<int32_t>> tokens;
-  int32_t peak_blocks = 0;
-  int64_t evicted = 0;
-};
 
-RunOut run(const Model& m, const EngineConfig& cfg, const std::vector<std::vector<int32_t>>& prompts, int32_t n) {
-  Engine e(m, cfg);
-  RequestParams p;
-  p.ignore_eos = true;
-  p.max_tokens = n;
-  std::map<RequestId, size_t> idx;
-  for (size_t i = 0; i < prompts.size(); ++i) idx[std::get<RequestId>(e.add_request(prompts[i], p))] = i;
-  RunOut out;
-  out.tokens.resize(prompts.size());
-  while (e.has_unfinished()) {
-    for (auto& ev : e.step()) if (ev.token >= 0) out.tokens[idx[ev.id]].push_back(ev.token);
-    e.check_integrity();
-  }
-  EXPECT_EQ(e.kv_manager().num_used_blocks(), 0);
-  out.peak_blocks = e.peak_used_blocks();
-  out.evicted = e.kv_manager().num_evicted_blocks();
-  return out;
+using RunOut = EngineRun;
+EngineRun run(const Model& m, const EngineConfig& cfg, const std::vector<std::vector<int32_t>>& ps, int32_t n) {
+  return run_prompts(m, cfg, ps, n);
 }
 
 std::vector<std::vector<int32_t>> prompts(int n) {
@@ -69,7 +49,7 @@ TEST(SparseRetention, BatchedEqualsSingleForAnyChunking) {
   auto m = load(k260);
   auto ps = prompts(6);
   auto batched = run(*m, sparse_cfg(4, 60, 64), ps, 40);
-  EXPECT_GT(batched.evicted, 0);
+  EXPECT_GT(batched.evicted_blocks, 0);
   for (size_t i = 0; i < ps.size(); ++i) {
     EngineConfig one = sparse_cfg(4, 60, 7, /*caching=*/false);  // other chunking, alone, no prefix cache
     one.sched.max_num_seqs = 1;
@@ -96,7 +76,7 @@ TEST(SparseRetention, AllPiecesStackedKeepBatchedEqualToSingle) {
   c.compress.kv_calibration = calib;
   auto ps = prompts(5);
   auto batched = run(*m, c, ps, 30);
-  EXPECT_GT(batched.evicted, 0);
+  EXPECT_GT(batched.evicted_blocks, 0);
   for (size_t i = 0; i < ps.size(); ++i) {
     EngineConfig one = c;
     one.sched.max_num_seqs = 1;
@@ -118,7 +98,7 @@ TEST(DynamicRetention, BatchedEqualsSingleForAnyChunkingAndMemoryStaysBounded) {
   auto m = load(k260);
   auto ps = prompts(6);
   auto batched = run(*m, dynamic_cfg(4, 24, 64, 64), ps, 60);
-  EXPECT_GT(batched.evicted, 0);
+  EXPECT_GT(batched.evicted_blocks, 0);
   for (size_t i = 0; i < ps.size(); ++i) {
     EngineConfig one = dynamic_cfg(4, 24, 64, 7, /*caching=*/false);
     one.sched.max_num_seqs = 1;
@@ -139,7 +119,7 @@ TEST(DynamicRetention, MergingIntoSummariesKeepsBatchedEqualToSingleAndFreesEver
     c.compress.kv_evict_policy = "merge";
     c.compress.kv_cache_dtype = dtype;
     auto batched = run(*m, c, ps, 60);  // run() checks integrity every step and that every block is free at the end
-    EXPECT_GT(batched.evicted, 0);
+    EXPECT_GT(batched.evicted_blocks, 0);
     for (size_t i = 0; i < ps.size(); ++i) {
       EngineConfig one = c;
       one.sched.max_num_seqs = 1;
@@ -158,11 +138,7 @@ TEST(DynamicRetention, ABudgetCoveringTheContextChangesNothing) {
   SKIP_IF_MISSING(k260);
   auto m = load(k260);
   auto ps = prompts(3);
-  EngineConfig plain;
-  plain.cache.kv_cache_memory_gib = 0.02;
-  plain.sched.max_num_batched_tokens = 64;
-  plain.threads = 2;
-  EXPECT_EQ(run(*m, dynamic_cfg(4, 16, 512, 64), ps, 20).tokens, run(*m, plain, ps, 20).tokens);
+  EXPECT_EQ(run(*m, dynamic_cfg(4, 16, 512, 64), ps, 20).tokens, run(*m, small_engine_config(), ps, 20).tokens);
 }
 
 TEST(SparseRetention, LongGenerationRunsInBoundedMemory) {
@@ -173,18 +149,14 @@ TEST(SparseRetention, LongGenerationRunsInBoundedMemory) {
   ASSERT_EQ(r.tokens[0].size(), 400u);
   // 1 sink block + ceil(32 / 8) window blocks + 1 partial: never the 51 blocks 405 tokens would take.
   EXPECT_LE(r.peak_blocks, 7);
-  EXPECT_GE(r.evicted, 40);
+  EXPECT_GE(r.evicted_blocks, 40);
 }
 
 TEST(SparseRetention, AWindowWiderThanTheContextChangesNothing) {
   SKIP_IF_MISSING(k260);
   auto m = load(k260);
   auto ps = prompts(3);
-  EngineConfig plain;
-  plain.cache.kv_cache_memory_gib = 0.02;
-  plain.sched.max_num_batched_tokens = 64;
-  plain.threads = 2;
-  EXPECT_EQ(run(*m, sparse_cfg(4, 512, 64), ps, 20).tokens, run(*m, plain, ps, 20).tokens);
+  EXPECT_EQ(run(*m, sparse_cfg(4, 512, 64), ps, 20).tokens, run(*m, small_engine_config(), ps, 20).tokens);
 }
 
 TEST(SparseRetention, ConfigurationErrorsAreClear) {
