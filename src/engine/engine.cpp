@@ -1,8 +1,11 @@
 #include "engine/engine.h"
 
+#include <cmath>
+
 #include "model/kv_projection.h"
 #include "model/summary_merger.h"
 #include "runner/batch_builder.h"
+#include "sampling/logprobs.h"
 
 namespace slimkv {
 namespace {
@@ -84,6 +87,7 @@ std::vector<StepEvent> Engine::step() {
   SchedOutput out = scheduler_.schedule(start);
   metrics_.num_preemptions += out.num_preempted;
   std::vector<int32_t> sampled;
+  std::vector<TokenLogprobs> logprobs;  // [sampled] (empty entries when not requested)
   if (!out.chunks.empty()) {
     const int32_t track = cfg_.compress.dynamic() ? cfg_.compress.kv_recent_window : 0;
     build_forward_batch(out, cfg_.cache.block_size, batch_, track);
@@ -101,10 +105,17 @@ std::vector<StepEvent> Engine::step() {
       }
     }
     size_t row = 0;
+    const int32_t vocab = model_.config.vocab_size;
     for (const auto& c : out.chunks) {
       if (!c.samples) continue;
       Request* r = scheduler_.find(c.id);
-      sampled.push_back(r->sampler.sample(logits_.data() + row * model_.config.vocab_size, model_.config.vocab_size));
+      float* logits = logits_.data() + row * vocab;  // [vocab] this request's next-token logits
+      const RequestParams& p = r->params;
+      if (p.eos_id >= 0 && !p.ignore_eos && r->num_output_tokens() < p.min_tokens) logits[p.eos_id] = -INFINITY;
+      const int32_t tok = r->sampler.sample(logits, vocab);
+      sampled.push_back(tok);
+      if (p.logprobs >= 0) logprobs.push_back(compute_logprobs(logits, vocab, tok, std::min(p.logprobs, vocab)));
+      else logprobs.emplace_back();
       ++row;
     }
   }
@@ -122,6 +133,12 @@ std::vector<StepEvent> Engine::step() {
     if (r->times.last_token_ms >= 0) metrics_.record_token_gap(now - r->times.last_token_ms);
   }
   std::vector<StepEvent> events = scheduler_.update(out, sampled, now);
+  SLIMKV_CHECK(events.size() == sampled.size(), "step: {} events for {} sampled tokens", events.size(),
+               sampled.size());
+  for (size_t i = 0; i < events.size(); ++i) {  // one event per sampling chunk, in the same order
+    events[i].logprob = logprobs[i].logprob;
+    events[i].top_logprobs = std::move(logprobs[i].top);
+  }
   for (auto& r : scheduler_.take_finished()) {
     metrics_.record_finished(*r);
     finished_.push_back(std::move(r));

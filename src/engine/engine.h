@@ -28,6 +28,7 @@ class Engine {
   bool has_unfinished() const { return scheduler_.has_unfinished(); }
 
   const Metrics& metrics() const { return metrics_; }
+  void clear_metric_samples() { metrics_.clear_samples(); }  // after a consumer has taken them
   const EngineConfig& config() const { return cfg_; }
   const KvCacheManager& kv_manager() const { return kv_manager_; }
   int32_t peak_used_blocks() const { return peak_used_blocks_; }

@@ -31,6 +31,10 @@ struct Metrics {
   int64_t num_finished = 0, num_aborted = 0, num_rejected = 0;
 
   void record_token_gap(double gap_ms) { itl_ms.push_back(gap_ms); }
+  // A long-running consumer (the server's histograms) takes the samples and clears them so they do not grow.
+  void clear_samples() {
+    for (auto* v : {&ttft_ms, &tpot_ms, &itl_ms, &e2e_ms, &queue_ms, &prefill_ms, &decode_ms}) v->clear();
+  }
   void record_finished(const Request& r);  // TTFT, TPOT, E2E, queue, prefill, decode
   double prefix_hit_rate() const {
     return prefix_query_tokens ? static_cast<double>(prefix_hit_tokens) / prefix_query_tokens : 0.0;

@@ -90,6 +90,7 @@ std::unique_ptr<Model> load_gguf_model(const std::string& path) {
     m->layers.push_back(lw);
   }
   m->tokenizer = tokenizer_from_gguf(*g);
+  m->chat_template = g->get_string_opt("tokenizer.chat_template").value_or("");
   SLIMKV_CHECK(m->tokenizer->vocab_size() == c.vocab_size, "{}: vocabulary has {} tokens but the model {}", path,
                m->tokenizer->vocab_size(), c.vocab_size);
   return m;

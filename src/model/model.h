@@ -29,6 +29,7 @@ struct Model {
   WeightView output;                 // [vocab, dim] (may alias tok_embd)
   std::unique_ptr<Tokenizer> tokenizer;
   std::string path;
+  std::string chat_template;         // GGUF tokenizer.chat_template (Jinja source), empty when absent
 
   // Storage the views point into.
   std::vector<std::shared_ptr<const void>> keepalive;

@@ -20,6 +20,8 @@ struct RequestParams {
   int32_t max_tokens = 16;   // output tokens
   int32_t eos_id = -1;       // stop when sampled (-1: none)
   bool ignore_eos = false;
+  int32_t min_tokens = 0;    // EOS is masked until this many output tokens exist
+  int32_t logprobs = -1;     // -1: none; k >= 0: the sampled token's log-probability and the k most likely
 };
 
 struct RequestTimes {        // milliseconds on the engine's clock; -1 = not yet

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "kv/block_pool.h"
@@ -32,6 +33,8 @@ struct StepEvent {                     // a sampled token and/or a finish, for t
   RequestId id = 0;
   int32_t token = -1;                  // -1: no token (e.g. a stop on EOS, or an abort)
   FinishReason finish = FinishReason::None;
+  float logprob = 0.0f;                // log-softmax of the raw logits at `token` (params.logprobs >= 0)
+  std::vector<std::pair<int32_t, float>> top_logprobs;  // [params.logprobs] most likely (id, logprob)
 };
 
 }  // namespace slimkv

@@ -18,6 +18,8 @@ std::variant<RequestId, std::string> Scheduler::add(std::vector<int32_t> prompt,
                               cfg_.max_model_len));
   }
   if (params.max_tokens < 1) return reject(fmt::format("max_tokens must be >= 1 (got {})", params.max_tokens));
+  if (params.min_tokens < 0) return reject(fmt::format("min_tokens must be >= 0 (got {})", params.min_tokens));
+  if (params.logprobs < -1) return reject(fmt::format("logprobs must be >= 0 (got {})", params.logprobs));
   if (static_cast<int32_t>(waiting_.size()) >= cfg_.max_waiting) {
     return reject(fmt::format("the waiting queue is full ({} requests)", cfg_.max_waiting));
   }
@@ -132,7 +134,7 @@ std::vector<StepEvent> Scheduler::update(const SchedOutput& out, const std::vect
     }
     r->times.last_token_ms = now_ms;
     if (!r->params.ignore_eos && tok == r->params.eos_id) {
-      events.push_back({r->id, -1, FinishReason::Stop});
+      events.push_back({r->id, -1, FinishReason::Stop, 0.0f, {}});
       finish(r, FinishReason::Stop, now_ms);
       continue;
     }
@@ -142,7 +144,7 @@ std::vector<StepEvent> Scheduler::update(const SchedOutput& out, const std::vect
     if (r->num_output_tokens() >= r->params.max_tokens || r->num_tokens() >= cfg_.max_model_len) {
       why = FinishReason::Length;
     }
-    events.push_back({r->id, tok, why});
+    events.push_back({r->id, tok, why, 0.0f, {}});
     if (why != FinishReason::None) finish(r, why, now_ms);
   }
   return events;

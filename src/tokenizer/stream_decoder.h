@@ -9,7 +9,8 @@ namespace slimkv {
 
 class StreamDecoder {
  public:
-  explicit StreamDecoder(const Tokenizer& tok) : tok_(tok) {}
+  // prev_id: the token before the first pushed one (-1 = start of text), e.g. a prompt's last token.
+  explicit StreamDecoder(const Tokenizer& tok, int32_t prev_id = -1) : tok_(tok), prev_id_(prev_id) {}
   // Returns the complete UTF-8 text that becomes available after appending `id`.
   std::string push(int32_t id);
   // Whatever is still pending (an incomplete sequence at the end of the stream), as is.

@@ -1,0 +1,142 @@
+#include "server/engine_service.h"
+
+namespace slimkv {
+
+std::vector<ChoiceEvent> Job::wait(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock lk(m_);
+  cv_.wait_until(lk, deadline, [&] { return !queue_.empty() || num_open_ == 0; });
+  std::vector<ChoiceEvent> out;
+  out.swap(queue_);
+  return out;
+}
+
+bool Job::finished() const {
+  std::lock_guard lk(m_);
+  return num_open_ == 0;
+}
+
+bool Job::drained() const {
+  std::lock_guard lk(m_);
+  return num_open_ == 0 && queue_.empty();
+}
+
+EngineService::EngineService(Engine& engine, int32_t max_waiting)
+    : engine_(engine), max_waiting_(max_waiting), thread_([this] { loop(); }) {}
+
+EngineService::~EngineService() {
+  {
+    std::lock_guard lk(mu_);
+    stop_ = true;
+    for (auto& [id, route] : routes_) engine_.abort(id);
+    drain_finished();
+  }
+  work_.notify_all();
+  thread_.join();
+}
+
+std::unique_lock<std::mutex> EngineService::caller_lock() {
+  ++num_callers_waiting_;
+  std::unique_lock lk(mu_);
+  --num_callers_waiting_;
+  return lk;
+}
+
+std::variant<std::shared_ptr<Job>, Refusal> EngineService::submit(JobSpec spec) {
+  SLIMKV_CHECK(spec.prompts.size() == spec.params.size() && !spec.prompts.empty(), "submit: one prompt per choice");
+  auto job = std::make_shared<Job>();
+  {
+    auto lk = caller_lock();
+    if (engine_.metrics().num_waiting + static_cast<int32_t>(spec.prompts.size()) > max_waiting_) {
+      return Refusal{true, fmt::format("the server is busy: {} requests are waiting (--max-queue {})",
+                                       engine_.metrics().num_waiting, max_waiting_)};
+    }
+    for (size_t i = 0; i < spec.prompts.size(); ++i) {
+      auto r = engine_.add_request(std::move(spec.prompts[i]), spec.params[i]);
+      if (auto* why = std::get_if<std::string>(&r)) {  // all or nothing: withdraw the choices already added
+        for (RequestId id : job->ids_) {
+          engine_.abort(id);
+          routes_.erase(id);
+        }
+        drain_finished();
+        return Refusal{false, *why};
+      }
+      const RequestId id = std::get<RequestId>(r);
+      job->ids_.push_back(id);
+      routes_[id] = {job, static_cast<int32_t>(i)};
+    }
+    job->num_open_ = static_cast<int32_t>(job->ids_.size());
+  }
+  work_.notify_one();
+  return job;
+}
+
+void EngineService::cancel_choice(Job& job, int32_t choice) {
+  auto lk = caller_lock();
+  if (routes_.count(job.ids_.at(choice))) engine_.abort(job.ids_[choice]);
+  drain_finished();
+}
+
+void EngineService::cancel(Job& job) {
+  auto lk = caller_lock();
+  for (RequestId id : job.ids_) {
+    if (routes_.count(id)) engine_.abort(id);
+  }
+  drain_finished();
+}
+
+void EngineService::inspect(const std::function<void(Engine&)>& f) {
+  auto lk = caller_lock();
+  f(engine_);
+}
+
+void EngineService::loop() {
+  std::unique_lock lk(mu_);
+  while (true) {
+    work_.wait(lk, [&] { return stop_ || engine_.has_unfinished(); });
+    if (stop_) return;
+    dispatch(engine_.step());
+    drain_finished();
+    if (num_callers_waiting_.load() > 0) {  // let submissions, cancels and scrapes in between steps
+      lk.unlock();
+      while (num_callers_waiting_.load() > 0) std::this_thread::yield();
+      lk.lock();
+    }
+  }
+}
+
+void EngineService::dispatch(const std::vector<StepEvent>& events) {
+  for (const auto& e : events) {
+    if (e.token < 0) continue;  // a stop on EOS: its finishing event comes from drain_finished
+    auto it = routes_.find(e.id);
+    if (it == routes_.end()) continue;
+    Job& job = *it->second.job;
+    std::lock_guard jl(job.m_);
+    job.queue_.push_back({it->second.choice, e.token, e.logprob, e.top_logprobs, FinishReason::None});
+    job.cv_.notify_all();
+  }
+}
+
+void EngineService::drain_finished() {
+  auto done = engine_.take_finished();
+  std::vector<const Request*> finished;
+  for (const auto& r : done) {
+    finished.push_back(r.get());
+    auto it = routes_.find(r->id);
+    if (it == routes_.end()) continue;
+    Job& job = *it->second.job;
+    {
+      std::lock_guard jl(job.m_);
+      ChoiceEvent ev{it->second.choice, -1, 0.0f, {}, r->finish};
+      ev.num_prompt_tokens = r->num_prompt_tokens;
+      ev.num_cached_tokens = std::max(0, r->num_cached_tokens);
+      ev.num_output_tokens = r->num_output_tokens();
+      job.queue_.push_back(std::move(ev));
+      --job.num_open_;
+      job.cv_.notify_all();
+    }
+    routes_.erase(it);
+  }
+  if (after_step_) after_step_(engine_, finished);
+}
+
+}  // namespace slimkv

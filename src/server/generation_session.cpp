@@ -1,0 +1,220 @@
+#include "server/generation_session.h"
+
+#include <atomic>
+#include <random>
+
+#include "server/api_error.h"
+
+namespace slimkv {
+namespace {
+
+std::string new_id(bool chat) {
+  static std::atomic<uint64_t> counter{0};
+  static const uint64_t salt = std::random_device{}();
+  return fmt::format("{}-{:016x}{:04x}", chat ? "chatcmpl" : "cmpl", salt, counter++ & 0xffff);
+}
+
+const char* finish_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::Stop: return "stop";
+    case FinishReason::Length: return "length";
+    default: return "abort";
+  }
+}
+
+}  // namespace
+
+GenerationSession::GenerationSession(const ServeContext& ctx, GenerationRequest req) : ctx_(ctx), req_(std::move(req)) {
+  const Tokenizer& tok = *ctx_.model->tokenizer;
+  const int32_t vocab = ctx_.model->config.vocab_size;
+  header_ = {new_id(req_.chat), std::chrono::duration_cast<std::chrono::seconds>(
+                                    std::chrono::system_clock::now().time_since_epoch()).count(),
+             ctx_.model_name, req_.chat};
+  std::vector<std::vector<int32_t>> prompts;  // [prompts] token ids
+  if (req_.chat) {
+    prompts.push_back(tok.encode(render_chat(ctx_.chat_template, req_.messages), true));
+  } else {
+    for (const auto& p : req_.prompts) {
+      if (!p.is_ids) {
+        prompts.push_back(tok.encode(p.text, true));
+        continue;
+      }
+      std::vector<int32_t> ids;
+      for (int64_t t : p.ids) {
+        if (t < 0 || t >= vocab) {
+          throw invalid_request(fmt::format("token id {} is outside the vocabulary (0..{})", t, vocab - 1), "prompt");
+        }
+        ids.push_back(static_cast<int32_t>(t));
+      }
+      prompts.push_back(std::move(ids));
+    }
+  }
+  const uint64_t seed = req_.seed.value_or(std::random_device{}());
+  JobSpec spec;
+  for (size_t p = 0; p < prompts.size(); ++p) {
+    const int64_t n_prompt = static_cast<int64_t>(prompts[p].size());
+    if (n_prompt == 0) throw invalid_request("the prompt is empty", req_.chat ? "messages" : "prompt");
+    const int64_t max_tokens = req_.max_tokens.value_or(req_.chat ? std::max<int64_t>(1, ctx_.max_model_len - n_prompt)
+                                                                  : 16);
+    if (n_prompt + max_tokens > ctx_.max_model_len) {
+      throw invalid_request(
+          fmt::format("This model's maximum context length is {} tokens. However, you requested {} tokens ({} in the "
+                      "{}, {} in the completion). Please reduce the length of the {} or completion.",
+                      ctx_.max_model_len, n_prompt + max_tokens, n_prompt, req_.chat ? "messages" : "prompt",
+                      max_tokens, req_.chat ? "messages" : "prompt"),
+          req_.chat ? "messages" : "prompt");
+    }
+    for (int32_t j = 0; j < req_.n; ++j) {
+      RequestParams rp;
+      rp.max_tokens = static_cast<int32_t>(max_tokens);
+      rp.eos_id = tok.eos_id();
+      rp.ignore_eos = req_.ignore_eos;
+      rp.min_tokens = req_.min_tokens;
+      rp.logprobs = req_.logprobs;
+      rp.sampling.temperature = static_cast<float>(req_.temperature);
+      rp.sampling.top_p = static_cast<float>(req_.top_p);
+      rp.sampling.top_k = req_.top_k;
+      rp.sampling.seed = seed + choices_.size();
+      Choice c;
+      c.prompt_index = static_cast<int32_t>(p);
+      c.prev_token = prompts[p].back();
+      c.text = std::make_unique<CompletionText>(tok, c.prev_token, req_.stop);
+      choices_.push_back(std::move(c));
+      spec.prompts.push_back(prompts[p]);
+      spec.params.push_back(rp);
+    }
+  }
+  auto r = ctx_.service->submit(std::move(spec));
+  if (auto* refusal = std::get_if<Refusal>(&r)) {
+    if (refusal->queue_full) throw server_overloaded(refusal->message);
+    throw invalid_request(refusal->message);
+  }
+  job_ = std::get<std::shared_ptr<Job>>(r);
+}
+
+GenerationSession::~GenerationSession() { cancel(); }
+
+void GenerationSession::cancel() {
+  if (job_ && !job_->finished()) ctx_.service->cancel(*job_);
+}
+
+std::string GenerationSession::apply(Choice& c, const ChoiceEvent& e, std::vector<TokenLogprobEntry>* new_logprobs) {
+  if (!c.finish_reason.empty()) {  // after a stop string: later tokens are not output; keep the final counts
+    if (e.finish != FinishReason::None) {
+      c.num_prompt_tokens = e.num_prompt_tokens;
+      c.num_cached_tokens = e.num_cached_tokens;
+    }
+    return "";
+  }
+  std::string delta;
+  if (e.token >= 0) {
+    ++c.num_tokens;
+    if (req_.logprobs >= 0) {
+      const Tokenizer& tok = *ctx_.model->tokenizer;
+      TokenLogprobEntry entry{tok.decode_token(c.prev_token, e.token), e.logprob, {}};
+      for (const auto& [id, lp] : e.top_logprobs) entry.top.emplace_back(tok.decode_token(c.prev_token, id), lp);
+      c.logprobs.push_back(entry);
+      if (new_logprobs) new_logprobs->push_back(std::move(entry));
+    }
+    c.prev_token = e.token;
+    delta = c.text->push(e.token);
+    if (c.text->stopped()) {
+      c.finish_reason = "stop";
+      ctx_.service->cancel_choice(*job_, static_cast<int32_t>(&c - choices_.data()));
+    }
+  }
+  if (e.finish != FinishReason::None) {
+    c.num_prompt_tokens = e.num_prompt_tokens;
+    c.num_cached_tokens = e.num_cached_tokens;
+    if (c.finish_reason.empty()) {
+      delta += c.text->finish();
+      c.finish_reason = finish_name(e.finish);
+    }
+  }
+  c.text_offset += static_cast<int64_t>(delta.size());
+  return delta;
+}
+
+bool GenerationSession::all_finished() const {
+  for (const auto& c : choices_) {
+    if (c.finish_reason.empty()) return false;
+  }
+  return true;
+}
+
+Usage GenerationSession::usage() const {
+  Usage u;
+  std::vector<bool> counted(req_.chat ? 1 : req_.prompts.size(), false);
+  for (const auto& c : choices_) {
+    u.completion_tokens += c.num_tokens;
+    if (!counted[c.prompt_index]) {  // a prompt counts once however many choices share it
+      counted[c.prompt_index] = true;
+      u.prompt_tokens += c.num_prompt_tokens;
+      u.cached_tokens += c.num_cached_tokens;
+    }
+  }
+  return u;
+}
+
+nlohmann::json GenerationSession::run_to_completion() {
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(static_cast<int64_t>(ctx_.request_timeout_s * 1000));
+  // A choice stopped by a stop string still needs its finishing event (prompt and cached counts).
+  auto settled = [&] { return job_->drained() && all_finished(); };
+  while (!settled()) {
+    auto events = job_->wait(deadline);
+    if (events.empty() && std::chrono::steady_clock::now() >= deadline) {
+      cancel();
+      throw ApiError(504, fmt::format("the request did not finish within --request-timeout {} s", ctx_.request_timeout_s),
+                     "timeout");
+    }
+    for (const auto& e : events) apply(choices_[e.choice], e, nullptr);
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t i = 0; i < choices_.size(); ++i) {
+    const Choice& c = choices_[i];
+    nlohmann::json lp = req_.logprobs >= 0 ? logprobs_json(req_.chat, c.logprobs, 0) : nlohmann::json(nullptr);
+    out.push_back(choice_json(req_.chat, static_cast<int32_t>(i), c.text->text(), c.finish_reason, lp));
+  }
+  done_ = true;
+  return response_json(header_, std::move(out), usage());
+}
+
+std::string GenerationSession::next_events(int wait_ms) {
+  if (done_) return "";
+  std::string out;
+  const std::string role = "assistant";
+  if (req_.chat) {  // the first chunk of each choice carries the role
+    for (size_t i = 0; i < choices_.size(); ++i) {
+      if (choices_[i].role_sent) continue;
+      choices_[i].role_sent = true;
+      out += sse_event(chunk_json(header_, static_cast<int32_t>(i), &role, "", nullptr, ""));
+    }
+  }
+  auto events = job_->drained() ? std::vector<ChoiceEvent>{}
+                             : job_->wait(std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms));
+  for (const auto& e : events) {
+    Choice& c = choices_[e.choice];
+    const bool had_finished = !c.finish_reason.empty();
+    const int64_t offset0 = c.text_offset;
+    std::vector<TokenLogprobEntry> lps;
+    std::string delta = apply(c, e, &lps);
+    nlohmann::json lp = req_.logprobs >= 0 && !lps.empty() ? logprobs_json(req_.chat, lps, offset0) : nlohmann::json(nullptr);
+    if (had_finished) continue;
+    if (e.token >= 0) {  // exactly one chunk per generated token (its text may be held back: "")
+      out += sse_event(chunk_json(header_, e.choice, nullptr, delta, lp, ""));
+    }
+    if (!c.finish_reason.empty()) {  // the choice ended here: any held-back text, and the reason
+      out += sse_event(chunk_json(header_, e.choice, nullptr, e.token >= 0 ? "" : delta, nullptr, c.finish_reason));
+    }
+  }
+  if (job_->drained() && all_finished()) {
+    if (req_.include_usage && !usage_sent_) out += sse_event(usage_chunk_json(header_, usage()));
+    usage_sent_ = true;
+    out += "data: [DONE]\n\n";
+    done_ = true;
+  }
+  return out;
+}
+
+}  // namespace slimkv

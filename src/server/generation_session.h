@@ -1,0 +1,69 @@
+// One OpenAI generation request from admission to its last byte: tokenizes the prompts (or renders the chat),
+// checks them against the context, submits one engine request per choice, turns engine events into text
+// (stop strings, UTF-8-safe deltas, logprobs) and produces either the whole response or its SSE events.
+// Must not know: sockets or httplib (the HTTP layer pumps next_events into the connection).
+#pragma once
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/model.h"
+#include "server/chat_template.h"
+#include "server/completion_text.h"
+#include "server/engine_service.h"
+#include "server/openai_request.h"
+#include "server/openai_response.h"
+
+namespace slimkv {
+
+struct ServeContext {                  // what every session needs from the server
+  const Model* model = nullptr;
+  EngineService* service = nullptr;
+  ChatTemplate chat_template = ChatTemplate::Plain;
+  std::string model_name;
+  int32_t max_model_len = 0;
+  double request_timeout_s = 600;
+};
+
+class GenerationSession {
+ public:
+  // Validates and submits; throws ApiError (400 context/vocabulary/parameters, 429 queue full).
+  GenerationSession(const ServeContext& ctx, GenerationRequest req);
+  ~GenerationSession();                // cancels whatever has not finished (client gone, error)
+
+  // Non-streaming: waits for every choice; ApiError 504 (after cancelling) past --request-timeout.
+  nlohmann::json run_to_completion();
+  // Streaming: the SSE bytes that are ready, waiting up to wait_ms for some; done() after "data: [DONE]".
+  std::string next_events(int wait_ms);
+  bool done() const { return done_; }
+  bool streaming() const { return req_.stream; }
+  void cancel();
+
+ private:
+  struct Choice {
+    int32_t prompt_index = 0;
+    std::unique_ptr<CompletionText> text;
+    int32_t prev_token = -1;           // for logprob token texts
+    int32_t num_tokens = 0;            // output tokens consumed (= usage.completion_tokens share)
+    std::string finish_reason;         // empty while running
+    bool role_sent = false;
+    int32_t num_prompt_tokens = 0, num_cached_tokens = 0;
+    std::vector<TokenLogprobEntry> logprobs;
+    int64_t text_offset = 0;           // bytes of text released so far
+  };
+  // Applies one engine event; returns the text it releases. Sets the finish reason when the choice ends.
+  std::string apply(Choice& c, const ChoiceEvent& e, std::vector<TokenLogprobEntry>* new_logprobs);
+  Usage usage() const;
+  bool all_finished() const;
+
+  const ServeContext& ctx_;
+  GenerationRequest req_;
+  ResponseHeader header_;
+  std::vector<Choice> choices_;
+  std::shared_ptr<Job> job_;
+  bool done_ = false;
+  bool usage_sent_ = false;
+};
+
+}  // namespace slimkv

@@ -1,0 +1,156 @@
+#include "server/http_server.h"
+
+#include <httplib.h>
+#include <sys/socket.h>
+
+#include "core/check.h"
+#include "server/api_error.h"
+
+namespace slimkv {
+namespace {
+
+void send_error(httplib::Response& res, const ApiError& e) {
+  res.status = e.status;
+  if (e.status == 429 || e.status == 503) res.set_header("Retry-After", "1");
+  res.set_content(dump_json(e.to_json()), "application/json");
+}
+
+nlohmann::json parse_body(const httplib::Request& req) {
+  try {
+    return nlohmann::json::parse(req.body);
+  } catch (const nlohmann::json::exception& e) {
+    throw invalid_request(fmt::format("the body is not valid JSON: {}", e.what()));
+  }
+}
+
+}  // namespace
+
+HttpServer::HttpServer(ServerConfig cfg, int32_t num_handler_threads)
+    : cfg_(std::move(cfg)), http_(std::make_unique<httplib::Server>()) {
+  cfg_.validate();
+  const size_t threads = static_cast<size_t>(cfg_.http_threads > 0 ? cfg_.http_threads : num_handler_threads);
+  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  http_->set_tcp_nodelay(true);
+  http_->set_keep_alive_timeout(cfg_.keep_alive_timeout_s);
+  http_->set_payload_max_length(static_cast<size_t>(cfg_.max_body_bytes));
+  http_->set_read_timeout(30, 0);
+  http_->set_socket_options([this](socket_t sock) {  // remember the listening socket (see bind)
+    httplib::default_socket_options(sock);
+    listen_fd_ = sock;
+  });
+  http_->set_write_timeout(30, 0);
+  install_routes();
+}
+
+HttpServer::~HttpServer() { stop(); }
+
+int HttpServer::bind() {
+  int port = cfg_.port;
+  if (port == 0) port = http_->bind_to_any_port(cfg_.host);
+  else if (!http_->bind_to_port(cfg_.host, port)) port = -1;
+  SLIMKV_CHECK(port > 0, "cannot listen on {}:{} (in use, or not an address of this machine)", cfg_.host, cfg_.port);
+  // The Debian library listens with a backlog of 5: a burst of clients overflows it and their handshakes stall for
+  // seconds. Linux lets listen() on a listening socket raise the backlog.
+  if (listen_fd_ >= 0) ::listen(listen_fd_, 1024);
+  return port;
+}
+
+void HttpServer::listen_after_bind() { http_->listen_after_bind(); }
+
+void HttpServer::stop() {
+  if (http_) http_->stop();
+}
+
+void HttpServer::attach(ServeContext ctx, ServerMetrics* metrics) {
+  ctx_ = std::move(ctx);
+  metrics_ = metrics;
+  ready_ = true;
+}
+
+void HttpServer::install_routes() {
+  auto& s = *http_;
+  s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (cfg_.api_keys.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+    const std::string auth = req.get_header_value("Authorization");
+    for (const auto& k : cfg_.api_keys) {
+      if (auth == "Bearer " + k) return httplib::Server::HandlerResponse::Unhandled;
+    }
+    send_error(res, authentication_error());
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  s.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    if (res.status == 413) {
+      send_error(res, ApiError(413, "the request body is too large (see --max-body-bytes)", "invalid_request_error"));
+    } else if (res.status == 404) {
+      send_error(res, ApiError(404, "no route " + req.method + " " + req.path, "invalid_request_error"));
+    } else {
+      send_error(res, ApiError(res.status, fmt::format("HTTP error {}", res.status), "invalid_request_error"));
+    }
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "internal error";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    send_error(res, ApiError(500, what, "internal_error"));
+  });
+  s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    if (!ready_) return send_error(res, service_unavailable("the model is loading"));
+    res.set_content("{}", "application/json");
+  });
+  s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    if (!ready_) return send_error(res, service_unavailable("the model is loading"));
+    nlohmann::json m = {{"id", ctx_.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "slimkv"},
+                        {"root", ctx_.model->path}, {"max_model_len", ctx_.max_model_len}};
+    res.set_content(dump_json({{"object", "list"}, {"data", nlohmann::json::array({m})}}), "application/json");
+  });
+  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    if (!ready_) return send_error(res, service_unavailable("the model is loading"));
+    std::string text;
+    ctx_.service->inspect([&](Engine& e) { text = metrics_->render(e, ctx_.model_name, cfg_.metrics_vllm_names); });
+    res.set_content(text, "text/plain; version=0.0.4; charset=utf-8");
+  });
+  auto generate = [this](bool chat) {
+    return [this, chat](const httplib::Request& req, httplib::Response& res) {
+      try {
+        if (!ready_) throw service_unavailable("the model is loading");
+        const nlohmann::json body = parse_body(req);
+        GenerationRequest g = chat ? parse_chat_request(body) : parse_completion_request(body);
+        if (!g.model.empty() && g.model != ctx_.model_name) throw model_not_found(g.model);
+        auto session = std::make_shared<GenerationSession>(ctx_, std::move(g));
+        if (session->streaming()) {
+          res.set_header("Cache-Control", "no-cache");
+          res.set_chunked_content_provider(
+              "text/event-stream",
+              [session](size_t, httplib::DataSink& sink) {
+                std::string bytes = session->next_events(100);
+                if (!bytes.empty() && !sink.write(bytes.data(), bytes.size())) {
+                  session->cancel();  // the client is gone: abort and free its KV blocks now
+                  return false;
+                }
+                if (session->done()) sink.done();
+                return true;
+              },
+              [session](bool success) {
+                if (!success) session->cancel();
+              });
+          return;
+        }
+        res.set_content(dump_json(session->run_to_completion()), "application/json");
+      } catch (const ApiError& e) {
+        send_error(res, e);
+      } catch (const Error& e) {
+        send_error(res, invalid_request(e.what()));
+      }
+    };
+  };
+  s.Post("/v1/completions", generate(false));
+  s.Post("/v1/chat/completions", generate(true));
+}
+
+}  // namespace slimkv

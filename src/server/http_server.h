@@ -1,0 +1,42 @@
+// The HTTP front: routes (/v1/completions, /v1/chat/completions, /v1/models, /health, /metrics), API keys, body
+// limits, OpenAI-shaped errors and SSE streaming. Handler threads only parse, validate and wait on their
+// request's queue; the engine runs on EngineService's thread. Listens before the model is loaded (/health: 503).
+// Must not know: how the engine schedules or computes.
+#pragma once
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "server/generation_session.h"
+#include "server/server_config.h"
+#include "server/server_metrics.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace slimkv {
+
+class HttpServer {
+ public:
+  HttpServer(ServerConfig cfg, int32_t num_handler_threads);
+  ~HttpServer();
+
+  int bind();                     // binds host:port (port 0: any free one); returns the port; throws Error
+  void listen_after_bind();       // serves until stop(); blocking
+  void stop();
+  // The model is ready: the routes that need it start answering (until then they answer 503).
+  void attach(ServeContext ctx, ServerMetrics* metrics);
+
+ private:
+  void install_routes();
+
+  ServerConfig cfg_;
+  std::unique_ptr<httplib::Server> http_;
+  ServeContext ctx_;
+  ServerMetrics* metrics_ = nullptr;
+  std::atomic<bool> ready_{false};
+  int listen_fd_ = -1;
+};
+
+}  // namespace slimkv

@@ -1,0 +1,225 @@
+#include "server/openai_request.h"
+
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "server/api_error.h"
+
+namespace slimkv {
+namespace {
+
+using nlohmann::json;
+
+constexpr int32_t kMaxN = 16;
+constexpr int32_t kMaxLogprobs = 20;
+constexpr size_t kMaxStops = 16;
+
+const char* type_name(const json& v) {
+  switch (v.type()) {
+    case json::value_t::null: return "null";
+    case json::value_t::boolean: return "boolean";
+    case json::value_t::string: return "string";
+    case json::value_t::array: return "array";
+    case json::value_t::object: return "object";
+    case json::value_t::number_float: return "number";
+    default: return "integer";
+  }
+}
+
+const json* field(const json& body, const char* key) {  // null counts as absent, as in OpenAI's API
+  auto it = body.find(key);
+  return it == body.end() || it->is_null() ? nullptr : &*it;
+}
+
+ApiError wrong_type(const char* key, const char* want, const json& v) {
+  return invalid_request(fmt::format("'{}' must be {} (got {})", key, want, type_name(v)), key);
+}
+
+int64_t get_int(const json& body, const char* key, int64_t lo, int64_t hi, int64_t fallback) {
+  const json* v = field(body, key);
+  if (!v) return fallback;
+  int64_t x;
+  if (v->is_number_integer()) {
+    if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      throw invalid_request(fmt::format("'{}' is too large", key), key);
+    }
+    x = v->get<int64_t>();
+  } else if (v->is_number_float() && std::isfinite(v->get<double>()) && v->get<double>() == std::floor(v->get<double>()) &&
+             std::fabs(v->get<double>()) < 9e15) {
+    x = static_cast<int64_t>(v->get<double>());  // 16.0 is an integer, as in Python clients
+  } else {
+    throw wrong_type(key, "an integer", *v);
+  }
+  if (x < lo || x > hi) throw invalid_request(fmt::format("'{}' must be in {}..{} (got {})", key, lo, hi, x), key);
+  return x;
+}
+
+double get_number(const json& body, const char* key, double lo, double hi, double fallback) {
+  const json* v = field(body, key);
+  if (!v) return fallback;
+  if (!v->is_number()) throw wrong_type(key, "a number", *v);
+  double x = v->get<double>();
+  if (!(x >= lo && x <= hi)) throw invalid_request(fmt::format("'{}' must be in [{}, {}] (got {})", key, lo, hi, x), key);
+  return x;
+}
+
+bool get_bool(const json& body, const char* key, bool fallback) {
+  const json* v = field(body, key);
+  if (!v) return fallback;
+  if (!v->is_boolean()) throw wrong_type(key, "a boolean", *v);
+  return v->get<bool>();
+}
+
+std::vector<int64_t> token_ids(const json& arr, const char* key) {
+  std::vector<int64_t> ids;
+  for (const auto& t : arr) {
+    if (!t.is_number_integer()) throw invalid_request(fmt::format("'{}' token ids must be integers", key), key);
+    if (t.is_number_unsigned() && t.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      throw invalid_request(fmt::format("token id {} is outside the vocabulary", t.get<uint64_t>()), key);
+    }
+    ids.push_back(t.get<int64_t>());
+  }
+  return ids;
+}
+
+std::vector<PromptInput> parse_prompt(const json& body) {
+  const json* v = field(body, "prompt");
+  if (!v) throw invalid_request("'prompt' is required", "prompt");
+  std::vector<PromptInput> out;
+  auto text = [&](const json& s) {
+    if (s.get_ref<const std::string&>().empty()) throw invalid_request("the prompt is empty", "prompt");
+    out.push_back({s.get<std::string>(), {}, false});
+  };
+  if (v->is_string()) {
+    text(*v);
+  } else if (v->is_array()) {
+    if (v->empty()) throw invalid_request("the prompt is empty", "prompt");
+    if ((*v)[0].is_number()) {
+      out.push_back({"", token_ids(*v, "prompt"), true});
+    } else {
+      for (const auto& p : *v) {
+        if (p.is_string()) text(p);
+        else if (p.is_array() && !p.empty()) out.push_back({"", token_ids(p, "prompt"), true});
+        else if (p.is_array()) throw invalid_request("the prompt is empty", "prompt");
+        else throw wrong_type("prompt", "a string, a list of strings or a list of token ids", p);
+      }
+    }
+  } else {
+    throw wrong_type("prompt", "a string, a list of strings or a list of token ids", *v);
+  }
+  return out;
+}
+
+std::vector<ChatMessage> parse_messages(const json& body) {
+  const json* v = field(body, "messages");
+  if (!v) throw invalid_request("'messages' is required", "messages");
+  if (!v->is_array()) throw wrong_type("messages", "an array", *v);
+  if (v->empty()) throw invalid_request("'messages' must not be empty", "messages");
+  std::vector<ChatMessage> out;
+  for (const auto& m : *v) {
+    if (!m.is_object()) throw wrong_type("messages", "an array of objects", m);
+    const json* role = field(m, "role");
+    if (!role || !role->is_string()) throw invalid_request("each message needs a string 'role'", "messages");
+    const std::string r = role->get<std::string>();
+    if (r != "system" && r != "user" && r != "assistant" && r != "tool" && r != "developer") {
+      throw invalid_request(fmt::format("unknown message role '{}'", r), "messages");
+    }
+    std::string content;
+    const json* c = field(m, "content");
+    if (c && c->is_string()) {
+      content = c->get<std::string>();
+    } else if (c && c->is_array()) {  // content parts: only text is supported
+      for (const auto& part : *c) {
+        const json* type = part.is_object() ? field(part, "type") : nullptr;
+        const json* t = part.is_object() ? field(part, "text") : nullptr;
+        if (!type || *type != "text" || !t || !t->is_string()) {
+          throw invalid_request("only text content parts are supported", "messages");
+        }
+        content += t->get<std::string>();
+      }
+    } else if (c) {
+      throw wrong_type("content", "a string or an array of content parts", *c);
+    } else if (r != "assistant") {
+      throw invalid_request("each message needs 'content'", "messages");
+    }
+    out.push_back({r, std::move(content)});
+  }
+  return out;
+}
+
+void parse_common(const json& body, GenerationRequest& r) {
+  if (!body.is_object()) throw invalid_request("the request body must be a JSON object");
+  if (const json* m = field(body, "model")) {
+    if (!m->is_string()) throw wrong_type("model", "a string", *m);
+    r.model = m->get<std::string>();
+  }
+  constexpr int64_t kBig = int64_t{1} << 40;  // beyond any context; reported against the context later
+  if (field(body, "max_completion_tokens")) r.max_tokens = get_int(body, "max_completion_tokens", 1, kBig, 0);
+  else if (field(body, "max_tokens")) r.max_tokens = get_int(body, "max_tokens", 1, kBig, 0);
+  r.temperature = get_number(body, "temperature", 0.0, 2.0, 1.0);
+  r.top_p = get_number(body, "top_p", 1e-9, 1.0, 1.0);
+  r.top_k = static_cast<int32_t>(get_int(body, "top_k", -1, 1 << 30, 0));
+  if (r.top_k < 0) r.top_k = 0;
+  if (field(body, "seed")) {
+    const json& s = *field(body, "seed");
+    if (!s.is_number_integer()) throw wrong_type("seed", "an integer", s);
+    r.seed = s.is_number_unsigned() ? s.get<uint64_t>() : static_cast<uint64_t>(s.get<int64_t>());
+  }
+  if (const json* s = field(body, "stop")) {
+    if (s->is_string()) {
+      r.stop.push_back(s->get<std::string>());
+    } else if (s->is_array()) {
+      for (const auto& x : *s) {
+        if (!x.is_string()) throw wrong_type("stop", "a string or a list of strings", x);
+        r.stop.push_back(x.get<std::string>());
+      }
+    } else {
+      throw wrong_type("stop", "a string or a list of strings", *s);
+    }
+    if (r.stop.size() > kMaxStops) throw invalid_request(fmt::format("at most {} stop strings", kMaxStops), "stop");
+    for (const auto& x : r.stop) {
+      if (x.empty()) throw invalid_request("stop strings must not be empty", "stop");
+    }
+  }
+  r.n = static_cast<int32_t>(get_int(body, "n", 1, kMaxN, 1));
+  r.stream = get_bool(body, "stream", false);
+  if (const json* so = field(body, "stream_options")) {
+    if (!so->is_object()) throw wrong_type("stream_options", "an object", *so);
+    r.include_usage = get_bool(*so, "include_usage", false);
+  }
+  r.ignore_eos = get_bool(body, "ignore_eos", false);
+  r.min_tokens = static_cast<int32_t>(get_int(body, "min_tokens", 0, 1 << 30, 0));
+  if (r.max_tokens && r.min_tokens > *r.max_tokens) {
+    throw invalid_request(fmt::format("min_tokens ({}) must not exceed max_tokens ({})", r.min_tokens, *r.max_tokens),
+                          "min_tokens");
+  }
+}
+
+}  // namespace
+
+GenerationRequest parse_completion_request(const json& body) {
+  GenerationRequest r;
+  parse_common(body, r);
+  r.prompts = parse_prompt(body);
+  if (field(body, "logprobs") && field(body, "logprobs")->is_boolean()) {
+    throw wrong_type("logprobs", "an integer", *field(body, "logprobs"));
+  }
+  r.logprobs = static_cast<int32_t>(get_int(body, "logprobs", 0, kMaxLogprobs, -1));
+  return r;
+}
+
+GenerationRequest parse_chat_request(const json& body) {
+  GenerationRequest r;
+  r.chat = true;
+  parse_common(body, r);
+  r.messages = parse_messages(body);
+  const bool want = get_bool(body, "logprobs", false);
+  const int64_t top = get_int(body, "top_logprobs", 0, kMaxLogprobs, -1);
+  if (top >= 0 && !want) throw invalid_request("'top_logprobs' needs 'logprobs': true", "top_logprobs");
+  r.logprobs = want ? static_cast<int32_t>(std::max<int64_t>(top, 0)) : -1;
+  return r;
+}
+
+}  // namespace slimkv

@@ -1,0 +1,39 @@
+#include "server/server_config.h"
+
+#include <fstream>
+
+#include "core/check.h"
+
+namespace slimkv {
+
+void ServerConfig::validate() const {
+  SLIMKV_CHECK(!host.empty(), "--host must not be empty");
+  SLIMKV_CHECK(port >= 0 && port <= 65535, "--port must be in 0..65535 (got {})", port);
+  SLIMKV_CHECK(max_queue >= 0, "--max-queue must be >= 0 (got {})", max_queue);
+  SLIMKV_CHECK(request_timeout_s > 0 && request_timeout_s <= 86400, "--request-timeout must be in (0, 86400] s (got {})",
+               request_timeout_s);
+  SLIMKV_CHECK(max_body_bytes >= 1024 && max_body_bytes <= (int64_t{1} << 30),
+               "--max-body-bytes must be in 1024..1073741824 (got {})", max_body_bytes);
+  SLIMKV_CHECK(http_threads >= 0 && http_threads <= 4096, "--http-threads must be in 0..4096 (got {})", http_threads);
+  SLIMKV_CHECK(keep_alive_timeout_s >= 1 && keep_alive_timeout_s <= 3600,
+               "--keep-alive-timeout must be in 1..3600 s (got {})", keep_alive_timeout_s);
+  for (const auto& k : api_keys) SLIMKV_CHECK(!k.empty(), "--api-key must not be empty");
+}
+
+void ServerConfig::load_api_key_file() {
+  if (api_key_file.empty()) return;
+  std::ifstream in(api_key_file);
+  SLIMKV_CHECK(in.good(), "--api-key-file {}: cannot read it", api_key_file);
+  std::string line;
+  int32_t n = 0;
+  while (std::getline(in, line)) {
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.pop_back();
+    size_t b = line.find_first_not_of(" \t");
+    if (b == std::string::npos || line[b] == '#') continue;
+    api_keys.push_back(line.substr(b));
+    ++n;
+  }
+  SLIMKV_CHECK(n > 0, "--api-key-file {}: no keys in it", api_key_file);
+}
+
+}  // namespace slimkv

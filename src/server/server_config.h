@@ -1,0 +1,29 @@
+// The HTTP server's one validated configuration (flags map 1:1 to fields; the engine has its own EngineConfig).
+// Must not know: the engine, routes or JSON.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace slimkv {
+
+struct ServerConfig {
+  std::string host = "127.0.0.1";         // --host (loopback by default)
+  int32_t port = 8000;                    // --port (0 = any free port, printed at start-up)
+  std::vector<std::string> api_keys;      // --api-key (repeatable): required as "Authorization: Bearer KEY"
+  std::string api_key_file;               // --api-key-file: one key per line ('#' comments)
+  std::string served_model_name;          // --served-model-name (empty = the model file's name)
+  int32_t max_queue = 256;                // --max-queue: waiting requests before 429 + Retry-After
+  double request_timeout_s = 600;         // --request-timeout: deadline of a non-streaming request
+  std::string chat_template;              // --chat-template NAME|FILE (empty = the model's, else "plain")
+  bool metrics_vllm_names = false;        // --metrics-vllm-names: also emit every metric as vllm:*
+  int64_t max_body_bytes = 8 << 20;       // --max-body-bytes: larger bodies get 413
+  int32_t http_threads = 0;               // --http-threads (0 = max_num_seqs + 16)
+  int32_t keep_alive_timeout_s = 5;       // --keep-alive-timeout
+
+  void validate() const;                  // throws Error with the flag's name
+  // Reads api_key_file (if set) into api_keys; throws Error when unreadable.
+  void load_api_key_file();
+};
+
+}  // namespace slimkv

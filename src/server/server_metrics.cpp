@@ -1,0 +1,105 @@
+#include "server/server_metrics.h"
+
+namespace slimkv {
+namespace {
+
+// Buckets wide enough for a CPU: from 1 ms to minutes.
+std::vector<double> latency_buckets() {
+  return {0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
+          1.0,   2.5,    5.0,   7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 320.0, 640.0};
+}
+
+void observe_ms(PromHistogram& h, const std::vector<double>& samples_ms) {
+  for (double ms : samples_ms) h.observe(ms / 1000.0);
+}
+
+}  // namespace
+
+ServerMetrics::ServerMetrics()
+    : ttft_(latency_buckets()), itl_(latency_buckets()), tpot_(latency_buckets()), e2e_(latency_buckets()),
+      queue_(latency_buckets()), prefill_(latency_buckets()), decode_(latency_buckets()) {
+  for (const char* r : {"stop", "length", "abort"}) finished_by_reason_[r] = 0;
+}
+
+void ServerMetrics::on_step(Engine& engine, const std::vector<const Request*>& finished) {
+  const Metrics& m = engine.metrics();
+  observe_ms(ttft_, m.ttft_ms);
+  observe_ms(itl_, m.itl_ms);
+  observe_ms(tpot_, m.tpot_ms);
+  observe_ms(e2e_, m.e2e_ms);
+  observe_ms(queue_, m.queue_ms);
+  observe_ms(prefill_, m.prefill_ms);
+  observe_ms(decode_, m.decode_ms);
+  engine.clear_metric_samples();
+  for (const Request* r : finished) ++finished_by_reason_[finish_reason_name(r->finish)];
+}
+
+void ServerMetrics::write(PromWriter& w, const std::string& p, const Engine& engine, const PromLabels& labels) const {
+  const Metrics& m = engine.metrics();
+  auto one = [&](const std::string& name, const char* type, const char* help, double v) {
+    w.family(p + name, type, help);
+    w.sample(p + name, labels, v);
+  };
+  one("num_requests_running", "gauge", "Number of requests in model execution batches.", m.num_running);
+  one("num_requests_waiting", "gauge", "Number of requests waiting to be processed.", m.num_waiting);
+  one("kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.", m.kv_usage);
+  one("prefix_cache_queries_total", "counter", "Prefix cache queries, in terms of number of queried tokens.",
+      static_cast<double>(m.prefix_query_tokens));
+  one("prefix_cache_hits_total", "counter", "Prefix cache hits, in terms of number of cached tokens.",
+      static_cast<double>(m.prefix_hit_tokens));
+  one("num_preemptions_total", "counter", "Cumulative number of preemptions from the engine.",
+      static_cast<double>(m.num_preemptions));
+  one("prompt_tokens_total", "counter", "Number of prefill tokens processed.", static_cast<double>(m.prompt_tokens));
+  one("generation_tokens_total", "counter", "Number of generation tokens processed.",
+      static_cast<double>(m.generation_tokens));
+  w.family(p + "request_success_total", "counter", "Count of finished requests by finish reason.");
+  for (const auto& [reason, n] : finished_by_reason_) {
+    PromLabels l = labels;
+    l.emplace_back("finished_reason", reason);
+    w.sample(p + "request_success_total", l, static_cast<double>(n));
+  }
+  auto hist = [&](const char* name, const char* help, const PromHistogram& h) {
+    w.family(p + name, "histogram", help);
+    w.histogram(p + name, labels, h);
+  };
+  hist("time_to_first_token_seconds", "Histogram of time to first token in seconds.", ttft_);
+  hist("inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", itl_);
+  hist("request_time_per_output_token_seconds", "Histogram of time per output token in seconds.", tpot_);
+  hist("e2e_request_latency_seconds", "Histogram of end-to-end request latency in seconds.", e2e_);
+  hist("request_queue_time_seconds", "Histogram of time spent waiting in the queue in seconds.", queue_);
+  hist("request_prefill_time_seconds", "Histogram of time spent in prefill in seconds.", prefill_);
+  hist("request_decode_time_seconds", "Histogram of time spent in decode in seconds.", decode_);
+}
+
+std::string ServerMetrics::render(const Engine& engine, const std::string& model_name, bool vllm_names) const {
+  PromWriter w;
+  const PromLabels labels = {{"model_name", model_name}};
+  write(w, "slimkv:", engine, labels);
+  if (vllm_names) write(w, "vllm:", engine, labels);
+  // slimkv's own: the KV cache's physical size per token and its ratio to an f16 cache, per layer.
+  const KvLayout& layout = engine.kv_layout();
+  w.family("slimkv:kv_cache_bytes_per_token", "gauge", "Bytes one token occupies in the KV cache, per layer.");
+  for (int32_t l = 0; l < layout.num_layers(); ++l) {
+    PromLabels ll = labels;
+    ll.emplace_back("layer", std::to_string(l));
+    w.sample("slimkv:kv_cache_bytes_per_token", ll, static_cast<double>(layout.layers[l].bytes_per_token()));
+  }
+  w.family("slimkv:kv_cache_compression_ratio", "gauge",
+           "f16 KV bytes per token divided by the stored bytes per token, per layer (2 = half the size of f16).");
+  for (int32_t l = 0; l < layout.num_layers(); ++l) {
+    const KvLayerGeometry& g = layout.layers[l];
+    PromLabels ll = labels;
+    ll.emplace_back("layer", std::to_string(l));
+    const double f16 = 2.0 * 2.0 * g.num_kv_heads * g.head_dim;
+    w.sample("slimkv:kv_cache_compression_ratio", ll, f16 / static_cast<double>(g.bytes_per_token()));
+  }
+  w.family("slimkv:kv_cache_blocks_total", "gauge", "KV cache blocks in the pool.");
+  w.sample("slimkv:kv_cache_blocks_total", labels, engine.metrics().blocks_total);
+  w.family("slimkv:kv_cache_evicted_tokens_total", "counter",
+           "Tokens evicted by sparse retention (whole blocks; merged into summaries under the merge policy).");
+  w.sample("slimkv:kv_cache_evicted_tokens_total", labels,
+           static_cast<double>(engine.kv_manager().num_evicted_blocks() * engine.kv_layout().block_size_tokens));
+  return w.text();
+}
+
+}  // namespace slimkv

@@ -1,0 +1,155 @@
+// Every bad input gets its status and an OpenAI-shaped error ({"error": {message, type, param, code}}), and the
+// server keeps serving afterwards.
+#include <gtest/gtest.h>
+
+#include "server/server_process.h"
+
+namespace slimkv::test {
+namespace {
+
+using nlohmann::json;
+
+void expect_error(const std::pair<int, json>& r, int status, const std::string& param = "",
+                  const std::string& substring = "") {
+  EXPECT_EQ(r.first, status) << r.second;
+  ASSERT_TRUE(r.second.is_object() && r.second.contains("error")) << r.second;
+  const json& e = r.second["error"];
+  EXPECT_TRUE(e["message"].is_string() && !e["message"].get<std::string>().empty());
+  EXPECT_TRUE(e["type"].is_string());
+  EXPECT_TRUE(e.contains("param") && e.contains("code"));
+  if (!param.empty()) {
+    EXPECT_EQ(e["param"], param) << e;
+  }
+  if (!substring.empty()) {
+    EXPECT_NE(e["message"].get<std::string>().find(substring), std::string::npos) << e;
+  }
+}
+
+class ServerErrors : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!exists(default_model())) GTEST_SKIP() << "missing " << default_model();
+    server_ = new ServerProcess({"--max-body-bytes", "4096"});
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    if (!server_) GTEST_SKIP();
+  }
+  static ServerProcess* server_;
+};
+ServerProcess* ServerErrors::server_ = nullptr;
+
+TEST_F(ServerErrors, InvalidJsonAndWrongTypes) {
+  expect_error(server_->post("/v1/completions", std::string("{\"prompt\": ")), 400, "", "not valid JSON");
+  expect_error(server_->post("/v1/completions", std::string("[1, 2]")), 400);
+  expect_error(server_->post("/v1/completions", json{{"prompt", 5}}), 400, "prompt");
+  expect_error(server_->post("/v1/completions", json{{"prompt", "hi"}, {"max_tokens", "ten"}}), 400, "max_tokens");
+  expect_error(server_->post("/v1/completions", json{{"prompt", "hi"}, {"temperature", "hot"}}), 400, "temperature");
+  expect_error(server_->post("/v1/completions", json{{"prompt", "hi"}, {"stream", "yes"}}), 400, "stream");
+  expect_error(server_->post("/v1/completions", json{{"prompt", "hi"}, {"stop", 3}}), 400, "stop");
+  expect_error(server_->post("/v1/completions", json{{"prompt", "hi"}, {"seed", "x"}}), 400, "seed");
+  expect_error(server_->post("/v1/completions", json{{"prompt", "hi"}, {"model", 7}}), 400, "model");
+  expect_error(server_->post("/v1/chat/completions", json{{"messages", "hi"}}), 400, "messages");
+  expect_error(server_->post("/v1/chat/completions", json{{"messages", {{{"role", "wizard"}, {"content", "x"}}}}}),
+               400, "messages");
+  expect_error(server_->post("/v1/chat/completions", json{{"prompt", "hi"}}), 400, "messages");
+}
+
+TEST_F(ServerErrors, NegativeOrAbsurdNumbers) {
+  expect_error(server_->post("/v1/completions", json{{"prompt", "hi"}, {"max_tokens", -1}}), 400, "max_tokens");
+  expect_error(server_->post("/v1/completions", json{{"prompt", "hi"}, {"max_tokens", 0}}), 400, "max_tokens");
+  expect_error(server_->post("/v1/completions", std::string(R"({"prompt": "hi", "max_tokens": 1e300})")), 400,
+               "max_tokens");
+  expect_error(server_->post("/v1/completions", std::string(R"({"prompt": "hi", "max_tokens": 99999999999999999999})")),
+               400, "max_tokens");
+  expect_error(server_->post("/v1/completions", json{{"prompt", "hi"}, {"temperature", -0.5}}), 400, "temperature");
+  expect_error(server_->post("/v1/completions", json{{"prompt", "hi"}, {"temperature", 1e9}}), 400, "temperature");
+  expect_error(server_->post("/v1/completions", json{{"prompt", "hi"}, {"top_p", 0}}), 400, "top_p");
+  expect_error(server_->post("/v1/completions", json{{"prompt", "hi"}, {"top_p", 1.5}}), 400, "top_p");
+  expect_error(server_->post("/v1/completions", json{{"prompt", "hi"}, {"n", 0}}), 400, "n");
+  expect_error(server_->post("/v1/completions", json{{"prompt", "hi"}, {"n", 100000}}), 400, "n");
+  expect_error(server_->post("/v1/completions", json{{"prompt", "hi"}, {"logprobs", 1000}}), 400, "logprobs");
+  expect_error(server_->post("/v1/completions", json{{"prompt", "hi"}, {"min_tokens", -3}}), 400, "min_tokens");
+  expect_error(server_->post("/v1/completions", json{{"prompt", "hi"}, {"max_tokens", 4}, {"min_tokens", 9}}), 400,
+               "min_tokens");
+}
+
+TEST_F(ServerErrors, EmptyPromptsAndOutOfVocabularyTokens) {
+  expect_error(server_->post("/v1/completions", json{{"prompt", ""}}), 400, "prompt", "empty");
+  expect_error(server_->post("/v1/completions", json{{"prompt", json::array()}}), 400, "prompt", "empty");
+  expect_error(server_->post("/v1/completions", json{{"prompt", {""}}}), 400, "prompt", "empty");
+  expect_error(server_->post("/v1/completions", json{{"prompt", {1, 99999}}}), 400, "prompt", "outside the vocabulary");
+  expect_error(server_->post("/v1/completions", json{{"prompt", {1, -2}}}), 400, "prompt", "outside the vocabulary");
+  expect_error(server_->post("/v1/chat/completions", json{{"messages", json::array()}}), 400, "messages");
+}
+
+TEST_F(ServerErrors, ContextLengthUsesTheWordingClientsLookFor) {
+  auto r = server_->post("/v1/completions", json{{"prompt", "Once upon a time"}, {"max_tokens", 600}});
+  expect_error(r, 400, "prompt", "This model's maximum context length is 512 tokens. However, you requested 605 tokens");
+  std::string long_prompt;
+  for (int i = 0; i < 300; ++i) long_prompt += "dog ";
+  expect_error(server_->post("/v1/chat/completions",
+                             json{{"messages", {{{"role", "user"}, {"content", long_prompt}}}}, {"max_tokens", 400}}),
+               400, "messages", "maximum context length is 512 tokens");
+}
+
+TEST_F(ServerErrors, UnknownModelRouteAndTooLargeBody) {
+  expect_error(server_->post("/v1/completions", json{{"prompt", "hi"}, {"model", "gpt-17"}}), 404, "model");
+  int status = 0;
+  auto body = json::parse(server_->get("/v1/nothing", &status));
+  EXPECT_EQ(status, 404);
+  EXPECT_TRUE(body.contains("error"));
+  expect_error(server_->post("/v1/completions", json{{"prompt", std::string(8000, 'a')}}), 413);
+  EXPECT_EQ(server_->post("/v1/completions", json{{"prompt", "still serving"}, {"max_tokens", 2}}).first, 200);
+}
+
+TEST(ServerAuth, ApiKeysOnEveryRouteButHealth) {
+  if (!exists(default_model())) GTEST_SKIP();
+  ServerProcess s({"--api-key", "sk-right", "--api-key", "sk-second"});
+  const json body = {{"prompt", "hi"}, {"max_tokens", 2}};
+  expect_error(s.post("/v1/completions", body.dump()), 401);
+  expect_error(s.post("/v1/completions", body.dump(), {{"Authorization", "Bearer sk-wrong"}}), 401);
+  expect_error(s.post("/v1/chat/completions", body.dump(), {{"Authorization", "sk-right"}}), 401);
+  EXPECT_EQ(s.post("/v1/completions", body.dump(), {{"Authorization", "Bearer sk-right"}}).first, 200);
+  EXPECT_EQ(s.post("/v1/completions", body.dump(), {{"Authorization", "Bearer sk-second"}}).first, 200);
+  int status = 0;
+  s.get("/v1/models", &status);
+  EXPECT_EQ(status, 401);
+  s.get("/metrics", &status);
+  EXPECT_EQ(status, 401);
+  s.get("/health", &status);
+  EXPECT_EQ(status, 200);
+}
+
+TEST(ServerAdmission, FullQueueIs429WithRetryAfter) {
+  if (!exists(default_model())) GTEST_SKIP();
+  ServerProcess s({"--max-queue", "0"});  // every request finds the queue full
+  auto c = s.client();
+  auto r = c.Post("/v1/completions", json{{"prompt", "hi"}}.dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 429);
+  EXPECT_EQ(r->get_header_value("Retry-After"), "1");
+  expect_error({r->status, json::parse(r->body)}, 429, "", "busy");
+}
+
+TEST(ServerDeadline, NonStreamingRequestsTimeOutAndFreeTheirBlocks) {
+  if (!exists(default_model())) GTEST_SKIP();
+  ServerProcess s({"--request-timeout", "0.001"});
+  auto r = s.post("/v1/completions", json{{"prompt", "Once"}, {"max_tokens", 500}, {"ignore_eos", true}, {"n", 4}});
+  expect_error(r, 504, "", "request-timeout");
+  for (int i = 0; i < 100; ++i) {  // aborted at once: nothing left running or holding blocks
+    std::string m = s.get("/metrics");
+    if (m.find("slimkv:num_requests_running{model_name=\"stories260K\"} 0\n") != std::string::npos &&
+        m.find("slimkv:kv_cache_usage_perc{model_name=\"stories260K\"} 0\n") != std::string::npos) {
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ADD_FAILURE() << "requests still running after the deadline: " << s.get("/metrics");
+}
+
+}  // namespace
+}  // namespace slimkv::test

@@ -1,0 +1,86 @@
+// /metrics: parsed by the official Prometheus client's parser (Debian python3-prometheus-client), vLLM's names
+// under slimkv: (and vllm: on request), and counters that move as requests are served.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "server/server_process.h"
+
+namespace slimkv::test {
+namespace {
+
+using nlohmann::json;
+
+json parse_with_prometheus(const std::string& text) {
+  const auto dir = std::filesystem::temp_directory_path();
+  const std::string in = (dir / ("slimkv-metrics-" + std::to_string(::getpid()) + ".txt")).string();
+  const std::string out = in + ".json";
+  std::ofstream(in) << text;
+  const std::string cmd = "/usr/bin/python3 " + repo_dir() + "/tests/server/parse_metrics.py " + in + " > " + out;
+  const int rc = std::system(cmd.c_str());
+  std::ifstream f(out);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::filesystem::remove(in);
+  std::filesystem::remove(out);
+  EXPECT_EQ(rc, 0) << "the Prometheus parser rejected the exposition:\n" << text;
+  return rc == 0 ? json::parse(ss.str()) : json::object();
+}
+
+double sample(const json& m, const std::string& key) {
+  if (!m.contains("samples") || !m["samples"].contains(key)) {
+    ADD_FAILURE() << "no sample " << key;
+    return -1;
+  }
+  return m["samples"][key].get<double>();
+}
+
+TEST(ServerMetrics, PrometheusParserAcceptsItAndCountersMove) {
+  if (!exists(default_model())) GTEST_SKIP();
+  ServerProcess s({"--metrics-vllm-names"});
+  const json before = parse_with_prometheus(s.get("/metrics"));
+  const std::string L = "{model_name=stories260K}";
+  for (const char* p : {"slimkv:", "vllm:"}) {
+    for (const char* name : {"time_to_first_token_seconds", "inter_token_latency_seconds",
+                             "request_time_per_output_token_seconds", "e2e_request_latency_seconds",
+                             "request_queue_time_seconds", "request_prefill_time_seconds",
+                             "request_decode_time_seconds"}) {
+      EXPECT_EQ(before["types"][std::string(p) + name], "histogram") << p << name;
+    }
+    for (const char* name : {"num_requests_running", "num_requests_waiting", "kv_cache_usage_perc"}) {
+      EXPECT_EQ(before["types"][std::string(p) + name], "gauge") << p << name;
+    }
+    for (const char* name : {"prefix_cache_queries", "prefix_cache_hits", "num_preemptions", "prompt_tokens",
+                             "generation_tokens", "request_success"}) {
+      EXPECT_EQ(before["types"][std::string(p) + name], "counter") << p << name;
+    }
+  }
+  EXPECT_EQ(before["types"]["slimkv:kv_cache_bytes_per_token"], "gauge");
+  EXPECT_EQ(sample(before, "slimkv:kv_cache_bytes_per_token{layer=0,model_name=stories260K}"), 256);
+  EXPECT_EQ(sample(before, "slimkv:kv_cache_compression_ratio{layer=4,model_name=stories260K}"), 0.5);
+
+  const json body = {{"prompt", "Once upon a time"}, {"max_tokens", 10}, {"temperature", 0}};
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(s.post("/v1/completions", body).first, 200);
+  json stream_body = body;
+  stream_body["stream"] = true;
+  ASSERT_EQ(s.post("/v1/completions", stream_body).first, 200);
+  const json after = parse_with_prometheus(s.get("/metrics"));
+
+  auto delta = [&](const std::string& key) { return sample(after, key) - sample(before, key); };
+  EXPECT_EQ(delta("slimkv:prompt_tokens_total" + L), 4 * 5);
+  EXPECT_EQ(delta("slimkv:generation_tokens_total" + L), 4 * 10);
+  EXPECT_EQ(delta("slimkv:request_success_total{finished_reason=length,model_name=stories260K}"), 4);
+  EXPECT_EQ(delta("slimkv:e2e_request_latency_seconds_count" + L), 4);
+  EXPECT_EQ(delta("slimkv:time_to_first_token_seconds_count" + L), 4);
+  EXPECT_EQ(delta("slimkv:inter_token_latency_seconds_count" + L), 4 * 9);
+  EXPECT_EQ(delta("slimkv:request_time_per_output_token_seconds_count" + L), 4);
+  EXPECT_GT(delta("slimkv:e2e_request_latency_seconds_sum" + L), 0);
+  EXPECT_EQ(delta("slimkv:prefix_cache_queries_total" + L), 4 * 5);
+  EXPECT_EQ(delta("slimkv:prefix_cache_hits_total" + L), 0) << "a 5-token prompt has no full block to reuse";
+  EXPECT_EQ(delta("vllm:generation_tokens_total" + L), 4 * 10);
+  EXPECT_EQ(sample(after, "slimkv:num_requests_running" + L), 0);
+  EXPECT_EQ(sample(after, "slimkv:kv_cache_usage_perc" + L), 0);
+}
+
+}  // namespace
+}  // namespace slimkv::test

@@ -1,0 +1,138 @@
+// Starts the real `slimkv serve` binary on a free loopback port (--port 0, the port read from its log) and stops it
+// with SIGTERM. Tests talk to it over HTTP with cpp-httplib's client, as any client would.
+#pragma once
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "test_paths.h"
+
+extern char** environ;
+
+namespace slimkv::test {
+
+inline std::string default_model() { return models_dir() + "/stories260K/stories260K.bin"; }
+
+class ServerProcess {
+ public:
+  explicit ServerProcess(std::vector<std::string> extra_args = {}) {
+    static int counter = 0;
+    log_path_ = std::filesystem::temp_directory_path() /
+                ("slimkv-serve-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".log");
+    std::vector<std::string> args = {SLIMKV_BINARY, "serve", "-m", default_model(), "--port", "0", "--threads", "1",
+                                     "--kv-cache-memory", "0.02"};
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    if (posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), environ) != 0) throw std::runtime_error("spawn failed");
+    posix_spawn_file_actions_destroy(&fa);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    std::regex re("listening on http://127\\.0\\.0\\.1:([0-9]+)");
+    while (port_ == 0 || !healthy()) {
+      if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error("server did not start: " + log());
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        throw std::runtime_error("server exited: " + log());
+      }
+      std::smatch m;
+      std::string text = log();
+      if (port_ == 0 && std::regex_search(text, m, re)) port_ = std::stoi(m[1]);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  ~ServerProcess() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      int status = 0;
+      for (int i = 0; i < 200 && ::waitpid(pid_, &status, WNOHANG) == 0; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(25));
+      }
+      if (::waitpid(pid_, &status, WNOHANG) == 0) {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, &status, 0);
+      }
+    }
+    std::filesystem::remove(log_path_);
+  }
+  ServerProcess(const ServerProcess&) = delete;
+  ServerProcess& operator=(const ServerProcess&) = delete;
+
+  int port() const { return port_; }
+  std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string log() const {
+    std::ifstream in(log_path_);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  httplib::Client client() const {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_read_timeout(60, 0);
+    return c;
+  }
+  // POST JSON; returns (status, parsed body or the raw text as a JSON string).
+  std::pair<int, nlohmann::json> post(const std::string& path, const std::string& body,
+                                      const httplib::Headers& headers = {}) const {
+    auto c = client();
+    auto r = c.Post(path, headers, body, "application/json");
+    if (!r) return {0, nlohmann::json(httplib::to_string(r.error()))};
+    auto j = nlohmann::json::parse(r->body, nullptr, false);
+    return {r->status, j.is_discarded() ? nlohmann::json(r->body) : j};
+  }
+  std::pair<int, nlohmann::json> post(const std::string& path, const nlohmann::json& body) const {
+    return post(path, body.dump());
+  }
+  std::string get(const std::string& path, int* status = nullptr) const {
+    auto c = client();
+    auto r = c.Get(path);
+    if (status) *status = r ? r->status : 0;
+    return r ? r->body : "";
+  }
+
+ private:
+  bool healthy() const {
+    if (port_ == 0) return false;
+    httplib::Client c("127.0.0.1", port_);
+    auto r = c.Get("/health");
+    return r && r->status == 200;
+  }
+
+  pid_t pid_ = -1;
+  int port_ = 0;
+  std::filesystem::path log_path_;
+};
+
+// The data lines of an SSE body, parsed ("[DONE]" kept as a string).
+inline std::vector<nlohmann::json> sse_events(const std::string& body) {
+  std::vector<nlohmann::json> out;
+  std::istringstream in(body);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("data: ", 0) != 0) continue;
+    std::string data = line.substr(6);
+    out.push_back(data == "[DONE]" ? nlohmann::json("[DONE]") : nlohmann::json::parse(data));
+  }
+  return out;
+}
+
+}  // namespace slimkv::test
