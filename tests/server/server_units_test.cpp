@@ -1,0 +1,144 @@
+// The server's pure pieces: stop strings across token boundaries, chat templates recognised from real Jinja
+// sources, request parsing, and the Prometheus text writer.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "core/check.h"
+#include "server/api_error.h"
+#include "server/chat_template.h"
+#include "server/completion_text.h"
+#include "server/openai_request.h"
+#include "server/prometheus_text.h"
+#include "test_paths.h"
+
+namespace slimkv::test {
+namespace {
+
+class PieceTokenizer : public Tokenizer {  // id -> a fixed piece of bytes
+ public:
+  explicit PieceTokenizer(std::vector<std::string> pieces) : pieces_(std::move(pieces)) {}
+  std::vector<int32_t> encode(std::string_view, bool) const override { return {}; }
+  std::string decode_token(int32_t, int32_t id) const override { return pieces_.at(id); }
+  int32_t vocab_size() const override { return static_cast<int32_t>(pieces_.size()); }
+
+ private:
+  std::vector<std::string> pieces_;
+};
+
+std::string run(const PieceTokenizer& tok, std::vector<std::string> stops, const std::vector<int32_t>& ids,
+                std::vector<std::string>* deltas = nullptr, bool* stopped = nullptr) {
+  CompletionText t(tok, -1, std::move(stops));
+  std::string out;
+  for (int32_t id : ids) {
+    std::string d = t.push(id);
+    if (deltas) deltas->push_back(d);
+    out += d;
+  }
+  out += t.finish();
+  if (stopped) *stopped = t.stopped();
+  EXPECT_EQ(out, t.text());
+  return out;
+}
+
+TEST(CompletionText, StopStringsSpanTokensAndAreHeldBackUntilDecided) {
+  PieceTokenizer tok({"Hello", " wor", "ld", "!", " wo", "rm", "\xE2\x82", "\xAC"});
+  std::vector<std::string> deltas;
+  bool stopped = false;
+  EXPECT_EQ(run(tok, {"world"}, {0, 1, 2, 3}, &deltas, &stopped), "Hello ");
+  EXPECT_TRUE(stopped);
+  EXPECT_EQ(deltas[1], " ") << "'wor' could begin 'world': held back, the space is not";
+  EXPECT_EQ(run(tok, {"world"}, {0, 4, 5, 3}, nullptr, &stopped), "Hello worm!") << "a prefix that does not complete";
+  EXPECT_FALSE(stopped);
+  EXPECT_EQ(run(tok, {"zzz", "llo"}, {0, 1}), "He") << "the earliest of several stop strings";
+  deltas.clear();
+  EXPECT_EQ(run(tok, {}, {6, 7}, &deltas), "\xE2\x82\xAC");
+  EXPECT_EQ(deltas[0], "") << "never half a UTF-8 character";
+  EXPECT_EQ(run(tok, {"!"}, {0, 3, 0}), "Hello") << "tokens after a stop are dropped";
+}
+
+TEST(ChatTemplate, RecognisesTheRealTemplates) {
+  const std::string dir = data_dir() + "/tokenizer-tests/chat-templates/";
+  if (!exists(dir)) GTEST_SKIP() << "missing " << dir;
+  const std::map<std::string, ChatTemplate> want = {
+      {"Qwen-Qwen2.5-7B-Instruct.jinja", ChatTemplate::ChatML},
+      {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", ChatTemplate::Plain},  // its own format: not recognised
+      {"google-gemma-2-2b-it.jinja", ChatTemplate::Gemma},
+      {"meta-llama-Llama-3.1-8B-Instruct.jinja", ChatTemplate::Llama3},
+      {"meta-llama-Llama-3.2-3B-Instruct.jinja", ChatTemplate::Llama3},
+      {"microsoft-Phi-3.5-mini-instruct.jinja", ChatTemplate::Phi3},
+      {"mistralai-Mistral-Nemo-Instruct-2407.jinja", ChatTemplate::Mistral}};
+  for (const auto& [file, t] : want) {
+    std::ifstream in(dir + file);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    EXPECT_EQ(chat_template_name(detect_chat_template(ss.str())), std::string(chat_template_name(t))) << file;
+  }
+  EXPECT_EQ(resolve_chat_template(dir + "google-gemma-2-2b-it.jinja"), ChatTemplate::Gemma);
+  EXPECT_EQ(resolve_chat_template("qwen"), ChatTemplate::ChatML);
+  EXPECT_THROW(resolve_chat_template("no-such-template"), Error);
+}
+
+TEST(ChatTemplate, RendersAsTheTemplatesDo) {
+  const std::vector<ChatMessage> m = {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello!"},
+                                      {"user", "Bye"}};
+  EXPECT_EQ(render_chat(ChatTemplate::ChatML, m),
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+            "Hello!<|im_end|>\n<|im_start|>user\nBye<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(render_chat(ChatTemplate::Llama3, {{"user", "Hi"}}),
+            "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
+  EXPECT_EQ(render_chat(ChatTemplate::Gemma, {{"user", "Hi"}}),
+            "<start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n");
+  EXPECT_EQ(render_chat(ChatTemplate::Phi3, {{"user", "Hi"}}), "<|user|>\nHi<|end|>\n<|assistant|>\n");
+  EXPECT_EQ(render_chat(ChatTemplate::Llama2, m),
+            "[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi [/INST] Hello! </s><s>[INST] Bye [/INST]");
+  EXPECT_EQ(render_chat(ChatTemplate::Mistral, m), "[INST]Hi[/INST]Hello!</s>[INST]Be brief.\n\nBye[/INST]");
+  EXPECT_EQ(render_chat(ChatTemplate::Plain, {{"user", "Hi"}}), "User: Hi\nAssistant:");
+}
+
+TEST(OpenAiRequest, ParsesEveryFieldAndNamesTheBadOne) {
+  auto r = parse_completion_request(nlohmann::json::parse(R"({"model": "m", "prompt": ["a", [1, 2]],
+      "max_tokens": 7, "temperature": 0.5, "top_p": 0.9, "top_k": -1, "seed": 3, "stop": "x", "n": 2,
+      "logprobs": 1, "stream": true, "stream_options": {"include_usage": true}, "ignore_eos": true, "min_tokens": 2})"));
+  EXPECT_EQ(r.prompts.size(), 2u);
+  EXPECT_TRUE(r.prompts[1].is_ids);
+  EXPECT_EQ(*r.max_tokens, 7);
+  EXPECT_EQ(r.top_k, 0);
+  EXPECT_EQ(*r.seed, 3u);
+  EXPECT_EQ(r.stop, std::vector<std::string>{"x"});
+  EXPECT_TRUE(r.stream && r.include_usage && r.ignore_eos);
+  EXPECT_EQ(r.logprobs, 1);
+  auto c = parse_chat_request(nlohmann::json::parse(
+      R"({"messages": [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}],
+          "max_completion_tokens": 4, "max_tokens": 9, "logprobs": true})"));
+  EXPECT_EQ(c.messages[0].content, "ab");
+  EXPECT_EQ(*c.max_tokens, 4) << "max_completion_tokens wins";
+  EXPECT_EQ(c.logprobs, 0);
+  try {
+    parse_completion_request(nlohmann::json::parse(R"({"prompt": "a", "top_p": "high"})"));
+    FAIL();
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 400);
+    EXPECT_EQ(e.param, "top_p");
+    EXPECT_EQ(e.to_json()["error"]["type"], "invalid_request_error");
+  }
+}
+
+TEST(PrometheusText, HistogramsAreCumulativeAndLabelsEscaped) {
+  PromHistogram h({0.1, 1.0});
+  for (double v : {0.05, 0.1, 0.5, 3.0}) h.observe(v);
+  PromWriter w;
+  w.family("x_seconds", "histogram", "help");
+  w.histogram("x_seconds", {{"model_name", "a\"b\\c"}}, h);
+  const std::string t = w.text();
+  EXPECT_NE(t.find("x_seconds_bucket{model_name=\"a\\\"b\\\\c\",le=\"0.1\"} 2\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("le=\"1\"} 3\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("le=\"+Inf\"} 4\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("x_seconds_count{model_name=\"a\\\"b\\\\c\"} 4\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("x_seconds_sum{model_name=\"a\\\"b\\\\c\"} 3.65\n"), std::string::npos) << t;
+}
+
+}  // namespace
+}  // namespace slimkv::test
