@@ -124,6 +124,17 @@ TEST(ServerAuth, ApiKeysOnEveryRouteButHealth) {
   EXPECT_EQ(status, 200);
 }
 
+TEST(ServerAuth, KeysFromAFile) {
+  if (!exists(default_model())) GTEST_SKIP();
+  const auto path = std::filesystem::temp_directory_path() / ("slimkv-keys-" + std::to_string(::getpid()));
+  std::ofstream(path) << "# keys\nsk-from-file\n\n";
+  ServerProcess s({"--api-key-file", path.string()});
+  const std::string body = json{{"prompt", "hi"}, {"max_tokens", 2}}.dump();
+  EXPECT_EQ(s.post("/v1/completions", body, {{"Authorization", "Bearer sk-from-file"}}).first, 200);
+  expect_error(s.post("/v1/completions", body, {{"Authorization", "Bearer # keys"}}), 401);
+  std::filesystem::remove(path);
+}
+
 TEST(ServerAdmission, FullQueueIs429WithRetryAfter) {
   if (!exists(default_model())) GTEST_SKIP();
   ServerProcess s({"--max-queue", "0"});  // every request finds the queue full

@@ -1,0 +1,41 @@
+// Fuzz target: an HTTP request body through the OpenAI request parsers, then chat rendering for every template
+// and stop-string matching over the parsed stop strings. Only ApiError may come out.
+#include <string_view>
+
+#include "server/api_error.h"
+#include "server/chat_template.h"
+#include "server/completion_text.h"
+#include "server/openai_request.h"
+
+namespace {
+
+class ByteTokenizer : public slimkv::Tokenizer {  // id -> one byte
+ public:
+  std::vector<int32_t> encode(std::string_view, bool) const override { return {}; }
+  std::string decode_token(int32_t, int32_t id) const override { return std::string(1, static_cast<char>(id)); }
+  int32_t vocab_size() const override { return 256; }
+};
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  const auto body = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded()) return 0;
+  for (bool chat : {false, true}) {
+    try {
+      auto r = chat ? slimkv::parse_chat_request(body) : slimkv::parse_completion_request(body);
+      for (auto t : {slimkv::ChatTemplate::Plain, slimkv::ChatTemplate::ChatML, slimkv::ChatTemplate::Llama2,
+                     slimkv::ChatTemplate::Llama3, slimkv::ChatTemplate::Gemma, slimkv::ChatTemplate::Phi3,
+                     slimkv::ChatTemplate::Mistral}) {
+        if (chat) slimkv::render_chat(t, r.messages);
+      }
+      ByteTokenizer tok;
+      slimkv::CompletionText out(tok, -1, r.stop);
+      for (size_t i = 0; i < size && i < 256; ++i) out.push(data[i]);
+      out.finish();
+    } catch (const slimkv::ApiError&) {
+    }
+  }
+  return 0;
+}
