@@ -16,6 +16,7 @@ void register_commands(CLI::App& app) {
   add_calibrate_command(app, registry());
   add_bench_command(app, registry());
   add_serve_command(app, registry());
+  add_plan_command(app, registry());
 }
 
 int run_selected_command(CLI::App& app) {

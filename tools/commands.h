@@ -19,6 +19,7 @@ void add_eval_command(CLI::App& app, std::vector<Command>& out);
 void add_calibrate_command(CLI::App& app, std::vector<Command>& out);
 void add_bench_command(CLI::App& app, std::vector<Command>& out);
 void add_serve_command(CLI::App& app, std::vector<Command>& out);
+void add_plan_command(CLI::App& app, std::vector<Command>& out);
 void add_bench_offline_command(CLI::App& bench, std::vector<Command>& out);
 
 void register_commands(CLI::App& app);

@@ -1,0 +1,185 @@
+// `slimkv plan`: the KV memory planner — per-layer KV bytes per token, KV cache, weights, activations and total,
+// before and after compression, what fits in --memory, the seed's scenario table, and an SVG chart.
+#include <cctype>
+#include <cstdio>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "ops/memory_plan.h"
+#include "ops/svg_chart.h"
+#include "tools/commands.h"
+#include "tools/common.h"
+
+namespace slimkv {
+namespace {
+
+struct PlanFlags {
+  ModelFlags model;
+  EngineConfig engine;  // only the compression flags are used
+  ModelShape shape;
+  double params = 0;    // --params: a count (7e9 works)
+  PlanInput in;
+  bool scenarios = false, json = false;
+  std::string svg;
+};
+
+std::string gb(int64_t bytes) { return fmt::format("{:.2f} GB", static_cast<double>(bytes) / 1e9); }
+std::string gib(int64_t bytes) { return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / 1073741824.0); }
+
+nlohmann::json breakdown_json(const MemoryBreakdown& b) {
+  return {{"kv_bytes_per_token", b.kv_bytes_per_token}, {"kv_bytes_per_token_layer", b.kv_bytes_per_token_layer},
+          {"kv_tokens_per_seq", b.kv_tokens_per_seq}, {"kv_bytes", b.kv_bytes}, {"weights_bytes", b.weights_bytes},
+          {"activation_bytes", b.activation_bytes}, {"total_bytes", b.total_bytes}, {"kv_share", b.kv_share()}};
+}
+
+void print_plan(const PlanInput& in, const PlanResult& r) {
+  const ModelShape& s = in.shape;
+  std::printf("model: %lld layers, %lld heads (%lld KV heads), head dim %lld, hidden %lld, vocab %lld, %.3g params (%s)\n",
+              (long long)s.num_layers, (long long)s.num_heads, (long long)s.num_kv_heads, (long long)s.head_dim,
+              (long long)s.hidden_dim, (long long)s.vocab_size,
+              static_cast<double>(s.num_params ? s.num_params : s.estimated_params()), s.weights_dtype.c_str());
+  std::printf("context %lld tokens x batch %lld, baseline KV dtype %s\n\n", (long long)in.context_tokens,
+              (long long)in.batch, in.baseline_kv_dtype.c_str());
+  std::printf("KV bytes per token per layer: %lld (baseline)", (long long)r.before.kv_bytes_per_token_layer[0]);
+  if (r.compressed) {
+    std::printf(" -> compressed:");
+    for (size_t l = 0; l < r.after.kv_bytes_per_token_layer.size() && l < 16; ++l) {
+      std::printf(" %lld", (long long)r.after.kv_bytes_per_token_layer[l]);
+    }
+    if (r.after.kv_bytes_per_token_layer.size() > 16) std::printf(" ...");
+  }
+  std::printf("\n\n%-28s %16s", "", "before");
+  if (r.compressed) std::printf(" %16s", "after");
+  std::printf("\n");
+  auto row = [&](const char* name, int64_t a, int64_t b) {
+    std::printf("%-28s %16s", name, gb(a).c_str());
+    if (r.compressed) std::printf(" %16s", gb(b).c_str());
+    std::printf("\n");
+  };
+  std::printf("%-28s %16lld", "KV tokens per sequence", (long long)r.before.kv_tokens_per_seq);
+  if (r.compressed) std::printf(" %16lld", (long long)r.after.kv_tokens_per_seq);
+  std::printf("\n");
+  row("KV cache", r.before.kv_bytes, r.after.kv_bytes);
+  row("weights", r.before.weights_bytes, r.after.weights_bytes);
+  row("activations + buffers", r.before.activation_bytes, r.after.activation_bytes);
+  row("total", r.before.total_bytes, r.after.total_bytes);
+  std::printf("%-28s %15.1f%%", "KV share of total", 100 * r.before.kv_share());
+  if (r.compressed) std::printf(" %15.1f%%", 100 * r.after.kv_share());
+  std::printf("\n");
+  if (r.compressed) {
+    std::printf("\nKV cache: %.2fx smaller; overall memory: -%.1f%%\n",
+                static_cast<double>(r.before.kv_bytes) / static_cast<double>(r.after.kv_bytes),
+                100 * r.overall_reduction);
+  }
+  std::printf("(%s)\n", r.activation_assumption.c_str());
+  std::printf("seed's formula 2 x layers x heads x head_dim x ctx x batch x bytes = %s (%s)", gb(r.seed_formula_bytes).c_str(),
+              gib(r.seed_formula_bytes).c_str());
+  if (s.num_kv_heads != s.num_heads) {
+    std::printf(": it uses attention heads, so for this GQA model (%lld KV heads) it overstates the KV cache %lldx",
+                (long long)s.num_kv_heads, (long long)(s.num_heads / s.num_kv_heads));
+  }
+  std::printf("\n");
+  if (in.memory_gib > 0) {
+    std::printf("\nwithin %.2f GiB: batch at %lld tokens: %lld before, %lld after; context at batch %lld: %lld before, %lld after\n",
+                in.memory_gib, (long long)in.context_tokens, (long long)r.max_batch_before, (long long)r.max_batch_after,
+                (long long)in.batch, (long long)r.max_context_before, (long long)r.max_context_after);
+  }
+}
+
+int run_plan(PlanFlags f) {
+  PlanInput in = f.in;
+  in.compress = f.engine.compress;
+  if (!f.engine.kv_config_file.empty()) in.compress = CompressionConfig::from_json_file(f.engine.kv_config_file);
+  if (f.shape.num_layers > 0) {  // explicit hyper-parameters
+    in.shape = f.shape;
+    if (in.shape.num_kv_heads == 0) in.shape.num_kv_heads = in.shape.num_heads;
+    in.shape.num_params = static_cast<int64_t>(f.params);
+  } else {
+    auto model = load_model_from_flags(f.model);
+    const ModelConfig& c = model->config;
+    in.shape = {c.num_layers, c.num_heads, c.num_kv_heads, c.head_dim, c.dim, c.hidden_dim, c.vocab_size, 0, "f16"};
+    std::string wd(dtype_name(model->layers[0].wq.dtype));
+    for (auto& ch : wd) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    in.shape.weights_dtype = f.shape.weights_dtype != "f16" ? f.shape.weights_dtype : wd;
+    in.shape.num_params = static_cast<int64_t>(f.params);
+  }
+  std::vector<std::pair<std::string, PlanInput>> runs;
+  if (f.scenarios) {
+    for (const auto& sc : seed_scenarios()) {
+      PlanInput p = in;
+      p.context_tokens = sc.context_tokens;
+      p.batch = sc.batch;
+      runs.push_back({sc.name, p});
+    }
+  } else {
+    runs.push_back({"", in});
+  }
+  nlohmann::json out = nlohmann::json::array();
+  std::vector<BarGroup> bars;
+  if (f.scenarios && !f.json) {
+    std::printf("%-44s %10s %10s %12s %12s %10s\n", "scenario", "KV before", "KV after", "total before", "total after",
+                "overall");
+  }
+  for (const auto& [name, p] : runs) {
+    PlanResult r = make_plan(p);
+    nlohmann::json j = {{"scenario", name}, {"context_tokens", p.context_tokens}, {"batch", p.batch},
+                        {"before", breakdown_json(r.before)}, {"after", breakdown_json(r.after)},
+                        {"compressed", r.compressed}, {"overall_reduction", r.overall_reduction},
+                        {"seed_formula_bytes", r.seed_formula_bytes}, {"activation_assumption", r.activation_assumption}};
+    if (p.memory_gib > 0) {
+      j["max_batch"] = {{"before", r.max_batch_before}, {"after", r.max_batch_after}};
+      j["max_context"] = {{"before", r.max_context_before}, {"after", r.max_context_after}};
+    }
+    out.push_back(j);
+    const std::string label = name.empty() ? fmt::format("{}K x {}", p.context_tokens / 1024, p.batch) : name;
+    auto gbv = [](int64_t b) { return static_cast<double>(b) / 1e9; };
+    bars.push_back({label + " before", {gbv(r.before.weights_bytes), gbv(r.before.kv_bytes), gbv(r.before.activation_bytes)}});
+    if (r.compressed) {
+      bars.push_back({label + " after", {gbv(r.after.weights_bytes), gbv(r.after.kv_bytes), gbv(r.after.activation_bytes)}});
+    }
+    if (f.json) continue;
+    if (f.scenarios) {
+      std::printf("%-44s %9.1f%% %9.1f%% %12s %12s %9.1f%%\n", name.c_str(), 100 * r.before.kv_share(),
+                  100 * r.after.kv_share(), gb(r.before.total_bytes).c_str(), gb(r.after.total_bytes).c_str(),
+                  -100 * r.overall_reduction);
+    } else {
+      print_plan(p, r);
+    }
+  }
+  if (f.json) std::printf("%s\n", out.dump(2).c_str());
+  if (!f.svg.empty()) {
+    std::ofstream(f.svg) << svg_stacked_bars({"Memory before and after KV compression", "", "GB"},
+                                             {"weights", "KV cache", "activations"}, bars);
+    std::fprintf(stderr, "wrote %s\n", f.svg.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_plan_command(CLI::App& app, std::vector<Command>& out) {
+  auto f = std::make_shared<PlanFlags>();
+  CLI::App* sub = app.add_subcommand("plan", "KV memory planner: KV, weights, activations before/after compression");
+  add_model_flags(sub, f->model);
+  add_engine_flags(sub, f->engine);
+  sub->add_option("--layers", f->shape.num_layers, "Explicit shape: layers (instead of -m)");
+  sub->add_option("--heads", f->shape.num_heads, "Attention heads");
+  sub->add_option("--kv-heads", f->shape.num_kv_heads, "KV heads (default: --heads; fewer = GQA)");
+  sub->add_option("--head-dim", f->shape.head_dim, "Head dimension");
+  sub->add_option("--hidden", f->shape.hidden_dim, "Embedding width (default heads x head dim)");
+  sub->add_option("--ffn", f->shape.ffn_dim, "MLP width (default 8/3 hidden)");
+  sub->add_option("--vocab", f->shape.vocab_size, "Vocabulary size");
+  sub->add_option("--params", f->params, "Parameter count, e.g. 70e9 (default: from the shape)");
+  sub->add_option("--weights-dtype", f->shape.weights_dtype, "f32|f16|bf16|q8_0|q4_0 (default: the model's, else f16)");
+  sub->add_option("--ctx", f->in.context_tokens, "Context length in tokens")->required();
+  sub->add_option("--batch", f->in.batch, "Concurrent sequences (default 1)");
+  sub->add_option("--baseline-kv-dtype", f->in.baseline_kv_dtype, "Uncompressed KV dtype: f16 (default) or f32");
+  sub->add_option("--memory", f->in.memory_gib, "Memory available, GiB: report the largest batch and context that fit");
+  sub->add_flag("--scenarios", f->scenarios, "The seed's scenario table: 4K x 32, 32K x 4, 128K x 1");
+  sub->add_option("--svg", f->svg, "Write a stacked bar chart (weights / KV / activations) before and after");
+  sub->add_flag("--json", f->json, "Machine-readable output");
+  out.push_back({sub, [f] { return run_plan(*f); }});
+}
+
+}  // namespace slimkv
