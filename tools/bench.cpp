@@ -129,6 +129,7 @@ void add_bench_command(CLI::App& app, std::vector<Command>& out) {
   sub->add_flag("--json", f->json, "Print JSON");
   out.push_back({sub, [f] { return run_bench(*f); }});
   add_bench_offline_command(*sub, out);
+  add_bench_serve_command(*sub, out);
 }
 
 }  // namespace slimkv

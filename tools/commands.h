@@ -21,6 +21,7 @@ void add_bench_command(CLI::App& app, std::vector<Command>& out);
 void add_serve_command(CLI::App& app, std::vector<Command>& out);
 void add_plan_command(CLI::App& app, std::vector<Command>& out);
 void add_bench_offline_command(CLI::App& bench, std::vector<Command>& out);
+void add_bench_serve_command(CLI::App& bench, std::vector<Command>& out);
 
 void register_commands(CLI::App& app);
 int run_selected_command(CLI::App& app);
