@@ -1,0 +1,122 @@
+#include "ops/quality_eval.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "runner/generator.h"
+#include "runner/sequence_forward.h"
+#include "runner/teacher_forced.h"
+
+namespace slimkv {
+namespace {
+
+void log_softmax(const float* row, int32_t n, std::vector<double>& out) {  // out[i] = log p_i
+  out.resize(n);
+  double mx = row[0];
+  for (int32_t i = 1; i < n; ++i) mx = std::max<double>(mx, row[i]);
+  double sum = 0;
+  for (int32_t i = 0; i < n; ++i) sum += std::exp(row[i] - mx);
+  const double lse = mx + std::log(sum);
+  for (int32_t i = 0; i < n; ++i) out[i] = row[i] - lse;
+}
+
+std::string first_digits(const std::string& s) {
+  size_t a = s.find_first_of("0123456789");
+  if (a == std::string::npos) return "";
+  size_t b = s.find_first_not_of("0123456789", a);
+  return s.substr(a, b == std::string::npos ? std::string::npos : b - a);
+}
+
+}  // namespace
+
+QualityEvaluator::QualityEvaluator(const Model& model, ThreadPool* pool, std::vector<int32_t> ids, int32_t ctx,
+                                   std::string passkey, int32_t max_passkey)
+    : model_(model), pool_(pool), ctx_(ctx), passkey_(std::move(passkey)), max_passkey_(max_passkey) {
+  SLIMKV_CHECK(ids.size() >= 2, "too little text to evaluate ({} tokens)", ids.size());
+  windows_ = split_windows(ids, ctx_, model.tokenizer->bos_id());  // as `perplexity`
+  CompressionConfig off;
+  off.enabled = false;
+  baseline_ = run("baseline (full f32 cache)", off, true);
+}
+
+QualityResult QualityEvaluator::evaluate(const std::string& name, const CompressionConfig& cc) {
+  cc.validate(model_.config.num_layers, model_.config.head_dim);
+  return run(name, cc, false);
+}
+
+QualityResult QualityEvaluator::run(const std::string& name, const CompressionConfig& cc, bool is_baseline) {
+  const ModelConfig& c = model_.config;
+  const int32_t V = c.vocab_size;
+  QualityResult r;
+  r.name = name;
+  const KvLayout layout = cc.layout(c.num_layers, c.num_kv_heads, c.head_dim, 16);
+  const int64_t kept = cc.sparse()    ? std::min<int64_t>(ctx_, cc.sink_tokens() + cc.window_tokens())
+                       : cc.dynamic() ? std::min<int64_t>(ctx_, cc.kv_sparse_topk + (cc.merge() ? 16 : 0))
+                                      : ctx_;
+  r.kv_bytes_per_token = layout.bytes_per_token() * kept / ctx_;
+  r.ratio_vs_f16 = static_cast<double>(r.kv_bytes_per_token) / (2.0 * c.num_layers * c.kv_dim() * 2);
+  std::vector<float> logits(static_cast<size_t>(ctx_) * V);  // [ctx, vocab]
+  std::vector<double> lp_b, lp_c, kl;
+  double nll = 0;
+  int64_t top1_same = 0, tokens = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (is_baseline) base_logits_.resize(windows_.size());
+  for (size_t w = 0; w < windows_.size(); ++w) {
+    const auto& win = windows_[w];
+    TeacherForcedRun run(model_, pool_, cc, ctx_);
+    for (size_t t = 0; t < win.size(); ++t) run.step(win[t], logits.data() + t * V);
+    tokens += static_cast<int64_t>(win.size());
+    if (is_baseline) base_logits_[w].assign(logits.begin(), logits.begin() + win.size() * V);
+    for (size_t t = 0; t + 1 < win.size(); ++t) {
+      const float* rc = logits.data() + t * V;
+      const float* rb = base_logits_[w].data() + t * V;
+      log_softmax(rc, V, lp_c);
+      log_softmax(rb, V, lp_b);
+      double k = 0;
+      for (int32_t i = 0; i < V; ++i) k += std::exp(lp_b[i]) * (lp_b[i] - lp_c[i]);
+      kl.push_back(std::max(0.0, k));
+      top1_same += (std::max_element(rc, rc + V) - rc) == (std::max_element(rb, rb + V) - rb);
+      nll -= lp_c[win[t + 1]];
+      ++r.predictions;
+    }
+  }
+  r.tokens_per_s = tokens / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::sort(kl.begin(), kl.end());
+  for (double x : kl) r.mean_kl += x;
+  r.mean_kl /= std::max<size_t>(1, kl.size());
+  r.p99_kl = kl.empty() ? 0 : kl[std::min(kl.size() - 1, static_cast<size_t>(0.99 * kl.size()))];
+  r.top1_agreement = static_cast<double>(top1_same) / std::max<int64_t>(1, r.predictions);
+  r.perplexity = std::exp(nll / std::max<int64_t>(1, r.predictions));
+  r.ppl_change = is_baseline ? 0.0 : r.perplexity / baseline_.perplexity - 1;
+  if (!passkey_.empty()) {
+    std::ifstream in(passkey_);
+    SLIMKV_CHECK(in.good(), "cannot open passkey file '{}'", passkey_);
+    std::string line;
+    while (std::getline(in, line) && r.passkey_total < max_passkey_) {
+      auto j = nlohmann::json::parse(line, nullptr, false);
+      if (!j.is_object() || !j.contains("prompt") || !j.contains("answer")) continue;
+      auto prompt = model_.tokenizer->encode(j["prompt"].get<std::string>(), true);
+      if (static_cast<int32_t>(prompt.size()) + 8 > c.max_seq_len) continue;
+      GenerateOptions o;
+      o.max_new_tokens = 8;
+      o.compression = cc;
+      std::vector<int32_t> out;
+      generate(model_, pool_, prompt, o, [&](int32_t id) {
+        out.push_back(id);
+        return true;
+      });
+      std::vector<int32_t> all = prompt;
+      all.insert(all.end(), out.begin(), out.end());
+      std::string text = model_.tokenizer->decode(all).substr(model_.tokenizer->decode(prompt).size());
+      r.passkey_right += first_digits(text) == j["answer"].get<std::string>();
+      ++r.passkey_total;
+    }
+  }
+  return r;
+}
+
+}  // namespace slimkv

@@ -1,0 +1,49 @@
+// Quality of a KV compression configuration against the full cache on the same token windows, tokenizer and greedy
+// sampling (seed 5.1): KL divergence of next-token distributions, top-1 agreement, perplexity and its change,
+// passkey accuracy, physical KV bytes per token, tokens/s. The baseline runs once; compression acts while each
+// window advances (token by token through the engine's KV path). Used by `eval` and `tune`.
+// Must not know: command lines or report formats.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "compress/compression_config.h"
+#include "core/thread_pool.h"
+#include "model/model.h"
+
+namespace slimkv {
+
+struct QualityResult {
+  std::string name;
+  int64_t kv_bytes_per_token = 0;  // physical, for a full window (sparse retention keeps fewer tokens)
+  double ratio_vs_f16 = 0;         // kv_bytes_per_token / an f16 cache's
+  double mean_kl = 0, p99_kl = 0, top1_agreement = 0, perplexity = 0, ppl_change = 0;
+  int32_t passkey_right = 0, passkey_total = 0;
+  double tokens_per_s = 0;
+  int64_t predictions = 0;
+};
+
+class QualityEvaluator {
+ public:
+  // ids: the scored text's tokens; ctx: window length. passkey: JSONL path (may be empty).
+  QualityEvaluator(const Model& model, ThreadPool* pool, std::vector<int32_t> ids, int32_t ctx,
+                   std::string passkey = "", int32_t max_passkey = 30);
+  const QualityResult& baseline() const { return baseline_; }
+  size_t num_windows() const { return windows_.size(); }
+  int32_t ctx() const { return ctx_; }
+  QualityResult evaluate(const std::string& name, const CompressionConfig& cc);
+
+ private:
+  QualityResult run(const std::string& name, const CompressionConfig& cc, bool is_baseline);
+
+  const Model& model_;
+  ThreadPool* pool_;
+  int32_t ctx_;
+  std::vector<std::vector<int32_t>> windows_;
+  std::vector<std::vector<float>> base_logits_;  // [window][pos * vocab]
+  std::string passkey_;
+  int32_t max_passkey_;
+  QualityResult baseline_;
+};
+
+}  // namespace slimkv
