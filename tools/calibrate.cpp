@@ -8,6 +8,7 @@
 #include "compress/calibration.h"
 #include "core/mapped_file.h"
 #include "model/kv_projection.h"
+#include "ops/calibration_run.h"
 #include "runner/sequence_forward.h"
 #include "tools/commands.h"
 #include "tools/common.h"
@@ -29,19 +30,11 @@ int run_calibrate(const CalibrateFlags& f) {
   if (static_cast<int32_t>(ids.size()) > f.max_tokens) ids.resize(f.max_tokens);
   SLIMKV_CHECK(ids.size() >= 2, "{}: too little text to calibrate on", f.data);
   ThreadPool pool(resolve_threads(f.model.threads));
-  SequenceForward fwd(*model, &pool, ctx);
-  KvCovariance cov(c.num_layers, c.num_kv_heads, c.head_dim);
-  fwd.forward_pass().set_kv_observer([&](int32_t l, const float* k, const float* v, int32_t T) { cov.add(l, k, v, T); });
-  std::vector<float> logits(c.vocab_size);
   const bool progress = ::isatty(2);
-  size_t done = 0;
-  for (const auto& w : split_windows(ids, ctx, model->tokenizer->bos_id())) {
-    fwd.forward(w, 0, false, logits.data());
-    done += w.size() - 1;
-    if (progress) std::fprintf(stderr, "\rcalibrating: %zu / %zu tokens", done, ids.size() - 1);
-  }
+  Calibration cal = calibrate_model(*model, &pool, ids, ctx, [&](size_t done, size_t total) {
+    if (progress) std::fprintf(stderr, "\rcalibrating: %zu / %zu tokens", done, total);
+  });
   if (progress) std::fprintf(stderr, "\n");
-  Calibration cal = Calibration::from_covariance(cov, model_fingerprint(*model));
   cal.save(f.out);
   std::printf("calibrated on %lld tokens; wrote %s\n", static_cast<long long>(cal.num_tokens), f.out.c_str());
   std::printf("explained variance by rank (keys | values), averaged over KV heads:\nlayer");

@@ -17,6 +17,9 @@ void register_commands(CLI::App& app) {
   add_bench_command(app, registry());
   add_serve_command(app, registry());
   add_plan_command(app, registry());
+  add_tune_command(app, registry());
+  add_doctor_command(app, registry());
+  add_profile_command(app, registry());
 }
 
 int run_selected_command(CLI::App& app) {

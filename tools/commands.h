@@ -20,6 +20,9 @@ void add_calibrate_command(CLI::App& app, std::vector<Command>& out);
 void add_bench_command(CLI::App& app, std::vector<Command>& out);
 void add_serve_command(CLI::App& app, std::vector<Command>& out);
 void add_plan_command(CLI::App& app, std::vector<Command>& out);
+void add_tune_command(CLI::App& app, std::vector<Command>& out);
+void add_doctor_command(CLI::App& app, std::vector<Command>& out);
+void add_profile_command(CLI::App& app, std::vector<Command>& out);
 void add_bench_offline_command(CLI::App& bench, std::vector<Command>& out);
 void add_bench_serve_command(CLI::App& bench, std::vector<Command>& out);
 

@@ -123,6 +123,27 @@ std::string CompressionConfig::fingerprint() const {  // what the stored bytes d
   return fmt::format("kv dtype={} rotation={}{}{}", kv_dtype_name(dtype()), rotate(), ranks, sparse_part);
 }
 
+std::string CompressionConfig::to_json(const std::string& description) const {
+  const CompressionConfig d;
+  nlohmann::ordered_json j;
+  if (!description.empty()) j["description"] = description;
+  if (!enabled) j["kv_cache_compression"] = "off";
+  if (kv_cache_dtype != d.kv_cache_dtype) j["kv_cache_dtype"] = kv_cache_dtype;
+  if (kv_quant_rotation != d.kv_quant_rotation) j["kv_quant_rotation"] = kv_quant_rotation;
+  if (kv_compression_rank) j["kv_compression_rank"] = kv_compression_rank;
+  if (kv_compression_rank_k) j["kv_compression_rank_k"] = kv_compression_rank_k;
+  if (kv_compression_rank_v) j["kv_compression_rank_v"] = kv_compression_rank_v;
+  if (!kv_layer_compress_ratio.empty()) j["kv_layer_compress_ratio"] = kv_layer_compress_ratio;
+  if (!kv_calibration.empty()) j["kv_calibration"] = kv_calibration;
+  if (kv_sparse_mode != d.kv_sparse_mode) j["kv_sparse_mode"] = kv_sparse_mode;
+  if (kv_sparse_topk != d.kv_sparse_topk) j["kv_sparse_topk"] = kv_sparse_topk;
+  if (kv_sink_tokens != d.kv_sink_tokens) j["kv_sink_tokens"] = kv_sink_tokens;
+  if (kv_recent_window != d.kv_recent_window) j["kv_recent_window"] = kv_recent_window;
+  if (kv_evict_policy != d.kv_evict_policy) j["kv_evict_policy"] = kv_evict_policy;
+  if (kv_sparse_schedule != d.kv_sparse_schedule) j["kv_sparse_schedule"] = kv_sparse_schedule;
+  return j.dump(2) + "\n";
+}
+
 CompressionConfig CompressionConfig::from_json_file(const std::string& path) {
   auto j = nlohmann::json::parse(read_text_file(path), nullptr, false);
   SLIMKV_CHECK(j.is_object(), "{}: a KV config must be a JSON object", path);

@@ -45,6 +45,8 @@ struct CompressionConfig {
   std::string fingerprint() const;  // goes into the prefix-cache salt
   // Loads a JSON object {"kv_cache_dtype": "int8", ...}; unknown keys are an error that names them.
   static CompressionConfig from_json_file(const std::string& path);
+  // The non-default fields as that JSON object (what from_json_file reads back to an equal config).
+  std::string to_json(const std::string& description = "") const;
 };
 
 // "layer | dtype | rotation | bytes/token | vs f16" lines for the start-up log and the eval report.

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/profiler.h"
 #include "model/kv_projection.h"
 #include "model/summary_merger.h"
 #include "runner/batch_builder.h"
@@ -86,6 +87,13 @@ std::vector<StepEvent> Engine::step() {
   const double start = now_ms();
   SchedOutput out = scheduler_.schedule(start);
   metrics_.num_preemptions += out.num_preempted;
+  Profiler* prof = Profiler::active();
+  if (prof) {  // the step's phase: decode when every chunk is one sampled token
+    bool decode = !out.chunks.empty();
+    for (const auto& c : out.chunks) decode = decode && c.samples && c.token_ids.size() == 1;
+    prof->set_decode(decode);
+    prof->add(ProfKind::Scheduling, (now_ms() - start) / 1000.0);
+  }
   std::vector<int32_t> sampled;
   std::vector<TokenLogprobs> logprobs;  // [sampled] (empty entries when not requested)
   if (!out.chunks.empty()) {
@@ -93,6 +101,7 @@ std::vector<StepEvent> Engine::step() {
     build_forward_batch(out, cfg_.cache.block_size, batch_, track);
     fwd_.forward(batch_, storage_, logits_.data());
     if (track > 0) {  // attention mass per page -> the requests' per-block importance
+      ProfScope ps(ProfKind::SparseScoring);
       const auto& imp = fwd_.page_importance();
       for (size_t s = 0; s < out.chunks.size(); ++s) {
         SeqKv& kv = scheduler_.find(out.chunks[s].id)->kv;
@@ -104,6 +113,7 @@ std::vector<StepEvent> Engine::step() {
         }
       }
     }
+    ProfScope ps(ProfKind::Sampling);
     size_t row = 0;
     const int32_t vocab = model_.config.vocab_size;
     for (const auto& c : out.chunks) {
@@ -132,7 +142,13 @@ std::vector<StepEvent> Engine::step() {
     Request* r = scheduler_.find(c.id);
     if (r->times.last_token_ms >= 0) metrics_.record_token_gap(now - r->times.last_token_ms);
   }
+  const double update_start = now_ms();
+  const double sel_before = prof ? prof->current_seconds(ProfKind::SparseSelection) : 0.0;
   std::vector<StepEvent> events = scheduler_.update(out, sampled, now);
+  if (prof) {  // update's own time, less the eviction it timed itself
+    const double sel = prof->current_seconds(ProfKind::SparseSelection);
+    prof->add(ProfKind::Scheduling, (now_ms() - update_start) / 1000.0 - (sel - sel_before));
+  }
   SLIMKV_CHECK(events.size() == sampled.size(), "step: {} events for {} sampled tokens", events.size(),
                sampled.size());
   for (size_t i = 0; i < events.size(); ++i) {  // one event per sampling chunk, in the same order
@@ -145,6 +161,7 @@ std::vector<StepEvent> Engine::step() {
   }
   ++metrics_.num_steps;
   refresh_gauges();
+  if (prof) prof->add_step((now_ms() - start) / 1000.0, out.num_tokens);
   return events;
 }
 

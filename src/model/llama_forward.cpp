@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "core/profiler.h"
 #include "kernels/kv_codec.h"
 
 namespace slimkv {
@@ -94,10 +95,14 @@ void LlamaForward::forward(const ForwardBatch& b, KvStorage& kv, float* logits_o
   for (int32_t l = 0; l < c.num_layers; ++l) {
     const LayerWeights& w = model_.layers[l];
     for (int32_t t = 0; t < T; ++t) rmsnorm(xb_.data() + t * dim, x_.data() + t * dim, w.attn_norm, dim, c.rms_eps);
-    matmul(w.wq, xb_.data(), T, q_.data(), pool_);
-    matmul(w.wk, xb_.data(), T, k_.data(), pool_);
-    matmul(w.wv, xb_.data(), T, v_.data(), pool_);
+    {
+      ProfScope ps(ProfKind::Matmul);
+      matmul(w.wq, xb_.data(), T, q_.data(), pool_);
+      matmul(w.wk, xb_.data(), T, k_.data(), pool_);
+      matmul(w.wv, xb_.data(), T, v_.data(), pool_);
+    }
     for (int32_t t = 0; t < T; ++t) {
+      ProfScope ps(ProfKind::KvWrite);
       rope_.apply(q_.data() + static_cast<size_t>(t) * qd, c.num_heads, b.positions[t]);
       rope_.apply(k_.data() + static_cast<size_t>(t) * kv_dim, c.num_kv_heads, b.positions[t]);
       write_kv(kv, l, b.slots[t], k_.data() + static_cast<size_t>(t) * kv_dim,
@@ -113,15 +118,27 @@ void LlamaForward::forward(const ForwardBatch& b, KvStorage& kv, float* logits_o
       if (!kv_proj_[l].k.empty()) lk.k_proj = kv_proj_[l].k.data();
       if (!kv_proj_[l].v.empty()) lk.v_proj = kv_proj_[l].v.data();
     }
-    attention_.run(q_.data(), lk, att_.data(), pool_);
-    matmul(w.wo, att_.data(), T, proj_.data(), pool_);
+    {
+      ProfScope ps(ProfKind::Attention);
+      attention_.run(q_.data(), lk, att_.data(), pool_);
+    }
+    {
+      ProfScope ps(ProfKind::Matmul);
+      matmul(w.wo, att_.data(), T, proj_.data(), pool_);
+    }
     for (size_t i = 0; i < static_cast<size_t>(T) * dim; ++i) x_[i] += proj_[i];
 
     for (int32_t t = 0; t < T; ++t) rmsnorm(xb_.data() + t * dim, x_.data() + t * dim, w.ffn_norm, dim, c.rms_eps);
-    matmul(w.w1, xb_.data(), T, hb_.data(), pool_);
-    matmul(w.w3, xb_.data(), T, hb2_.data(), pool_);
+    {
+      ProfScope ps(ProfKind::Matmul);
+      matmul(w.w1, xb_.data(), T, hb_.data(), pool_);
+      matmul(w.w3, xb_.data(), T, hb2_.data(), pool_);
+    }
     swiglu(hb_.data(), hb2_.data(), static_cast<int64_t>(T) * hid);
-    matmul(w.w2, hb_.data(), T, proj_.data(), pool_);
+    {
+      ProfScope ps(ProfKind::Matmul);
+      matmul(w.w2, hb_.data(), T, proj_.data(), pool_);
+    }
     for (size_t i = 0; i < static_cast<size_t>(T) * dim; ++i) x_[i] += proj_[i];
   }
   const int32_t rows = static_cast<int32_t>(b.logits_rows.size());
@@ -132,6 +149,7 @@ void LlamaForward::forward(const ForwardBatch& b, KvStorage& kv, float* logits_o
     rmsnorm(final_.data() + static_cast<size_t>(r) * dim, x_.data() + static_cast<size_t>(t) * dim, model_.final_norm,
             dim, c.rms_eps);
   }
+  ProfScope ps(ProfKind::Matmul);
   matmul(model_.output, final_.data(), rows, logits_out, pool_);
 }
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/profiler.h"
+
 namespace slimkv {
 
 Scheduler::Scheduler(const SchedulerConfig& cfg, KvCacheManager& kv) : cfg_(cfg), kv_(kv) { cfg_.validate(); }
@@ -124,7 +126,10 @@ std::vector<StepEvent> Scheduler::update(const SchedOutput& out, const std::vect
     SLIMKV_CHECK(r != nullptr, "update: request {} vanished during the step", c.id);
     r->num_computed_tokens += static_cast<int32_t>(c.token_ids.size());
     kv_.cache_full_blocks(r->kv, r->tokens, r->num_computed_tokens);
-    kv_.evict_least_attended(r->kv, r->num_computed_tokens, r->num_prompt_tokens);
+    {
+      ProfScope ps(ProfKind::SparseSelection);
+      kv_.evict_least_attended(r->kv, r->num_computed_tokens, r->num_prompt_tokens);
+    }
     if (!c.samples) continue;
     SLIMKV_CHECK(next_sample < sampled.size(), "update: fewer sampled tokens than sampling chunks");
     const int32_t tok = sampled[next_sample++];

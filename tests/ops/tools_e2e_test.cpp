@@ -1,0 +1,87 @@
+// The operator tools as a user runs them: plan, tune (its config is accepted by serve), profile and doctor.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "server/server_process.h"
+
+namespace slimkv::test {
+namespace {
+
+using nlohmann::json;
+
+std::string run_tool(const std::string& args, int* rc) {
+  FILE* p = ::popen((std::string(SLIMKV_BINARY) + " " + args + " 2>/dev/null").c_str(), "r");
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), p)) > 0;) out.append(buf, n);
+  const int status = ::pclose(p);
+  *rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+
+TEST(ToolsE2E, PlanReproducesTheSeedExampleAsJson) {
+  int rc = 0;
+  auto j = json::parse(run_tool("plan --layers 80 --heads 64 --head-dim 128 --vocab 32000 --params 70e9 --ctx 8192 "
+                                "--batch 16 --json", &rc));
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(j[0]["before"]["kv_bytes"], int64_t{2} * 80 * 64 * 128 * 8192 * 2 * 16);
+  EXPECT_EQ(j[0]["compressed"], false);
+  run_tool("plan --layers 80 --heads 64 --head-dim 128 --ctx 8192 --kv-layer-compress-ratio 1,2", &rc);
+  EXPECT_EQ(rc, 1) << "a ratio list of the wrong length is a clear error";
+}
+
+TEST(ToolsE2E, TuneWritesAConfigThatServeAccepts) {
+  if (!exists(default_model())) GTEST_SKIP();
+  const auto dir = std::filesystem::temp_directory_path() / ("slimkv-tune-" + std::to_string(::getpid()));
+  int rc = 0;
+  const std::string out = run_tool("tune --data " + data_dir() + "/tinystories_valid_head.txt --max-tokens 1024 -o " +
+                                       (dir / "best.json").string(), &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("**(chosen)**"), std::string::npos) << out;
+  for (const char* f : {"best.json", "best.md", "best.svg"}) EXPECT_TRUE(exists((dir / f).string())) << f;
+  auto cfg = json::parse(std::ifstream(dir / "best.json"));
+  EXPECT_TRUE(cfg.is_object());
+  ServerProcess s({"--kv-config", (dir / "best.json").string()});
+  auto r = s.post("/v1/completions", json{{"prompt", "Once upon a time"}, {"max_tokens", 8}});
+  EXPECT_EQ(r.first, 200) << r.second;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ToolsE2E, ProfileSplitsPrefillAndDecodeAndReportsTheSparseShare) {
+  if (!exists(default_model())) GTEST_SKIP();
+  int rc = 0;
+  auto j = json::parse(run_tool("profile --num-prompts 4 --input-len 200 --output-len 40 --kv-sparse-mode dynamic "
+                                "--kv-sparse-topk 64 --kv-recent-window 32 --kv-cache-memory 0.02 --json", &rc));
+  EXPECT_EQ(rc, 0);
+  for (const char* phase : {"prefill", "decode"}) {
+    EXPECT_GT(j[phase]["total_s"].get<double>(), 0) << phase;
+    double sum = 0;
+    for (const auto& [name, v] : j[phase]["kinds"].items()) sum += v["share"].get<double>();
+    EXPECT_NEAR(sum, 1.0, 0.02) << phase << ": the shares add up";
+  }
+  EXPECT_EQ(j["decode"]["tokens"].get<int64_t>() + j["prefill"]["tokens"].get<int64_t>(), 4 * 200 + 4 * 39);
+  EXPECT_GT(j["decode"]["kinds"]["sparse: top-K selection + evict/merge"]["seconds"].get<double>(), 0);
+  EXPECT_GE(j["decode"]["sparse_share"].get<double>(), 0);
+}
+
+TEST(ToolsE2E, DoctorReadsAServerAndChecksAConfig) {
+  if (!exists(default_model())) GTEST_SKIP();
+  ServerProcess s;
+  for (int i = 0; i < 3; ++i) s.post("/v1/completions", json{{"prompt", "Once upon a time"}, {"max_tokens", 8}});
+  int rc = 0;
+  auto j = json::parse(run_tool("doctor --json --base-url " + s.base_url(), &rc));
+  EXPECT_EQ(rc, 0);
+  bool saw_uncompressed = false;
+  for (const auto& f : j["findings"]) saw_uncompressed |= f["symptom"] == "memory not down";
+  EXPECT_TRUE(saw_uncompressed) << j.dump(2) << ": the server runs an uncompressed f32 cache";
+  EXPECT_FALSE(j["checks"].empty());
+  auto c = json::parse(run_tool("doctor --json --check-config --kv-sparse-mode dynamic --kv-sparse-topk 600 "
+                                "--kv-recent-window 32", &rc));
+  bool saw_noop = false;
+  for (const auto& f : c["findings"]) saw_noop |= f["symptom"] == "sparse retention does nothing";
+  EXPECT_TRUE(saw_noop) << c.dump(2);
+}
+
+}  // namespace
+}  // namespace slimkv::test
