@@ -81,9 +81,11 @@ void print_plan(const PlanInput& in, const PlanResult& r) {
   }
   std::printf("\n");
   if (in.memory_gib > 0) {
-    std::printf("\nwithin %.2f GiB: batch at %lld tokens: %lld before, %lld after; context at batch %lld: %lld before, %lld after\n",
+    const std::string ctx_after = r.max_context_after == -2 ? std::string("no limit (retention caps the KV per sequence)")
+                                                            : std::to_string(r.max_context_after);
+    std::printf("\nwithin %.2f GiB: batch at %lld tokens: %lld before, %lld after; context at batch %lld: %lld before, %s after\n",
                 in.memory_gib, (long long)in.context_tokens, (long long)r.max_batch_before, (long long)r.max_batch_after,
-                (long long)in.batch, (long long)r.max_context_before, (long long)r.max_context_after);
+                (long long)in.batch, (long long)r.max_context_before, ctx_after.c_str());
   }
 }
 
@@ -132,7 +134,7 @@ int run_plan(PlanFlags f) {
       j["max_context"] = {{"before", r.max_context_before}, {"after", r.max_context_after}};
     }
     out.push_back(j);
-    const std::string label = name.empty() ? fmt::format("{}K x {}", p.context_tokens / 1024, p.batch) : name;
+    const std::string label = fmt::format("{}K x {}", p.context_tokens / 1024, p.batch);
     auto gbv = [](int64_t b) { return static_cast<double>(b) / 1e9; };
     bars.push_back({label + " before", {gbv(r.before.weights_bytes), gbv(r.before.kv_bytes), gbv(r.before.activation_bytes)}});
     if (r.compressed) {
@@ -176,7 +178,7 @@ void add_plan_command(CLI::App& app, std::vector<Command>& out) {
   sub->add_option("--batch", f->in.batch, "Concurrent sequences (default 1)");
   sub->add_option("--baseline-kv-dtype", f->in.baseline_kv_dtype, "Uncompressed KV dtype: f16 (default) or f32");
   sub->add_option("--memory", f->in.memory_gib, "Memory available, GiB: report the largest batch and context that fit");
-  sub->add_flag("--scenarios", f->scenarios, "The seed's scenario table: 4K x 32, 32K x 4, 128K x 1");
+  sub->add_flag("--scenarios", f->scenarios, "The seed's scenario table: 4K x 8, 32K x 2, 128K x 1");
   sub->add_option("--svg", f->svg, "Write a stacked bar chart (weights / KV / activations) before and after");
   sub->add_flag("--json", f->json, "Machine-readable output");
   out.push_back({sub, [f] { return run_plan(*f); }});

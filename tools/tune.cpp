@@ -71,7 +71,7 @@ int run_tune(const TuneFlags& f) {
   std::ofstream(out) << best.config.to_json("slimkv tune: " + best.description);
   const std::string report = tuning_report_markdown(r, opt);
   std::ofstream(stem.string() + ".md") << report;
-  LineSeries kept{"kept", {}, true}, over{"over the limit", {}, true};
+  LineSeries kept{"kept", {}, true}, over{"over the limit", {}, true, false};
   for (const auto& s : r.steps) {
     (s.accepted ? kept : over).points.push_back({s.quality.ratio_vs_f16, 100 * s.quality.top1_agreement});
   }

@@ -97,8 +97,8 @@ int64_t ModelShape::estimated_params() const {
 }
 
 std::vector<Scenario> seed_scenarios() {
-  return {{"short context, large batch (4K x 32)", 4096, 32},
-          {"long context, small batch (32K x 4)", 32768, 4},
+  return {{"short context, large batch (4K x 8)", 4096, 8},
+          {"long context, small batch (32K x 2)", 32768, 2},
           {"very long context, one request (128K x 1)", 131072, 1}};
 }
 
@@ -156,6 +156,7 @@ PlanResult make_plan(const PlanInput& in) {
     r.max_batch_after = fit(true, true);
     r.max_context_before = fit(false, false);
     r.max_context_after = fit(true, false);
+    if (r.max_context_after >= (int64_t{1} << 40)) r.max_context_after = -2;  // retention caps KV per sequence
   }
   return r;
 }

@@ -45,7 +45,7 @@ struct PlanResult {
   int64_t seed_formula_bytes = 0;       // 2 × layers × *attention* heads × head_dim × ctx × batch × bytes
   double overall_reduction = 0;         // 1 − after.total / before.total
   int64_t max_batch_before = -1, max_batch_after = -1;      // at context_tokens, within memory_gib (-1: no budget)
-  int64_t max_context_before = -1, max_context_after = -1;  // at batch, within memory_gib
+  int64_t max_context_before = -1, max_context_after = -1;  // at batch, within memory_gib (-2: no limit)
   std::string activation_assumption;    // how activation_bytes was estimated, for the report
 };
 
@@ -57,6 +57,6 @@ struct Scenario {
   std::string name;
   int64_t context_tokens, batch;
 };
-std::vector<Scenario> seed_scenarios();  // 4K × 32, 32K × 4, 128K × 1 (seed 3.2's short / long / very long)
+std::vector<Scenario> seed_scenarios();  // 4K × 8, 32K × 2, 128K × 1 (seed 3.2's short / long / very long)
 
 }  // namespace slimkv

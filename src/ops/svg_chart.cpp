@@ -133,8 +133,10 @@ std::string svg_lines(const ChartText& t, const std::vector<LineSeries>& series,
     names.push_back(series[i].name);
     std::string pts;
     for (auto [x, y] : series[i].points) pts += fmt::format("{:.1f},{:.1f} ", px(x), py(y));
-    s += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>\n", kColors[i % 8], pts);
-    if (series[i].markers) {
+    if (series[i].line) {
+      s += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>\n", kColors[i % 8], pts);
+    }
+    if (series[i].markers || !series[i].line) {
       for (auto [x, y] : series[i].points) {
         s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"/>\n", px(x), py(y), kColors[i % 8]);
       }

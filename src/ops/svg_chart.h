@@ -17,6 +17,7 @@ struct LineSeries {
   std::string name;
   std::vector<std::pair<double, double>> points;  // (x, y)
   bool markers = false;
+  bool line = true;                                // false: markers only (a scatter)
 };
 
 struct ChartText {

@@ -80,15 +80,18 @@ TuneResult run_tuning_ladder(QualityEvaluator& ev, const ModelConfig& m, const T
 std::string tuning_report_markdown(const TuneResult& r, const TuneOptions& opt) {
   std::string s = fmt::format(
       "# slimkv tune\n\nQuality limit: drop = max(1 − top-1 agreement, perplexity change) ≤ {:.2f}%.\n\n"
-      "| step | configuration | KV bytes/token | vs f16 | top-1 agree | mean KL | ppl change | drop | tokens/s | kept |\n"
-      "|---|---|---|---|---|---|---|---|---|---|\n",
+      "| step | configuration | KV bytes/token | vs f16 | top-1 agree | mean KL | ppl change | drop | passkey | tokens/s | kept |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|\n",
       100 * opt.max_quality_drop);
   for (size_t i = 0; i < r.steps.size(); ++i) {
     const auto& t = r.steps[i];
-    s += fmt::format("| {} | {}{} | {} | {:.1f}% | {:.2f}% | {:.5f} | {:+.2f}% | {:.2f}% | {:.0f} | {} |\n", t.stage,
-                     t.description, static_cast<int32_t>(i) == r.chosen ? " **(chosen)**" : "",
+    const std::string pk = t.quality.passkey_total
+                               ? fmt::format("{}/{}", t.quality.passkey_right, t.quality.passkey_total)
+                               : "-";
+    s += fmt::format("| {} | {}{} | {} | {:.1f}% | {:.2f}% | {:.5f} | {:+.2f}% | {:.2f}% | {} | {:.0f} | {} |\n",
+                     t.stage, t.description, static_cast<int32_t>(i) == r.chosen ? " **(chosen)**" : "",
                      t.quality.kv_bytes_per_token, 100 * t.quality.ratio_vs_f16, 100 * t.quality.top1_agreement,
-                     t.quality.mean_kl, 100 * t.quality.ppl_change, 100 * t.drop, t.quality.tokens_per_s,
+                     t.quality.mean_kl, 100 * t.quality.ppl_change, 100 * t.drop, pk, t.quality.tokens_per_s,
                      t.accepted ? "yes" : "no (over the limit)");
   }
   const auto& c = r.steps[r.chosen];
