@@ -8,6 +8,7 @@
 #include <random>
 
 #include "engine/engine.h"
+#include "tools/bench_long.h"
 #include "tools/commands.h"
 #include "tools/common.h"
 #include "tools/prompts_file.h"
@@ -18,6 +19,7 @@ namespace {
 struct OfflineFlags {
   ModelFlags model;
   EngineConfig engine;
+  LongContextFlags long_ctx;
   int32_t num_prompts = 64, input_len = 128, output_len = 128, shared_prefix_len = 0;
   double request_rate = 0;  // requests/s, Poisson; 0 = all at once
   std::string prompts_file;
@@ -67,6 +69,12 @@ nlohmann::json summary_json(const LatencySummary& s) {
 }
 
 int run_offline(OfflineFlags f) {
+  if (f.long_ctx.context_len > 0) {
+    f.long_ctx.json = f.json;
+    f.long_ctx.output_len = f.output_len;
+    f.long_ctx.seed = f.seed;
+    return run_long_context(f.long_ctx, f.model, f.engine);
+  }
   auto model = load_model_from_flags(f.model);
   f.engine.threads = resolve_threads(f.model.threads);
   Engine engine(*model, f.engine);
@@ -148,6 +156,14 @@ void add_bench_offline_command(CLI::App& bench, std::vector<Command>& out) {
       ->check(CLI::Range(0.0, 1e9));
   sub->add_option("--prompts-file", f->prompts_file, "Prompts: one per line, or JSONL with prompt/max_tokens");
   sub->add_option("--seed", f->seed, "Workload seed");
+  sub->add_option("--context-len", f->long_ctx.context_len, "Long-context mode: tokens already in each sequence")
+      ->check(CLI::Range(0, 1 << 24));
+  sub->add_option("--batch", f->long_ctx.batch, "Long-context mode: sequences decoding together")
+      ->check(CLI::Range(1, 4096));
+  sub->add_option("--config", f->long_ctx.configs, "Long-context mode: compression configs beside the baseline");
+  sub->add_option("--fill", f->long_ctx.fill, "Long-context mode: real (prefill) | synthetic (random K/V)");
+  sub->add_option("--synthetic", f->long_ctx.synthetic, "Random-weight shape: llama-15m | llama-110m | llama-1b");
+  sub->add_option("--dtype", f->long_ctx.dtype, "Weights dtype of --synthetic: f32 | f16 | q8_0 | q4_0");
   sub->add_flag("--json", f->json, "Print one JSON object");
   out.push_back({sub, [f] { return run_offline(*f); }});
 }

@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include <cmath>
+#include <random>
 
 #include "core/profiler.h"
 #include "model/kv_projection.h"
@@ -75,6 +76,35 @@ std::variant<RequestId, std::string> Engine::add_request(std::vector<int32_t> pr
   auto r = scheduler_.add(std::move(prompt), params, now_ms());
   refresh_gauges();
   return r;
+}
+
+std::variant<RequestId, std::string> Engine::add_synthetic_prefilled_request(std::vector<int32_t> prompt,
+                                                                             const RequestParams& params,
+                                                                             uint64_t seed, float scale) {
+  SLIMKV_CHECK(!cfg_.cache.enable_prefix_caching, "synthetic fill needs the prefix cache off");
+  const int32_t n = static_cast<int32_t>(prompt.size()) - 1;
+  auto r = add_request(std::move(prompt), params);
+  if (std::holds_alternative<std::string>(r)) return r;
+  const RequestId id = std::get<RequestId>(r);
+  if (!scheduler_.admit_prefilled(id, n, now_ms())) {
+    scheduler_.abort(id, now_ms());
+    return std::string("no room: not enough free KV blocks or running seats for the synthetic prompt");
+  }
+  const SeqKv& kv = scheduler_.find(id)->kv;
+  const int32_t bs = cfg_.cache.block_size, kv_dim = model_.config.kv_dim();
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, scale);
+  std::vector<float> k(kv_dim), v(kv_dim);  // [kv_dim] one token's rows
+  for (int32_t p = 0; p < n; ++p) {
+    const int64_t slot = static_cast<int64_t>(kv.blocks[p / bs]) * bs + p % bs;
+    for (int32_t l = 0; l < model_.config.num_layers; ++l) {
+      for (auto& x : k) x = normal(rng);
+      for (auto& x : v) x = normal(rng);
+      fwd_.write_kv(storage_, l, slot, k.data(), v.data());
+    }
+  }
+  refresh_gauges();
+  return id;
 }
 
 bool Engine::abort(RequestId id) {

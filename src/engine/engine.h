@@ -23,6 +23,12 @@ class Engine {
   // A request id, or the reason the request was refused.
   std::variant<RequestId, std::string> add_request(std::vector<int32_t> prompt_token_ids, const RequestParams& params);
   bool abort(RequestId id);
+  // Benchmarks only: adds a request whose prompt (but its last token) is already in the cache, filled with seeded
+  // N(0, scale²) K/V rows written through the layout's encoder — long contexts without hours of prefill. The
+  // prefix cache must be off (the rows are not the tokens' real K/V). Returns the id or why it was refused.
+  std::variant<RequestId, std::string> add_synthetic_prefilled_request(std::vector<int32_t> prompt,
+                                                                       const RequestParams& params, uint64_t seed,
+                                                                       float scale = 1.0f);
   // Runs one step; returns the token events of this step (sampled tokens and finishes), in batch order.
   std::vector<StepEvent> step();
   bool has_unfinished() const { return scheduler_.has_unfinished(); }

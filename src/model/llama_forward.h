@@ -23,12 +23,9 @@ class LlamaForward {
   void reserve(int32_t max_tokens, int32_t max_logits_rows);
   // logits_out: [batch.logits_rows.size(), vocab]
   void forward(const ForwardBatch& batch, KvStorage& kv, float* logits_out);
-
- private:
-  // Writes token t's K and V rows of `layer` into their slot in the storage's format for that layer.
+  // Writes one token's K and V rows ([kv_dim] each, post-RoPE) of `layer` into `slot` in the storage's format for
+  // that layer (projection, rotation, quantization). Also how benchmarks fill caches synthetically.
   void write_kv(KvStorage& kv, int32_t layer, int64_t slot, const float* k_row, const float* v_row);
-
- public:
 
   const Model& model() const { return model_; }
   const std::vector<float>& page_importance() const { return attention_.page_importance(); }

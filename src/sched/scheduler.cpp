@@ -155,6 +155,22 @@ std::vector<StepEvent> Scheduler::update(const SchedOutput& out, const std::vect
   return events;
 }
 
+bool Scheduler::admit_prefilled(RequestId id, int32_t num_tokens, double now_ms) {
+  Request* r = find(id);
+  SLIMKV_CHECK(r != nullptr && r->num_computed_tokens == 0 && num_tokens >= 0 && num_tokens < r->num_tokens(),
+               "admit_prefilled: request {} must be waiting with more than {} tokens", id, num_tokens);
+  auto it = std::find(waiting_.begin(), waiting_.end(), r);
+  SLIMKV_CHECK(it != waiting_.end(), "admit_prefilled: request {} is not waiting", id);
+  if (static_cast<int32_t>(running_.size()) >= cfg_.max_num_seqs) return false;
+  if (!kv_.allocate_slots(r->kv, num_tokens)) return false;
+  r->num_computed_tokens = num_tokens;
+  r->num_cached_tokens = 0;
+  r->times.first_scheduled_ms = now_ms;
+  waiting_.erase(it);
+  running_.push_back(r);
+  return true;
+}
+
 bool Scheduler::abort(RequestId id, double now_ms) {
   Request* r = find(id);
   if (r == nullptr) return false;

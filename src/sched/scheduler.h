@@ -31,6 +31,9 @@ class Scheduler {
   // Accepts a request or returns the reason it cannot (empty prompt, too long, queue full).
   std::variant<RequestId, std::string> add(std::vector<int32_t> prompt, const RequestParams& params, double now_ms);
   // Removes a waiting or running request and frees its blocks; false when unknown or already finished.
+  // Benchmarks (synthetic fill): a waiting request's first num_tokens tokens are declared computed — it gets
+  // blocks for them and goes straight to running; the caller writes their K/V. False when blocks or seats lack.
+  bool admit_prefilled(RequestId id, int32_t num_tokens, double now_ms);
   bool abort(RequestId id, double now_ms);
 
   SchedOutput schedule(double now_ms);

@@ -78,7 +78,8 @@ TEST(KvCodec, RotationSpreadsAnOutlierSoInt4ErrorDrops) {
 }
 
 TEST(KvCodec, AttentionOverQuantizedRowsEqualsAttentionOverDecodedRows) {
-  const int hd = 16, ctx = 21, bs = 8;
+  const int ctx = 21, bs = 8;
+  for (int hd : {16, 48, 64})  // the register-accumulator paths (and 8-row key groups plus a tail)
   for (KvDtype dt : {KvDtype::F32, KvDtype::F16, KvDtype::Int8, KvDtype::Int4}) {
     const int64_t rec = kv_head_record_bytes(dt, hd);
     std::vector<int32_t> ids = {2, 0, 1};
@@ -99,7 +100,7 @@ TEST(KvCodec, AttentionOverQuantizedRowsEqualsAttentionOverDecodedRows) {
     for (Isa isa : {Isa::Scalar, detected_isa()}) {
       dot_kernels(isa).attend(q.data(), quant, ctx, 0.25f, s1.data(), o1.data());
       kScalarDot.attend(q.data(), plain, ctx, 0.25f, s2.data(), o2.data());
-      for (int d = 0; d < hd; ++d) EXPECT_NEAR(o1[d], o2[d], 1e-5f) << kv_dtype_name(dt);
+      for (int d = 0; d < hd; ++d) EXPECT_NEAR(o1[d], o2[d], 1e-5f) << kv_dtype_name(dt) << " hd " << hd;
     }
   }
 }

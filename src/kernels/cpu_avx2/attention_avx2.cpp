@@ -129,24 +129,142 @@ inline void decode_row(const uint8_t* src, int32_t hd, KvDtype dt, float* out) {
   }
 }
 
-// Quantized / f16 rows: decode each row once into registers-sized scratch, then the same float math.
+// Quantized / f16 rows (or a sparse row set): keys decoded 8 rows at a time and scored with one transpose-reduce;
+// values decoded row by row into register accumulators (NV × 8 = v_dim; NV = 0: any v_dim, through memory).
+template <int NV>
 void attend_decoded(const float* q, const PagedKv& kv, int64_t num_ctx, float scale, float* scores, float* out) {
-  float row[1024];
+  alignas(32) float rows[8 * 1024];  // [8, k_dim] decoded keys, or one decoded value row
+  const int32_t kd = kv.k_dim, vd = kv.v_dim;
   float mx = -INFINITY;
-  for (int64_t t = 0; t < num_ctx; ++t) {
-    decode_row(kv.k_row(t), kv.k_dim, kv.dtype, row);
-    scores[t] = dot(q, row, kv.k_dim) * scale + (t < kv.num_bias_rows ? kv.row_bias[t] : 0.0f);
+  int64_t t = 0;
+  for (; t + 8 <= num_ctx; t += 8) {
+    for (int i = 0; i < 8; ++i) decode_row(kv.k_row(t + i), kd, kv.dtype, rows + i * kd);
+    _mm256_storeu_ps(scores + t, _mm256_mul_ps(dot8_rows(q, rows, kd, kd), _mm256_set1_ps(scale)));
+    for (int i = 0; i < 8; ++i) {
+      if (t + i < kv.num_bias_rows) scores[t + i] += kv.row_bias[t + i];
+      mx = std::max(mx, scores[t + i]);
+    }
+  }
+  for (; t < num_ctx; ++t) {
+    decode_row(kv.k_row(t), kd, kv.dtype, rows);
+    scores[t] = dot(q, rows, kd) * scale + (t < kv.num_bias_rows ? kv.row_bias[t] : 0.0f);
     mx = std::max(mx, scores[t]);
   }
   const float inv = 1.0f / exp_shifted(scores, num_ctx, mx);
-  const int32_t hd = kv.v_dim;
-  for (int32_t j = 0; j < hd; j += 8) _mm256_storeu_ps(out + j, _mm256_setzero_ps());
-  for (int64_t t = 0; t < num_ctx; ++t) {
-    decode_row(kv.v_row(t), hd, kv.dtype, row);
-    const __m256 p = _mm256_set1_ps(scores[t] * inv);
-    for (int32_t j = 0; j < hd; j += 8) {
-      _mm256_storeu_ps(out + j, _mm256_fmadd_ps(p, _mm256_loadu_ps(row + j), _mm256_loadu_ps(out + j)));
+  if constexpr (NV > 0) {
+    __m256 acc[NV];
+#pragma GCC unroll 16
+    for (int j = 0; j < NV; ++j) acc[j] = _mm256_setzero_ps();
+    for (int64_t r = 0; r < num_ctx; ++r) {
+      decode_row(kv.v_row(r), vd, kv.dtype, rows);
+      const __m256 p = _mm256_set1_ps(scores[r]);
+#pragma GCC unroll 16
+      for (int j = 0; j < NV; ++j) acc[j] = _mm256_fmadd_ps(p, _mm256_load_ps(rows + 8 * j), acc[j]);
     }
+    const __m256 vinv = _mm256_set1_ps(inv);
+#pragma GCC unroll 16
+    for (int j = 0; j < NV; ++j) _mm256_storeu_ps(out + 8 * j, _mm256_mul_ps(acc[j], vinv));
+  } else {
+    for (int32_t j = 0; j < vd; j += 8) _mm256_storeu_ps(out + j, _mm256_setzero_ps());
+    for (int64_t r = 0; r < num_ctx; ++r) {
+      decode_row(kv.v_row(r), vd, kv.dtype, rows);
+      const __m256 p = _mm256_set1_ps(scores[r] * inv);
+      for (int32_t j = 0; j < vd; j += 8) {
+        _mm256_storeu_ps(out + j, _mm256_fmadd_ps(p, _mm256_loadu_ps(rows + j), _mm256_loadu_ps(out + j)));
+      }
+    }
+  }
+}
+
+inline __m256 int8x8(const uint8_t* p) {  // 8 int8 values -> 8 floats
+  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+}
+
+inline float row_scale(const uint8_t* row) {  // the fp16 scale in front of an int8 / int4 head record
+  uint16_t d16;
+  std::memcpy(&d16, row, 2);
+  return _cvtsh_ss(d16);
+}
+
+// Int8 rows without a decode pass: 8 key rows are dotted with q straight from their bytes and scaled once after the
+// reduction; each value row's scale is folded into its probability. NV × 8 = v_dim.
+template <int NV>
+void attend_int8(const float* q, const PagedKv& kv, int64_t num_ctx, float scale, float* scores, float* out) {
+  const int32_t kd = kv.k_dim;
+  float mx = -INFINITY;
+  int64_t t = 0;
+  alignas(32) float d[8];
+  for (; t + 8 <= num_ctx; t += 8) {
+    const uint8_t* r[8];
+    for (int i = 0; i < 8; ++i) {
+      r[i] = kv.k_row(t + i);
+      d[i] = row_scale(r[i]) * scale;
+      r[i] += 2;
+    }
+    __m256 a[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) a[i] = _mm256_setzero_ps();
+    for (int32_t j = 0; j < kd; j += 8) {
+      const __m256 qv = _mm256_loadu_ps(q + j);
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) a[i] = _mm256_fmadd_ps(int8x8(r[i] + j), qv, a[i]);
+    }
+    const __m256 s01 = _mm256_hadd_ps(a[0], a[1]), s23 = _mm256_hadd_ps(a[2], a[3]);
+    const __m256 s45 = _mm256_hadd_ps(a[4], a[5]), s67 = _mm256_hadd_ps(a[6], a[7]);
+    const __m256 s0123 = _mm256_hadd_ps(s01, s23), s4567 = _mm256_hadd_ps(s45, s67);
+    const __m256 s = _mm256_add_ps(_mm256_permute2f128_ps(s0123, s4567, 0x20), _mm256_permute2f128_ps(s0123, s4567, 0x31));
+    _mm256_storeu_ps(scores + t, _mm256_mul_ps(s, _mm256_load_ps(d)));
+    for (int i = 0; i < 8; ++i) {
+      if (t + i < kv.num_bias_rows) scores[t + i] += kv.row_bias[t + i];
+      mx = std::max(mx, scores[t + i]);
+    }
+  }
+  for (; t < num_ctx; ++t) {
+    const uint8_t* r = kv.k_row(t);
+    __m256 a = _mm256_setzero_ps();
+    for (int32_t j = 0; j < kd; j += 8) a = _mm256_fmadd_ps(int8x8(r + 2 + j), _mm256_loadu_ps(q + j), a);
+    scores[t] = hsum(a) * row_scale(r) * scale + (t < kv.num_bias_rows ? kv.row_bias[t] : 0.0f);
+    mx = std::max(mx, scores[t]);
+  }
+  const float inv = 1.0f / exp_shifted(scores, num_ctx, mx);
+  __m256 acc[NV];
+#pragma GCC unroll 16
+  for (int j = 0; j < NV; ++j) acc[j] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < num_ctx; ++i) {
+    const uint8_t* r = kv.v_row(i);
+    const __m256 p = _mm256_set1_ps(scores[i] * row_scale(r));
+#pragma GCC unroll 16
+    for (int j = 0; j < NV; ++j) acc[j] = _mm256_fmadd_ps(p, int8x8(r + 2 + 8 * j), acc[j]);
+  }
+  const __m256 vinv = _mm256_set1_ps(inv);
+#pragma GCC unroll 16
+  for (int j = 0; j < NV; ++j) _mm256_storeu_ps(out + 8 * j, _mm256_mul_ps(acc[j], vinv));
+}
+
+void attend_decoded_any(const float* q, const PagedKv& kv, int64_t num_ctx, float scale, float* scores, float* out) {
+  if (kv.dtype == KvDtype::Int8) {
+    switch (kv.v_dim) {
+      case 8: return attend_int8<1>(q, kv, num_ctx, scale, scores, out);
+      case 16: return attend_int8<2>(q, kv, num_ctx, scale, scores, out);
+      case 24: return attend_int8<3>(q, kv, num_ctx, scale, scores, out);
+      case 32: return attend_int8<4>(q, kv, num_ctx, scale, scores, out);
+      case 48: return attend_int8<6>(q, kv, num_ctx, scale, scores, out);
+      case 64: return attend_int8<8>(q, kv, num_ctx, scale, scores, out);
+      case 96: return attend_int8<12>(q, kv, num_ctx, scale, scores, out);
+      case 128: return attend_int8<16>(q, kv, num_ctx, scale, scores, out);
+      default: break;
+    }
+  }
+  switch (kv.v_dim) {  // register accumulators for the common value sizes
+    case 8: return attend_decoded<1>(q, kv, num_ctx, scale, scores, out);
+    case 16: return attend_decoded<2>(q, kv, num_ctx, scale, scores, out);
+    case 24: return attend_decoded<3>(q, kv, num_ctx, scale, scores, out);
+    case 32: return attend_decoded<4>(q, kv, num_ctx, scale, scores, out);
+    case 48: return attend_decoded<6>(q, kv, num_ctx, scale, scores, out);
+    case 64: return attend_decoded<8>(q, kv, num_ctx, scale, scores, out);
+    case 96: return attend_decoded<12>(q, kv, num_ctx, scale, scores, out);
+    case 128: return attend_decoded<16>(q, kv, num_ctx, scale, scores, out);
+    default: return attend_decoded<0>(q, kv, num_ctx, scale, scores, out);
   }
 }
 
@@ -158,7 +276,7 @@ void attend_avx2(const float* q, const PagedKv& kv, int64_t num_ctx, float scale
   // f16 / int8 / int4 rows, low-rank latents, or a sparse (sinks + window) row set: one row at a time.
   if (kv.dtype != KvDtype::F32 || kv.k_dim != kv.v_dim || kv.sink_tokens > 0 || kv.window_begin > 0 ||
       kv.num_bias_rows > 0) {
-    if (vec8) attend_decoded(q, kv, num_ctx, scale, scores, out);
+    if (vec8) attend_decoded_any(q, kv, num_ctx, scale, scores, out);
     else kScalarDot.attend(q, kv, num_ctx, scale, scores, out);
     return;
   }
@@ -193,7 +311,11 @@ void attend_avx2(const float* q, const PagedKv& kv, int64_t num_ctx, float scale
     case 8: return accumulate_v<1>(kv, scores, num_ctx, inv, out);
     case 16: return accumulate_v<2>(kv, scores, num_ctx, inv, out);
     case 32: return accumulate_v<4>(kv, scores, num_ctx, inv, out);
+    case 24: return accumulate_v<3>(kv, scores, num_ctx, inv, out);
+    case 48: return accumulate_v<6>(kv, scores, num_ctx, inv, out);
     case 64: return accumulate_v<8>(kv, scores, num_ctx, inv, out);
+    case 96: return accumulate_v<12>(kv, scores, num_ctx, inv, out);
+    case 128: return accumulate_v<16>(kv, scores, num_ctx, inv, out);
     default: break;
   }
   for (int32_t d = 0; d < head_dim; ++d) out[d] = 0;

@@ -1,0 +1,163 @@
+// `slimkv bench offline --context-len L --batch B --output-len O [--config A.json ...]`: long-context decode, the
+// uncompressed baseline and every config in the same run. Depth is reached by real prefill (default) or by
+// `--fill synthetic` (caches filled with seeded N(0,1) K/V through each layout's encoder: decode at 32K in
+// minutes on 2 cores; labelled in the output). Reports decode tokens/s (aggregate), ms per step, peak KV bytes,
+// peak RSS, the ratios to the baseline and the sparse-index share of decode (profiler).
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/profiler.h"
+#include "engine/engine.h"
+#include "model/synthetic_model.h"
+#include "tools/bench_long.h"
+#include "tools/common.h"
+
+namespace slimkv {
+namespace {
+
+int64_t proc_status_kb(const char* key) {  // VmRSS / VmHWM from /proc/self/status, in KiB
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(key, 0) == 0) return std::stoll(line.substr(std::string(key).size() + 1));
+  }
+  return 0;
+}
+
+void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }  // VmHWM := VmRSS (Linux >= 4.0)
+
+struct Row {
+  std::string name;
+  int64_t kv_bytes_per_token = 0, peak_kv_bytes = 0, steady_kv_bytes = 0;
+  double decode_tps = 0, ms_per_step = 0, peak_rss_mib = 0, sparse_share = 0, fill_s = 0;
+  nlohmann::json decode_shares;  // share of decode time per kernel family
+};
+
+Row run_one(const Model& model, EngineConfig cfg, const std::string& name, const LongContextFlags& f) {
+  cfg.cache.enable_prefix_caching = false;  // synthetic rows are not the tokens' K/V; real prompts are all distinct
+  cfg.sched.max_num_seqs = std::max(cfg.sched.max_num_seqs, f.batch);
+  if (cfg.sched.max_model_len == 0) cfg.sched.max_model_len = std::min(model.config.max_seq_len, f.context_len + f.output_len + 1);
+  reset_peak_rss();
+  const int64_t rss0 = proc_status_kb("VmRSS:");
+  Engine engine(model, cfg);
+  Row row;
+  row.name = name;
+  row.kv_bytes_per_token = engine.kv_layout().bytes_per_token();
+  std::mt19937_64 rng(f.seed);
+  RequestParams p;
+  p.max_tokens = f.output_len + 1;  // + the token the first step samples
+  p.ignore_eos = true;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int32_t b = 0; b < f.batch; ++b) {
+    std::vector<int32_t> prompt = {1};
+    while (static_cast<int32_t>(prompt.size()) < f.context_len) {
+      prompt.push_back(3 + static_cast<int32_t>(rng() % (model.config.vocab_size - 3)));
+    }
+    auto r = f.fill == "synthetic" ? engine.add_synthetic_prefilled_request(prompt, p, f.seed + b)
+                                   : engine.add_request(prompt, p);
+    SLIMKV_CHECK(std::holds_alternative<RequestId>(r), "{}: sequence {} refused: {}", name, b,
+                 std::get<std::string>(r));
+  }
+  // Until every sequence has its first token (prefill, or the last prompt token after a synthetic fill).
+  while (engine.metrics().generation_tokens < f.batch) engine.step();
+  row.fill_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  row.peak_kv_bytes = static_cast<int64_t>(engine.peak_used_blocks()) * engine.kv_layout().bytes_per_block();
+  Profiler prof;
+  Profiler::install(&prof);
+  const auto t1 = std::chrono::steady_clock::now();
+  int64_t steps = 0;
+  const int64_t tokens0 = engine.metrics().generation_tokens;
+  while (engine.has_unfinished()) {
+    engine.step();
+    ++steps;
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  Profiler::install(nullptr);
+  const ProfileTimes& d = prof.decode();
+  row.sparse_share = d.total_s > 0 ? (d.seconds[static_cast<int>(ProfKind::SparseScoring)] +
+                                      d.seconds[static_cast<int>(ProfKind::SparseSelection)]) / d.total_s
+                                   : 0;
+  for (int k = 0; k < static_cast<int>(ProfKind::kCount); ++k) {
+    row.decode_shares[prof_kind_name(static_cast<ProfKind>(k))] = d.total_s > 0 ? d.seconds[k] / d.total_s : 0;
+  }
+  row.decode_tps = static_cast<double>(engine.metrics().generation_tokens - tokens0) / secs;
+  row.ms_per_step = 1000 * secs / std::max<int64_t>(1, steps);
+  row.peak_kv_bytes = std::max(row.peak_kv_bytes,
+                               static_cast<int64_t>(engine.peak_used_blocks()) * engine.kv_layout().bytes_per_block());
+  row.peak_rss_mib = static_cast<double>(proc_status_kb("VmHWM:") - rss0) / 1024.0;
+  (void)rss0;
+  return row;
+}
+
+}  // namespace
+
+int run_long_context(const LongContextFlags& f, const ModelFlags& mf, EngineConfig base) {
+  std::unique_ptr<Model> model;
+  if (!f.synthetic.empty()) {
+    DType dt = DType::F32;
+    if (f.dtype == "f16") dt = DType::F16;
+    else if (f.dtype == "q8_0") dt = DType::Q8_0;
+    else if (f.dtype == "q4_0") dt = DType::Q4_0;
+    else SLIMKV_CHECK(f.dtype == "f32", "--dtype {}: expected f32, f16, q8_0 or q4_0", f.dtype);
+    model = make_synthetic_model(f.synthetic, dt, f.seed + 1);
+    // Random weights have no trained context: stretch the shape's to the benchmark's (RoPE tables follow).
+    model->config.max_seq_len = std::max(model->config.max_seq_len, f.context_len + f.output_len + 8);
+  } else {
+    model = load_model_from_flags(mf);
+  }
+  SLIMKV_CHECK(f.fill == "real" || f.fill == "synthetic", "--fill {}: expected real or synthetic", f.fill);
+  SLIMKV_CHECK(f.context_len >= 2 && f.batch >= 1 && f.output_len >= 1, "--context-len, --batch, --output-len");
+  base.threads = resolve_threads(mf.threads);
+  std::vector<std::pair<std::string, EngineConfig>> runs;
+  EngineConfig off = base;
+  off.compress = CompressionConfig{};
+  off.compress.enabled = false;
+  off.kv_config_file.clear();
+  runs.emplace_back("baseline (f32 cache)", off);
+  for (const auto& path : f.configs) {
+    EngineConfig c = base;
+    c.kv_config_file = path;
+    runs.emplace_back(path, c);
+  }
+  const std::string what = f.synthetic.empty() ? model->path : f.synthetic + " " + f.dtype + " (random weights: speed only)";
+  std::fprintf(stderr, "%s: context %d, batch %d, %d decode steps, fill %s%s\n", what.c_str(), f.context_len, f.batch,
+               f.output_len, f.fill.c_str(),
+               f.fill == "synthetic" ? " (caches filled with seeded random K/V: speed figures only)" : "");
+  std::vector<Row> rows;
+  for (const auto& [name, cfg] : runs) {
+    rows.push_back(run_one(*model, cfg, name, f));
+    std::fprintf(stderr, "  %s: %.1f tokens/s (%.1f s to fill)\n", name.c_str(), rows.back().decode_tps,
+                 rows.back().fill_s);
+  }
+  nlohmann::json j = {{"model", what}, {"context_len", f.context_len}, {"batch", f.batch}, {"output_len", f.output_len},
+                      {"fill", f.fill}, {"threads", base.threads}, {"rows", nlohmann::json::array()}};
+  for (const auto& r : rows) {
+    j["rows"].push_back({{"config", r.name}, {"decode_tokens_per_s", r.decode_tps}, {"ms_per_step", r.ms_per_step},
+                         {"kv_bytes_per_token", r.kv_bytes_per_token}, {"peak_kv_bytes", r.peak_kv_bytes},
+                         {"peak_rss_mib", r.peak_rss_mib}, {"sparse_share", r.sparse_share},
+                         {"decode_shares", r.decode_shares},
+                         {"speedup", r.decode_tps / rows[0].decode_tps},
+                         {"kv_reduction", static_cast<double>(rows[0].peak_kv_bytes) / std::max<int64_t>(1, r.peak_kv_bytes)}});
+  }
+  if (f.json) {
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("%s, context %d x batch %d, %d decode steps, %s fill, %d threads\n", what.c_str(), f.context_len, f.batch,
+              f.output_len, f.fill.c_str(), base.threads);
+  std::printf("| config | decode tok/s | ms/step | speedup | peak KV MiB | KV smaller | peak RSS MiB | sparse share |\n");
+  std::printf("|---|---|---|---|---|---|---|---|\n");
+  for (const auto& r : rows) {
+    std::printf("| %s | %.1f | %.2f | %.2fx | %.1f | %.2fx | %.0f | %.1f%% |\n", r.name.c_str(), r.decode_tps,
+                r.ms_per_step, r.decode_tps / rows[0].decode_tps, r.peak_kv_bytes / 1048576.0,
+                static_cast<double>(rows[0].peak_kv_bytes) / std::max<int64_t>(1, r.peak_kv_bytes), r.peak_rss_mib,
+                100 * r.sparse_share);
+  }
+  return 0;
+}
+
+}  // namespace slimkv
