@@ -8,25 +8,6 @@
 
 namespace slimkv {
 
-Distribution distribution(std::vector<double> v) {
-  Distribution d;
-  d.count = static_cast<int64_t>(v.size());
-  if (v.empty()) return d;
-  std::sort(v.begin(), v.end());
-  double sum = 0;
-  for (double x : v) sum += x;
-  auto pct = [&](double p) {
-    const size_t i = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size())));
-    return v[std::min(v.size() - 1, i == 0 ? 0 : i - 1)];
-  };
-  d.mean = sum / static_cast<double>(v.size());
-  d.median = pct(0.5);
-  d.p90 = pct(0.9);
-  d.p99 = pct(0.99);
-  d.max = v.back();
-  return d;
-}
-
 Slo parse_slo(const std::string& spec) {
   Slo s;
   std::istringstream in(spec);

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/metrics.h"
+
 namespace slimkv {
 
 struct RequestRecord {
@@ -19,11 +21,8 @@ struct RequestRecord {
   std::string error;                  // when !ok
 };
 
-struct Distribution {
-  int64_t count = 0;
-  double mean = 0, median = 0, p90 = 0, p99 = 0, max = 0;
-};
-Distribution distribution(std::vector<double> samples);  // nearest-rank percentiles
+using Distribution = LatencySummary;  // count, mean, median, p90, p99, max (nearest-rank), as the engine's
+inline Distribution distribution(std::vector<double> samples) { return summarize(std::move(samples)); }
 
 struct Slo {                          // 0 = not constrained
   double ttft_ms = 0, tpot_ms = 0, e2e_ms = 0;
