@@ -84,6 +84,8 @@ const DotKernels kScalarDot = {dot_f32, dot_f16_f32, dot_q8_0_q8_0, dot_q4_0_q8_
 
 bool gemm_panels_avx512(const WeightView& w, const float* x, int64_t num_tokens, float* y, int64_t r0,
                         int64_t r1);  // cpu_avx512/gemm_panels_avx512.cpp
+void attend_avx512(const float* q, const PagedKv& kv, int64_t num_ctx, float scale, float* scores,
+                   float* out);  // cpu_avx512/attention_avx512.cpp
 bool gemm_avx512(DType w_dtype, const void* w, int64_t rows, int64_t cols, const void* x, int64_t num_tokens,
                  float* y, int64_t ldy);  // cpu_avx512/gemm_avx512.cpp
 
@@ -93,7 +95,7 @@ const DotKernels& dot_kernels(Isa isa) {
       static const DotKernels t = [] {  // AVX-512 table borrows the AVX2 quantizer
         DotKernels k = kAvx512Dot;
         k.quantize_q8_0 = kAvx2Dot.quantize_q8_0;
-        k.attend = kAvx2Dot.attend;
+        k.attend = attend_avx512;  // int8 rows; everything else through the AVX2 kernel
         k.gemm = gemm_avx512;
         k.gemm_panels = gemm_panels_avx512;
         return k;

@@ -14,14 +14,15 @@ struct WeightView;
 namespace slimkv {
 
 // Where one KV head's rows of one sequence live: token t's row starts at
-// k_base + (block_ids[t / block_size] * block_size + t % block_size) * k_row_bytes (V alike), and holds the
-// head's record in `dtype` (core/dtype.h). F32 rows are plain floats.
+// k_base + block_ids[t / block_size] * k_block_bytes + (t % block_size) * k_row_bytes (V alike; a block stride of 0
+// means block_size * row bytes: rows of consecutive slots), and holds the head's record in `dtype`
+// (core/dtype.h). F32 rows are plain floats.
 struct PagedKv {
   const uint8_t* k_base = nullptr;  // layer's K region + the head's offset
   const uint8_t* v_base = nullptr;
   const int32_t* block_ids = nullptr;
   int32_t block_size = 1;
-  int64_t k_row_bytes = 0, v_row_bytes = 0;  // bytes between consecutive tokens' rows
+  int64_t k_row_bytes = 0, v_row_bytes = 0;  // bytes between consecutive tokens' rows within a block
   KvDtype dtype = KvDtype::F32;
   int32_t k_dim = 0, v_dim = 0;  // values per stored key / value row of this head
   // Sparse retention: rows [0, sink_tokens) are positions [0, sink_tokens); row i >= sink_tokens is position
@@ -31,12 +32,15 @@ struct PagedKv {
   const float* row_bias = nullptr;  // added to the scores of rows [0, num_bias_rows) (merged summaries)
   int32_t num_bias_rows = 0;
   int64_t position(int64_t t) const { return t < sink_tokens ? t : window_begin + (t - sink_tokens); }
-  int64_t slot(int64_t t) const {
-    const int64_t p = position(t);
-    return static_cast<int64_t>(block_ids[p / block_size]) * block_size + p % block_size;
+  int64_t k_block_bytes = 0, v_block_bytes = 0;  // bytes between blocks (0: block_size * row bytes)
+  const uint8_t* k_row(int64_t t) const {
+    const int64_t p = position(t), stride = k_block_bytes ? k_block_bytes : block_size * k_row_bytes;
+    return k_base + static_cast<int64_t>(block_ids[p / block_size]) * stride + (p % block_size) * k_row_bytes;
   }
-  const uint8_t* k_row(int64_t t) const { return k_base + slot(t) * k_row_bytes; }
-  const uint8_t* v_row(int64_t t) const { return v_base + slot(t) * v_row_bytes; }
+  const uint8_t* v_row(int64_t t) const {
+    const int64_t p = position(t), stride = v_block_bytes ? v_block_bytes : block_size * v_row_bytes;
+    return v_base + static_cast<int64_t>(block_ids[p / block_size]) * stride + (p % block_size) * v_row_bytes;
+  }
   const float* k_row_f32(int64_t t) const { return reinterpret_cast<const float*>(k_row(t)); }
   const float* v_row_f32(int64_t t) const { return reinterpret_cast<const float*>(v_row(t)); }
 };

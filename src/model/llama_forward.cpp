@@ -21,10 +21,11 @@ KvLayout LlamaForward::kv_layout(int32_t block_size_tokens, const CompressionCon
 
 void LlamaForward::write_kv(KvStorage& kv, int32_t l, int64_t slot, const float* k_row, const float* v_row) {
   const KvLayerGeometry& g = kv.layout().layers[l];
-  const int32_t kv_dim = model_.config.kv_dim();
   if (g.is_plain_f32()) {  // the uncompressed cache: plain copies (bit-identical to no compression at all)
-    std::memcpy(kv.k_row(l, slot), k_row, sizeof(float) * kv_dim);
-    std::memcpy(kv.v_row(l, slot), v_row, sizeof(float) * kv_dim);
+    for (int32_t h = 0; h < g.num_kv_heads; ++h) {
+      std::memcpy(kv.k_head(l, slot, h), k_row + static_cast<size_t>(h) * g.head_dim, sizeof(float) * g.head_dim);
+      std::memcpy(kv.v_head(l, slot, h), v_row + static_cast<size_t>(h) * g.head_dim, sizeof(float) * g.head_dim);
+    }
     return;
   }
   const int32_t hd = g.head_dim;
@@ -46,7 +47,7 @@ void LlamaForward::write_kv(KvStorage& kv, int32_t l, int64_t slot, const float*
         std::copy(src, src + hd, head_.begin());
       }
       if (g.rotate) hadamard_rotate(head_.data(), dim);
-      uint8_t* dst = which == 0 ? kv.k_row(l, slot) + h * g.k_head_bytes() : kv.v_row(l, slot) + h * g.v_head_bytes();
+      uint8_t* dst = which == 0 ? kv.k_head(l, slot, h) : kv.v_head(l, slot, h);
       encode_kv_head(head_.data(), dim, g.dtype, dst);
     }
   }

@@ -21,11 +21,10 @@ void merge_into_summaries(KvStorage& kv, KvCacheManager& mgr, SeqKv& seq,
       const KvLayerGeometry& g = layout.layers[l];
       for (int which = 0; which < 2; ++which) {
         const int32_t dim = which == 0 ? g.k_dim : g.v_dim;
-        const int64_t hb = which == 0 ? g.k_head_bytes() : g.v_head_bytes();
         acc.assign(dim, 0.0f);
         row.resize(dim);
         for (int32_t h = 0; h < g.num_kv_heads; ++h) {
-          uint8_t* dst = (which == 0 ? kv.k_row(l, dst_slot) : kv.v_row(l, dst_slot)) + h * hb;
+          uint8_t* dst = which == 0 ? kv.k_head(l, dst_slot, h) : kv.v_head(l, dst_slot, h);
           if (w_old > 0) {
             decode_kv_head(dst, dim, g.dtype, row.data());
             for (int32_t d = 0; d < dim; ++d) acc[d] = row[d] * w_old;
@@ -34,7 +33,7 @@ void merge_into_summaries(KvStorage& kv, KvCacheManager& mgr, SeqKv& seq,
           }
           for (int32_t r = 0; r < bs; ++r) {
             const int64_t src_slot = static_cast<int64_t>(e.block) * bs + r;
-            const uint8_t* src = (which == 0 ? kv.k_row(l, src_slot) : kv.v_row(l, src_slot)) + h * hb;
+            const uint8_t* src = which == 0 ? kv.k_head(l, src_slot, h) : kv.v_head(l, src_slot, h);
             decode_kv_head(src, dim, g.dtype, row.data());
             for (int32_t d = 0; d < dim; ++d) acc[d] += w * row[d];
           }

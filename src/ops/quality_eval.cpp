@@ -34,8 +34,9 @@ std::string first_digits(const std::string& s) {
 }  // namespace
 
 QualityEvaluator::QualityEvaluator(const Model& model, ThreadPool* pool, std::vector<int32_t> ids, int32_t ctx,
-                                   std::string passkey, int32_t max_passkey)
-    : model_(model), pool_(pool), ctx_(ctx), passkey_(std::move(passkey)), max_passkey_(max_passkey) {
+                                   std::string passkey, int32_t max_passkey, int32_t block_size)
+    : model_(model), pool_(pool), ctx_(ctx), passkey_(std::move(passkey)), max_passkey_(max_passkey),
+      block_size_(block_size) {
   SLIMKV_CHECK(ids.size() >= 2, "too little text to evaluate ({} tokens)", ids.size());
   windows_ = split_windows(ids, ctx_, model.tokenizer->bos_id());  // as `perplexity`
   CompressionConfig off;
@@ -53,9 +54,9 @@ QualityResult QualityEvaluator::run(const std::string& name, const CompressionCo
   const int32_t V = c.vocab_size;
   QualityResult r;
   r.name = name;
-  const KvLayout layout = cc.layout(c.num_layers, c.num_kv_heads, c.head_dim, 16);
+  const KvLayout layout = cc.layout(c.num_layers, c.num_kv_heads, c.head_dim, block_size_);
   const int64_t kept = cc.sparse()    ? std::min<int64_t>(ctx_, cc.sink_tokens() + cc.window_tokens())
-                       : cc.dynamic() ? std::min<int64_t>(ctx_, cc.kv_sparse_topk + (cc.merge() ? 16 : 0))
+                       : cc.dynamic() ? std::min<int64_t>(ctx_, cc.kv_sparse_topk + (cc.merge() ? block_size_ : 0))
                                       : ctx_;
   r.kv_bytes_per_token = layout.bytes_per_token() * kept / ctx_;
   r.ratio_vs_f16 = static_cast<double>(r.kv_bytes_per_token) / (2.0 * c.num_layers * c.kv_dim() * 2);
@@ -67,7 +68,7 @@ QualityResult QualityEvaluator::run(const std::string& name, const CompressionCo
   if (is_baseline) base_logits_.resize(windows_.size());
   for (size_t w = 0; w < windows_.size(); ++w) {
     const auto& win = windows_[w];
-    TeacherForcedRun run(model_, pool_, cc, ctx_);
+    TeacherForcedRun run(model_, pool_, cc, ctx_, block_size_);
     for (size_t t = 0; t < win.size(); ++t) run.step(win[t], logits.data() + t * V);
     tokens += static_cast<int64_t>(win.size());
     if (is_baseline) base_logits_[w].assign(logits.begin(), logits.begin() + win.size() * V);

@@ -26,8 +26,9 @@ struct QualityResult {
 class QualityEvaluator {
  public:
   // ids: the scored text's tokens; ctx: window length. passkey: JSONL path (may be empty).
+  // block_size: KV block tokens (eviction granularity), as the engine's --block-size.
   QualityEvaluator(const Model& model, ThreadPool* pool, std::vector<int32_t> ids, int32_t ctx,
-                   std::string passkey = "", int32_t max_passkey = 30);
+                   std::string passkey = "", int32_t max_passkey = 30, int32_t block_size = 16);
   const QualityResult& baseline() const { return baseline_; }
   size_t num_windows() const { return windows_.size(); }
   int32_t ctx() const { return ctx_; }
@@ -43,6 +44,7 @@ class QualityEvaluator {
   std::vector<std::vector<float>> base_logits_;  // [window][pos * vocab]
   std::string passkey_;
   int32_t max_passkey_;
+  int32_t block_size_;
   QualityResult baseline_;
 };
 

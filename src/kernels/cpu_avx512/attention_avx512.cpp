@@ -1,0 +1,135 @@
+// AVX-512 attention over int8 rows (the compressed cache's common case): key rows are widened 16 values at a time,
+// dotted with q 8 rows at once and scaled once after the reduction; each value row's scale is folded into its
+// probability. Every other case goes to the AVX2 kernel. Scalar reference: cpu_scalar.cpp.
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "kernels/dot.h"
+
+namespace slimkv {
+
+extern const DotKernels kAvx2Dot;
+
+namespace {
+
+__m512 exp512_ps(__m512 x) {  // Cephes-style polynomial, as exp256_ps in cpu_avx2/attention_avx2.cpp
+  const __m512 log2e = _mm512_set1_ps(1.44269504088896341f);
+  x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(88.3762626647949f)), _mm512_set1_ps(-87.3365478515625f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, log2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+  return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
+}
+
+inline __m512 int8x16(const uint8_t* p) {  // 16 int8 values -> 16 floats
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+}
+
+inline float row_scale(const uint8_t* row) {
+  uint16_t d16;
+  std::memcpy(&d16, row, 2);
+  return _cvtsh_ss(d16);
+}
+
+inline __m256 fold(__m512 a) { return _mm256_add_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1)); }
+
+template <int NV>  // NV × 16 = v_dim
+void attend_int8(const float* q, const PagedKv& kv, int64_t num_ctx, float scale, float* scores, float* out) {
+  const int32_t kd = kv.k_dim;
+  float mx = -INFINITY;
+  int64_t t = 0;
+  alignas(32) float d[8];
+  // Rows come page by page (one block-table lookup per page, not per row) unless a sparse window remaps them.
+  const bool paged = kv.sink_tokens == 0 && kv.window_begin == 0 && kv.block_size % 8 == 0;
+  const uint8_t* page = nullptr;
+  for (; t + 8 <= num_ctx; t += 8) {
+    const uint8_t* r[8];
+    if (paged && t % kv.block_size == 0) page = kv.k_row(t);
+    for (int i = 0; i < 8; ++i) {
+      r[i] = paged ? page + ((t % kv.block_size) + i) * kv.k_row_bytes : kv.k_row(t + i);
+      d[i] = row_scale(r[i]) * scale;
+      r[i] += 2;
+    }
+    __m512 a[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) a[i] = _mm512_setzero_ps();
+    for (int32_t j = 0; j < kd; j += 16) {
+      const __m512 qv = _mm512_loadu_ps(q + j);
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) a[i] = _mm512_fmadd_ps(int8x16(r[i] + j), qv, a[i]);
+    }
+    const __m256 s01 = _mm256_hadd_ps(fold(a[0]), fold(a[1])), s23 = _mm256_hadd_ps(fold(a[2]), fold(a[3]));
+    const __m256 s45 = _mm256_hadd_ps(fold(a[4]), fold(a[5])), s67 = _mm256_hadd_ps(fold(a[6]), fold(a[7]));
+    const __m256 s0123 = _mm256_hadd_ps(s01, s23), s4567 = _mm256_hadd_ps(s45, s67);
+    const __m256 s = _mm256_add_ps(_mm256_permute2f128_ps(s0123, s4567, 0x20), _mm256_permute2f128_ps(s0123, s4567, 0x31));
+    _mm256_storeu_ps(scores + t, _mm256_mul_ps(s, _mm256_load_ps(d)));
+    for (int i = 0; i < 8; ++i) {
+      if (t + i < kv.num_bias_rows) scores[t + i] += kv.row_bias[t + i];
+      mx = std::max(mx, scores[t + i]);
+    }
+  }
+  for (; t < num_ctx; ++t) {
+    const uint8_t* r = kv.k_row(t);
+    __m512 a = _mm512_setzero_ps();
+    for (int32_t j = 0; j < kd; j += 16) a = _mm512_fmadd_ps(int8x16(r + 2 + j), _mm512_loadu_ps(q + j), a);
+    scores[t] = _mm512_reduce_add_ps(a) * row_scale(r) * scale + (t < kv.num_bias_rows ? kv.row_bias[t] : 0.0f);
+    mx = std::max(mx, scores[t]);
+  }
+  // Softmax numerators in place.
+  const __m512 vmx = _mm512_set1_ps(mx);
+  __m512 sum = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= num_ctx; i += 16) {
+    const __m512 e = exp512_ps(_mm512_sub_ps(_mm512_loadu_ps(scores + i), vmx));
+    _mm512_storeu_ps(scores + i, e);
+    sum = _mm512_add_ps(sum, e);
+  }
+  float total = _mm512_reduce_add_ps(sum);
+  for (; i < num_ctx; ++i) {
+    scores[i] = std::exp(scores[i] - mx);
+    total += scores[i];
+  }
+  __m512 acc[NV];
+#pragma GCC unroll 8
+  for (int j = 0; j < NV; ++j) acc[j] = _mm512_setzero_ps();
+  const uint8_t* vpage = nullptr;
+  for (int64_t r = 0; r < num_ctx; ++r) {
+    if (paged && r % kv.block_size == 0) vpage = kv.v_row(r);
+    const uint8_t* row = paged ? vpage + (r % kv.block_size) * kv.v_row_bytes : kv.v_row(r);
+    const __m512 p = _mm512_set1_ps(scores[r] * row_scale(row));
+#pragma GCC unroll 8
+    for (int j = 0; j < NV; ++j) acc[j] = _mm512_fmadd_ps(p, int8x16(row + 2 + 16 * j), acc[j]);
+  }
+  const __m512 vinv = _mm512_set1_ps(1.0f / total);
+#pragma GCC unroll 8
+  for (int j = 0; j < NV; ++j) _mm512_storeu_ps(out + 16 * j, _mm512_mul_ps(acc[j], vinv));
+}
+
+}  // namespace
+
+void attend_avx512(const float* q, const PagedKv& kv, int64_t num_ctx, float scale, float* scores, float* out) {
+  if (kv.dtype == KvDtype::Int8 && kv.k_dim % 16 == 0 && kv.k_dim <= 1024) {
+    switch (kv.v_dim) {
+      case 16: return attend_int8<1>(q, kv, num_ctx, scale, scores, out);
+      case 32: return attend_int8<2>(q, kv, num_ctx, scale, scores, out);
+      case 48: return attend_int8<3>(q, kv, num_ctx, scale, scores, out);
+      case 64: return attend_int8<4>(q, kv, num_ctx, scale, scores, out);
+      case 96: return attend_int8<6>(q, kv, num_ctx, scale, scores, out);
+      case 128: return attend_int8<8>(q, kv, num_ctx, scale, scores, out);
+      default: break;
+    }
+  }
+  kAvx2Dot.attend(q, kv, num_ctx, scale, scores, out);
+}
+
+}  // namespace slimkv
