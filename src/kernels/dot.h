@@ -42,6 +42,16 @@ struct PagedKv {
     return v_base + static_cast<int64_t>(block_ids[p / block_size]) * stride + (p % block_size) * v_row_bytes;
   }
   const float* k_row_f32(int64_t t) const { return reinterpret_cast<const float*>(k_row(t)); }
+  // Brings the page holding row t (this head's block_size rows) towards the cache ahead of use: pages sit at
+  // scattered addresses, so the hardware prefetcher cannot guess the next one. No-op past num_ctx.
+  void prefetch_k_page(int64_t t, int64_t num_ctx) const { prefetch(t, num_ctx, true); }
+  void prefetch_v_page(int64_t t, int64_t num_ctx) const { prefetch(t, num_ctx, false); }
+  void prefetch(int64_t t, int64_t num_ctx, bool key) const {
+    if (t >= num_ctx || sink_tokens > 0 || window_begin > 0) return;
+    const uint8_t* p = key ? k_row(t - t % block_size) : v_row(t - t % block_size);
+    const int64_t bytes = block_size * (key ? k_row_bytes : v_row_bytes);
+    for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o, 0, 3);
+  }
   const float* v_row_f32(int64_t t) const { return reinterpret_cast<const float*>(v_row(t)); }
 };
 

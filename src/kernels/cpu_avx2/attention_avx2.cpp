@@ -82,6 +82,7 @@ void accumulate_v(const PagedKv& kv, const float* p, int64_t num_ctx, float inv,
 #pragma GCC unroll 8
   for (int j = 0; j < NV; ++j) acc[j] = _mm256_setzero_ps();
   for (int64_t t0 = 0; t0 < num_ctx; t0 += kv.block_size) {
+    kv.prefetch_v_page(t0 + 2 * kv.block_size, num_ctx);
     const float* v = kv.v_row_f32(t0);
     const int64_t n = std::min<int64_t>(kv.block_size, num_ctx - t0);
     for (int64_t i = 0; i < n; ++i, v += kv.v_row_bytes / 4) {
@@ -287,6 +288,7 @@ void attend_avx2(const float* q, const PagedKv& kv, int64_t num_ctx, float scale
   const bool by8 = bs % 8 == 0 && head_dim % 8 == 0;  // pages hold whole groups of 8 rows
   float tmp[8];
   for (int64_t t0 = 0; t0 < num_ctx; t0 += bs) {
+    kv.prefetch_k_page(t0 + 2 * bs, num_ctx);
     const float* k = kv.k_row_f32(t0);
     const int64_t n = std::min<int64_t>(bs, num_ctx - t0);
     if (by8) {

@@ -54,7 +54,10 @@ void attend_int8(const float* q, const PagedKv& kv, int64_t num_ctx, float scale
   const uint8_t* page = nullptr;
   for (; t + 8 <= num_ctx; t += 8) {
     const uint8_t* r[8];
-    if (paged && t % kv.block_size == 0) page = kv.k_row(t);
+    if (paged && t % kv.block_size == 0) {
+      page = kv.k_row(t);
+      kv.prefetch_k_page(t + 2 * kv.block_size, num_ctx);
+    }
     for (int i = 0; i < 8; ++i) {
       r[i] = paged ? page + ((t % kv.block_size) + i) * kv.k_row_bytes : kv.k_row(t + i);
       d[i] = row_scale(r[i]) * scale;
@@ -104,7 +107,10 @@ void attend_int8(const float* q, const PagedKv& kv, int64_t num_ctx, float scale
   for (int j = 0; j < NV; ++j) acc[j] = _mm512_setzero_ps();
   const uint8_t* vpage = nullptr;
   for (int64_t r = 0; r < num_ctx; ++r) {
-    if (paged && r % kv.block_size == 0) vpage = kv.v_row(r);
+    if (paged && r % kv.block_size == 0) {
+      vpage = kv.v_row(r);
+      kv.prefetch_v_page(r + 2 * kv.block_size, num_ctx);
+    }
     const uint8_t* row = paged ? vpage + (r % kv.block_size) * kv.v_row_bytes : kv.v_row(r);
     const __m512 p = _mm512_set1_ps(scores[r] * row_scale(row));
 #pragma GCC unroll 8
