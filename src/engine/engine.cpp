@@ -125,7 +125,8 @@ std::vector<StepEvent> Engine::step() {
     prof->add(ProfKind::Scheduling, (now_ms() - start) / 1000.0);
   }
   std::vector<int32_t> sampled;
-  std::vector<TokenLogprobs> logprobs;  // [sampled] (empty entries when not requested)
+  std::vector<TokenLogprobs>& logprobs = step_logprobs_;  // [sampled] (empty entries when not requested)
+  logprobs.clear();
   if (!out.chunks.empty()) {
     const int32_t track = cfg_.compress.dynamic() ? cfg_.compress.kv_recent_window : 0;
     build_forward_batch(out, cfg_.cache.block_size, batch_, track);
@@ -183,7 +184,7 @@ std::vector<StepEvent> Engine::step() {
                sampled.size());
   for (size_t i = 0; i < events.size(); ++i) {  // one event per sampling chunk, in the same order
     events[i].logprob = logprobs[i].logprob;
-    events[i].top_logprobs = std::move(logprobs[i].top);
+    events[i].top_logprobs.swap(logprobs[i].top);
   }
   for (auto& r : scheduler_.take_finished()) {
     metrics_.record_finished(*r);

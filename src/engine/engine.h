@@ -12,6 +12,7 @@
 #include "engine/engine_config.h"
 #include "engine/metrics.h"
 #include "model/llama_forward.h"
+#include "sampling/logprobs.h"
 #include "sched/scheduler.h"
 
 namespace slimkv {
@@ -59,6 +60,7 @@ class Engine {
   Metrics metrics_;
   ForwardBatch batch_;
   std::vector<float> logits_;  // [max_num_seqs, vocab]
+  std::vector<TokenLogprobs> step_logprobs_;  // [sampled tokens of a step], reused
   std::vector<std::unique_ptr<Request>> finished_;
   int64_t vocab_rejected_ = 0;
   int32_t peak_used_blocks_ = 0;
