@@ -83,5 +83,21 @@ TEST(ToolsE2E, DoctorReadsAServerAndChecksAConfig) {
   EXPECT_TRUE(saw_noop) << c.dump(2);
 }
 
+TEST(ToolsE2E, LongContextBenchComparesConfigsInOneRun) {
+  int rc = 0;
+  const std::string cfg = repo_dir() + "/configs/";
+  auto j = json::parse(run_tool("bench offline --synthetic llama-15m --context-len 300 --batch 2 --output-len 4 "
+                                "--fill synthetic --threads 1 --json --config " + cfg + "int8.json " + cfg +
+                                "int8-dynamic-k256-w128-merge.json", &rc));
+  EXPECT_EQ(rc, 0);
+  ASSERT_EQ(j["rows"].size(), 3u);
+  EXPECT_EQ(j["fill"], "synthetic");
+  EXPECT_DOUBLE_EQ(j["rows"][0]["speedup"].get<double>(), 1.0);
+  for (const auto& r : j["rows"]) EXPECT_GT(r["decode_tokens_per_s"].get<double>(), 0) << r;
+  // Peak KV: f32 rows against int8 rows (+ an fp16 scale per head) for the same blocks.
+  EXPECT_NEAR(j["rows"][1]["kv_reduction"].get<double>(), 4.0 * 48 / (48 + 2), 0.05);
+  EXPECT_GT(j["rows"][2]["sparse_share"].get<double>(), 0) << "dynamic retention evicts and is timed";
+}
+
 }  // namespace
 }  // namespace slimkv::test
