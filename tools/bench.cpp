@@ -23,14 +23,6 @@ struct BenchFlags {
   bool json = false;
 };
 
-DType parse_dtype(const std::string& s) {
-  if (s == "f32") return DType::F32;
-  if (s == "f16") return DType::F16;
-  if (s == "q8_0") return DType::Q8_0;
-  if (s == "q4_0") return DType::Q4_0;
-  fail("unknown weight dtype '{}' (f32, f16, q8_0, q4_0)", s);
-}
-
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];

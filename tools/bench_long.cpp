@@ -89,7 +89,6 @@ Row run_one(const Model& model, EngineConfig cfg, const std::string& name, const
   row.peak_kv_bytes = std::max(row.peak_kv_bytes,
                                static_cast<int64_t>(engine.peak_used_blocks()) * engine.kv_layout().bytes_per_block());
   row.peak_rss_mib = static_cast<double>(proc_status_kb("VmHWM:") - rss0) / 1024.0;
-  (void)rss0;
   return row;
 }
 
@@ -98,12 +97,7 @@ Row run_one(const Model& model, EngineConfig cfg, const std::string& name, const
 int run_long_context(const LongContextFlags& f, const ModelFlags& mf, EngineConfig base) {
   std::unique_ptr<Model> model;
   if (!f.synthetic.empty()) {
-    DType dt = DType::F32;
-    if (f.dtype == "f16") dt = DType::F16;
-    else if (f.dtype == "q8_0") dt = DType::Q8_0;
-    else if (f.dtype == "q4_0") dt = DType::Q4_0;
-    else SLIMKV_CHECK(f.dtype == "f32", "--dtype {}: expected f32, f16, q8_0 or q4_0", f.dtype);
-    model = make_synthetic_model(f.synthetic, dt, f.seed + 1);
+    model = make_synthetic_model(f.synthetic, parse_dtype(f.dtype), f.seed + 1);
     // Random weights have no trained context: stretch the shape's to the benchmark's (RoPE tables follow).
     model->config.max_seq_len = std::max(model->config.max_seq_len, f.context_len + f.output_len + 8);
   } else {

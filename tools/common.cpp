@@ -79,6 +79,14 @@ std::unique_ptr<Model> load_model_from_flags(const ModelFlags& f) {
   return load_model(o);
 }
 
+DType parse_dtype(const std::string& s) {
+  if (s == "f32") return DType::F32;
+  if (s == "f16") return DType::F16;
+  if (s == "q8_0") return DType::Q8_0;
+  if (s == "q4_0") return DType::Q4_0;
+  fail("unknown weight dtype '{}' (f32, f16, q8_0, q4_0)", s);
+}
+
 int32_t resolve_threads(int32_t flag) { return flag > 0 ? flag : default_num_threads(); }
 
 }  // namespace slimkv

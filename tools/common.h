@@ -22,5 +22,6 @@ void add_engine_flags(CLI::App* app, EngineConfig& cfg);
 std::string default_model_path();  // resolved relative to the repository (the binary's location), not the cwd
 std::unique_ptr<Model> load_model_from_flags(const ModelFlags& f);
 int32_t resolve_threads(int32_t flag);
+DType parse_dtype(const std::string& s);  // --dtype of synthetic shapes: f32 | f16 | q8_0 | q4_0
 
 }  // namespace slimkv

@@ -139,24 +139,15 @@ TEST(Diagnosis, ObservationsFromMetricsUseTheWindowsDelta) {
   EXPECT_DOUBLE_EQ(parse_prometheus_text("vllm:x_total 5\n").sum("vllm:x_total"), 5);
 }
 
-std::string run_command(const std::string& cmd, int* rc) {
-  FILE* p = ::popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), p)) > 0;) out.append(buf, n);
-  *rc = ::pclose(p);
-  return out;
-}
-
 TEST(BenchServe, AgainstTheRealServerLosesNothing) {
   if (!exists(default_model())) GTEST_SKIP();
   ServerProcess s;
   const auto jsonl = std::filesystem::temp_directory_path() / ("slimkv-bench-" + std::to_string(::getpid()) + ".jsonl");
   int rc = 0;
-  const std::string out = run_command(std::string(SLIMKV_BINARY) + " bench serve --base-url " + s.base_url() +
+  const std::string out = run_tool("bench serve --base-url " + s.base_url() +
                                           " --num-prompts 24 --request-rate 40 --output-len 12 --prefix-groups 2"
                                           " --prefix-len 30 --input-len-max 40 --slo ttft:5000 --json --out " +
-                                          jsonl.string() + " 2>/dev/null",
+                                          jsonl.string(),
                                       &rc);
   EXPECT_EQ(rc, 0) << out;
   auto j = nlohmann::json::parse(out, nullptr, false);

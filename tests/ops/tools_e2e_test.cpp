@@ -10,16 +10,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string run_tool(const std::string& args, int* rc) {
-  FILE* p = ::popen((std::string(SLIMKV_BINARY) + " " + args + " 2>/dev/null").c_str(), "r");
-  std::string out;
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), p)) > 0;) out.append(buf, n);
-  const int status = ::pclose(p);
-  *rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
-}
-
 TEST(ToolsE2E, PlanReproducesTheSeedExampleAsJson) {
   int rc = 0;
   auto j = json::parse(run_tool("plan --layers 80 --heads 64 --head-dim 128 --vocab 32000 --params 70e9 --ctx 8192 "

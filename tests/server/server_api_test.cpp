@@ -9,22 +9,10 @@ namespace {
 
 using nlohmann::json;
 
-class ServerApi : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    if (!exists(default_model())) GTEST_SKIP() << "missing " << default_model();
-    server_ = new ServerProcess();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override {
-    if (!server_) GTEST_SKIP();
-  }
-  static ServerProcess* server_;
+struct ServerApiTag {
+  static std::vector<std::string> server_args() { return {}; }
 };
-ServerProcess* ServerApi::server_ = nullptr;
+using ServerApi = SharedServerTest<ServerApiTag>;
 
 // Streams `body` and returns (text, token chunks, finish_reason, usage) per choice 0.
 struct Streamed {

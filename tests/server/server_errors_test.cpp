@@ -25,22 +25,10 @@ void expect_error(const std::pair<int, json>& r, int status, const std::string& 
   }
 }
 
-class ServerErrors : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    if (!exists(default_model())) GTEST_SKIP() << "missing " << default_model();
-    server_ = new ServerProcess({"--max-body-bytes", "4096"});
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override {
-    if (!server_) GTEST_SKIP();
-  }
-  static ServerProcess* server_;
+struct ServerErrorsTag {
+  static std::vector<std::string> server_args() { return {"--max-body-bytes", "4096"}; }
 };
-ServerProcess* ServerErrors::server_ = nullptr;
+using ServerErrors = SharedServerTest<ServerErrorsTag>;
 
 TEST_F(ServerErrors, InvalidJsonAndWrongTypes) {
   expect_error(server_->post("/v1/completions", std::string("{\"prompt\": ")), 400, "", "not valid JSON");

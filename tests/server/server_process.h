@@ -7,7 +7,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <gtest/gtest.h>
+
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -120,6 +123,34 @@ class ServerProcess {
   pid_t pid_ = -1;
   int port_ = 0;
   std::filesystem::path log_path_;
+};
+
+// Runs `slimkv ARGS` (stderr dropped) and returns its stdout; *rc = its exit status.
+inline std::string run_tool(const std::string& args, int* rc) {
+  FILE* p = ::popen((std::string(SLIMKV_BINARY) + " " + args + " 2>/dev/null").c_str(), "r");
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), p)) > 0;) out.append(buf, n);
+  const int status = ::pclose(p);
+  *rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+
+// A test suite sharing one server, started once per suite with Tag::server_args(); tests skip without the model.
+template <class Tag>
+class SharedServerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (exists(default_model())) server_ = new ServerProcess(Tag::server_args());
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    if (!server_) GTEST_SKIP() << "missing " << default_model();
+  }
+  static inline ServerProcess* server_ = nullptr;
 };
 
 // The data lines of an SSE body, parsed ("[DONE]" kept as a string).

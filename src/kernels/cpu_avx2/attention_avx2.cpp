@@ -31,6 +31,8 @@ __m256 exp256_ps(__m256 x) {
 namespace {
 
 using simd::hsum;
+using simd::kv_row_scale;
+using simd::reduce8;
 
 inline float dot(const float* a, const float* b, int32_t n) {
   __m256 acc = _mm256_setzero_ps();
@@ -69,10 +71,7 @@ inline __m256 dot8_rows(const float* q, const float* k, int64_t stride, int32_t 
 #pragma GCC unroll 8
     for (int i = 0; i < 8; ++i) a[i] = _mm256_fmadd_ps(_mm256_loadu_ps(k + i * stride + j), qv, a[i]);
   }
-  const __m256 s01 = _mm256_hadd_ps(a[0], a[1]), s23 = _mm256_hadd_ps(a[2], a[3]);
-  const __m256 s45 = _mm256_hadd_ps(a[4], a[5]), s67 = _mm256_hadd_ps(a[6], a[7]);
-  const __m256 s0123 = _mm256_hadd_ps(s01, s23), s4567 = _mm256_hadd_ps(s45, s67);
-  return _mm256_add_ps(_mm256_permute2f128_ps(s0123, s4567, 0x20), _mm256_permute2f128_ps(s0123, s4567, 0x31));
+  return reduce8(a);
 }
 
 // out[8 * NV] = inv * sum_t p[t] * V[t], with the accumulators in registers.
@@ -181,12 +180,6 @@ inline __m256 int8x8(const uint8_t* p) {  // 8 int8 values -> 8 floats
   return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
 }
 
-inline float row_scale(const uint8_t* row) {  // the fp16 scale in front of an int8 / int4 head record
-  uint16_t d16;
-  std::memcpy(&d16, row, 2);
-  return _cvtsh_ss(d16);
-}
-
 // Int8 rows without a decode pass: 8 key rows are dotted with q straight from their bytes and scaled once after the
 // reduction; each value row's scale is folded into its probability. NV × 8 = v_dim.
 template <int NV>
@@ -199,7 +192,7 @@ void attend_int8(const float* q, const PagedKv& kv, int64_t num_ctx, float scale
     const uint8_t* r[8];
     for (int i = 0; i < 8; ++i) {
       r[i] = kv.k_row(t + i);
-      d[i] = row_scale(r[i]) * scale;
+      d[i] = kv_row_scale(r[i]) * scale;
       r[i] += 2;
     }
     __m256 a[8];
@@ -210,11 +203,7 @@ void attend_int8(const float* q, const PagedKv& kv, int64_t num_ctx, float scale
 #pragma GCC unroll 8
       for (int i = 0; i < 8; ++i) a[i] = _mm256_fmadd_ps(int8x8(r[i] + j), qv, a[i]);
     }
-    const __m256 s01 = _mm256_hadd_ps(a[0], a[1]), s23 = _mm256_hadd_ps(a[2], a[3]);
-    const __m256 s45 = _mm256_hadd_ps(a[4], a[5]), s67 = _mm256_hadd_ps(a[6], a[7]);
-    const __m256 s0123 = _mm256_hadd_ps(s01, s23), s4567 = _mm256_hadd_ps(s45, s67);
-    const __m256 s = _mm256_add_ps(_mm256_permute2f128_ps(s0123, s4567, 0x20), _mm256_permute2f128_ps(s0123, s4567, 0x31));
-    _mm256_storeu_ps(scores + t, _mm256_mul_ps(s, _mm256_load_ps(d)));
+    _mm256_storeu_ps(scores + t, _mm256_mul_ps(reduce8(a), _mm256_load_ps(d)));
     for (int i = 0; i < 8; ++i) {
       if (t + i < kv.num_bias_rows) scores[t + i] += kv.row_bias[t + i];
       mx = std::max(mx, scores[t + i]);
@@ -224,7 +213,7 @@ void attend_int8(const float* q, const PagedKv& kv, int64_t num_ctx, float scale
     const uint8_t* r = kv.k_row(t);
     __m256 a = _mm256_setzero_ps();
     for (int32_t j = 0; j < kd; j += 8) a = _mm256_fmadd_ps(int8x8(r + 2 + j), _mm256_loadu_ps(q + j), a);
-    scores[t] = hsum(a) * row_scale(r) * scale + (t < kv.num_bias_rows ? kv.row_bias[t] : 0.0f);
+    scores[t] = hsum(a) * kv_row_scale(r) * scale + (t < kv.num_bias_rows ? kv.row_bias[t] : 0.0f);
     mx = std::max(mx, scores[t]);
   }
   const float inv = 1.0f / exp_shifted(scores, num_ctx, mx);
@@ -233,7 +222,7 @@ void attend_int8(const float* q, const PagedKv& kv, int64_t num_ctx, float scale
   for (int j = 0; j < NV; ++j) acc[j] = _mm256_setzero_ps();
   for (int64_t i = 0; i < num_ctx; ++i) {
     const uint8_t* r = kv.v_row(i);
-    const __m256 p = _mm256_set1_ps(scores[i] * row_scale(r));
+    const __m256 p = _mm256_set1_ps(scores[i] * kv_row_scale(r));
 #pragma GCC unroll 16
     for (int j = 0; j < NV; ++j) acc[j] = _mm256_fmadd_ps(p, int8x8(r + 2 + 8 * j), acc[j]);
   }
@@ -242,31 +231,28 @@ void attend_int8(const float* q, const PagedKv& kv, int64_t num_ctx, float scale
   for (int j = 0; j < NV; ++j) _mm256_storeu_ps(out + 8 * j, _mm256_mul_ps(acc[j], vinv));
 }
 
+// Calls Kernel<NV> with NV × 8 = v_dim for the common value sizes (register accumulators); false otherwise.
+template <template <int> class Kernel>
+bool by_value_size(const float* q, const PagedKv& kv, int64_t num_ctx, float scale, float* scores, float* out) {
+  switch (kv.v_dim) {
+    case 8: Kernel<1>::run(q, kv, num_ctx, scale, scores, out); return true;
+    case 16: Kernel<2>::run(q, kv, num_ctx, scale, scores, out); return true;
+    case 24: Kernel<3>::run(q, kv, num_ctx, scale, scores, out); return true;
+    case 32: Kernel<4>::run(q, kv, num_ctx, scale, scores, out); return true;
+    case 48: Kernel<6>::run(q, kv, num_ctx, scale, scores, out); return true;
+    case 64: Kernel<8>::run(q, kv, num_ctx, scale, scores, out); return true;
+    case 96: Kernel<12>::run(q, kv, num_ctx, scale, scores, out); return true;
+    case 128: Kernel<16>::run(q, kv, num_ctx, scale, scores, out); return true;
+    default: return false;
+  }
+}
+template <int NV> struct Int8Kernel { static constexpr auto run = attend_int8<NV>; };
+template <int NV> struct DecodedKernel { static constexpr auto run = attend_decoded<NV>; };
+
 void attend_decoded_any(const float* q, const PagedKv& kv, int64_t num_ctx, float scale, float* scores, float* out) {
-  if (kv.dtype == KvDtype::Int8) {
-    switch (kv.v_dim) {
-      case 8: return attend_int8<1>(q, kv, num_ctx, scale, scores, out);
-      case 16: return attend_int8<2>(q, kv, num_ctx, scale, scores, out);
-      case 24: return attend_int8<3>(q, kv, num_ctx, scale, scores, out);
-      case 32: return attend_int8<4>(q, kv, num_ctx, scale, scores, out);
-      case 48: return attend_int8<6>(q, kv, num_ctx, scale, scores, out);
-      case 64: return attend_int8<8>(q, kv, num_ctx, scale, scores, out);
-      case 96: return attend_int8<12>(q, kv, num_ctx, scale, scores, out);
-      case 128: return attend_int8<16>(q, kv, num_ctx, scale, scores, out);
-      default: break;
-    }
-  }
-  switch (kv.v_dim) {  // register accumulators for the common value sizes
-    case 8: return attend_decoded<1>(q, kv, num_ctx, scale, scores, out);
-    case 16: return attend_decoded<2>(q, kv, num_ctx, scale, scores, out);
-    case 24: return attend_decoded<3>(q, kv, num_ctx, scale, scores, out);
-    case 32: return attend_decoded<4>(q, kv, num_ctx, scale, scores, out);
-    case 48: return attend_decoded<6>(q, kv, num_ctx, scale, scores, out);
-    case 64: return attend_decoded<8>(q, kv, num_ctx, scale, scores, out);
-    case 96: return attend_decoded<12>(q, kv, num_ctx, scale, scores, out);
-    case 128: return attend_decoded<16>(q, kv, num_ctx, scale, scores, out);
-    default: return attend_decoded<0>(q, kv, num_ctx, scale, scores, out);
-  }
+  if (kv.dtype == KvDtype::Int8 && by_value_size<Int8Kernel>(q, kv, num_ctx, scale, scores, out)) return;
+  if (by_value_size<DecodedKernel>(q, kv, num_ctx, scale, scores, out)) return;
+  attend_decoded<0>(q, kv, num_ctx, scale, scores, out);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
 
 namespace slimkv::simd {
 
@@ -11,6 +12,20 @@ inline float hsum(__m256 v) {  // sum of the 8 lanes
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
+}
+
+// Lane i = the sum of a[i]'s 8 lanes: one transpose-reduce (hadd tree) instead of 8 horizontal sums.
+inline __m256 reduce8(const __m256 a[8]) {
+  const __m256 s01 = _mm256_hadd_ps(a[0], a[1]), s23 = _mm256_hadd_ps(a[2], a[3]);
+  const __m256 s45 = _mm256_hadd_ps(a[4], a[5]), s67 = _mm256_hadd_ps(a[6], a[7]);
+  const __m256 s0123 = _mm256_hadd_ps(s01, s23), s4567 = _mm256_hadd_ps(s45, s67);
+  return _mm256_add_ps(_mm256_permute2f128_ps(s0123, s4567, 0x20), _mm256_permute2f128_ps(s0123, s4567, 0x31));
+}
+
+inline float kv_row_scale(const uint8_t* row) {  // the fp16 scale in front of an int8 / int4 KV head record
+  uint16_t d16;
+  std::memcpy(&d16, row, 2);
+  return _cvtsh_ss(d16);
 }
 
 inline __m256i unpack_q4_0(const uint8_t* qs) {  // 16 bytes -> 32 int8 in [-8, 7]: low nibbles, then high

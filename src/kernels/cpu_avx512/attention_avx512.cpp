@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/cpu_avx2/simd_avx2.h"
 #include "kernels/dot.h"
 
 namespace slimkv {
@@ -35,11 +36,7 @@ inline __m512 int8x16(const uint8_t* p) {  // 16 int8 values -> 16 floats
   return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
 }
 
-inline float row_scale(const uint8_t* row) {
-  uint16_t d16;
-  std::memcpy(&d16, row, 2);
-  return _cvtsh_ss(d16);
-}
+using simd::kv_row_scale;
 
 inline __m256 fold(__m512 a) { return _mm256_add_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1)); }
 
@@ -60,7 +57,7 @@ void attend_int8(const float* q, const PagedKv& kv, int64_t num_ctx, float scale
     }
     for (int i = 0; i < 8; ++i) {
       r[i] = paged ? page + ((t % kv.block_size) + i) * kv.k_row_bytes : kv.k_row(t + i);
-      d[i] = row_scale(r[i]) * scale;
+      d[i] = kv_row_scale(r[i]) * scale;
       r[i] += 2;
     }
     __m512 a[8];
@@ -71,11 +68,9 @@ void attend_int8(const float* q, const PagedKv& kv, int64_t num_ctx, float scale
 #pragma GCC unroll 8
       for (int i = 0; i < 8; ++i) a[i] = _mm512_fmadd_ps(int8x16(r[i] + j), qv, a[i]);
     }
-    const __m256 s01 = _mm256_hadd_ps(fold(a[0]), fold(a[1])), s23 = _mm256_hadd_ps(fold(a[2]), fold(a[3]));
-    const __m256 s45 = _mm256_hadd_ps(fold(a[4]), fold(a[5])), s67 = _mm256_hadd_ps(fold(a[6]), fold(a[7]));
-    const __m256 s0123 = _mm256_hadd_ps(s01, s23), s4567 = _mm256_hadd_ps(s45, s67);
-    const __m256 s = _mm256_add_ps(_mm256_permute2f128_ps(s0123, s4567, 0x20), _mm256_permute2f128_ps(s0123, s4567, 0x31));
-    _mm256_storeu_ps(scores + t, _mm256_mul_ps(s, _mm256_load_ps(d)));
+    __m256 h[8];
+    for (int i = 0; i < 8; ++i) h[i] = fold(a[i]);
+    _mm256_storeu_ps(scores + t, _mm256_mul_ps(simd::reduce8(h), _mm256_load_ps(d)));
     for (int i = 0; i < 8; ++i) {
       if (t + i < kv.num_bias_rows) scores[t + i] += kv.row_bias[t + i];
       mx = std::max(mx, scores[t + i]);
@@ -85,7 +80,7 @@ void attend_int8(const float* q, const PagedKv& kv, int64_t num_ctx, float scale
     const uint8_t* r = kv.k_row(t);
     __m512 a = _mm512_setzero_ps();
     for (int32_t j = 0; j < kd; j += 16) a = _mm512_fmadd_ps(int8x16(r + 2 + j), _mm512_loadu_ps(q + j), a);
-    scores[t] = _mm512_reduce_add_ps(a) * row_scale(r) * scale + (t < kv.num_bias_rows ? kv.row_bias[t] : 0.0f);
+    scores[t] = _mm512_reduce_add_ps(a) * kv_row_scale(r) * scale + (t < kv.num_bias_rows ? kv.row_bias[t] : 0.0f);
     mx = std::max(mx, scores[t]);
   }
   // Softmax numerators in place.
@@ -112,7 +107,7 @@ void attend_int8(const float* q, const PagedKv& kv, int64_t num_ctx, float scale
       kv.prefetch_v_page(r + 2 * kv.block_size, num_ctx);
     }
     const uint8_t* row = paged ? vpage + (r % kv.block_size) * kv.v_row_bytes : kv.v_row(r);
-    const __m512 p = _mm512_set1_ps(scores[r] * row_scale(row));
+    const __m512 p = _mm512_set1_ps(scores[r] * kv_row_scale(row));
 #pragma GCC unroll 8
     for (int j = 0; j < NV; ++j) acc[j] = _mm512_fmadd_ps(p, int8x16(row + 2 + 16 * j), acc[j]);
   }
