@@ -13,10 +13,13 @@ struct WeightView;
 
 namespace slimkv {
 
+// How many pages ahead of the one being read the attention kernels prefetch.
+inline constexpr int32_t kPrefetchPages = 2;
+
 // Where one KV head's rows of one sequence live: token t's row starts at
-// k_base + block_ids[t / block_size] * k_block_bytes + (t % block_size) * k_row_bytes (V alike; a block stride of 0
-// means block_size * row bytes: rows of consecutive slots), and holds the head's record in `dtype`
-// (core/dtype.h). F32 rows are plain floats.
+// k_base + (block_ids[t / block_size] * block_size + t % block_size) * k_row_bytes (V alike: rows of consecutive
+// slots are consecutive), and holds the head's record in `dtype` (core/dtype.h). F32 rows are plain floats.
+
 struct PagedKv {
   const uint8_t* k_base = nullptr;  // layer's K region + the head's offset
   const uint8_t* v_base = nullptr;
@@ -32,14 +35,13 @@ struct PagedKv {
   const float* row_bias = nullptr;  // added to the scores of rows [0, num_bias_rows) (merged summaries)
   int32_t num_bias_rows = 0;
   int64_t position(int64_t t) const { return t < sink_tokens ? t : window_begin + (t - sink_tokens); }
-  int64_t k_block_bytes = 0, v_block_bytes = 0;  // bytes between blocks (0: block_size * row bytes)
   const uint8_t* k_row(int64_t t) const {
-    const int64_t p = position(t), stride = k_block_bytes ? k_block_bytes : block_size * k_row_bytes;
-    return k_base + static_cast<int64_t>(block_ids[p / block_size]) * stride + (p % block_size) * k_row_bytes;
+    const int64_t p = position(t);
+    return k_base + (static_cast<int64_t>(block_ids[p / block_size]) * block_size + p % block_size) * k_row_bytes;
   }
   const uint8_t* v_row(int64_t t) const {
-    const int64_t p = position(t), stride = v_block_bytes ? v_block_bytes : block_size * v_row_bytes;
-    return v_base + static_cast<int64_t>(block_ids[p / block_size]) * stride + (p % block_size) * v_row_bytes;
+    const int64_t p = position(t);
+    return v_base + (static_cast<int64_t>(block_ids[p / block_size]) * block_size + p % block_size) * v_row_bytes;
   }
   const float* k_row_f32(int64_t t) const { return reinterpret_cast<const float*>(k_row(t)); }
   // Brings the page holding row t (this head's block_size rows) towards the cache ahead of use: pages sit at

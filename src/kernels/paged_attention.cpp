@@ -47,15 +47,13 @@ void PagedAttention::run(const float* q, const LayerKv& layer, float* out, Threa
       const int64_t t = i / nh;
       const int32_t h = static_cast<int32_t>(i % nh), kvh = h / group, s = m.token_seq[t];
       PagedKv kv;
-      // Head-major blocks (kv/kv_storage.h): this head's rows of a block are contiguous.
-      kv.k_base = layer.k + static_cast<int64_t>(kvh) * m.block_size * layer.k_head_bytes;
-      kv.v_base = layer.v + static_cast<int64_t>(kvh) * m.block_size * layer.v_head_bytes;
+      // One plane per KV head (kv/kv_storage.h): this head's rows, slot after slot.
+      kv.k_base = layer.k + static_cast<int64_t>(kvh) * layer.k_head_stride_bytes;
+      kv.v_base = layer.v + static_cast<int64_t>(kvh) * layer.v_head_stride_bytes;
       kv.block_ids = m.kv_indices.data() + m.kv_indptr[s];
       kv.block_size = m.block_size;
       kv.k_row_bytes = layer.k_head_bytes;
       kv.v_row_bytes = layer.v_head_bytes;
-      kv.k_block_bytes = static_cast<int64_t>(m.block_size) * layer.k_row_bytes;
-      kv.v_block_bytes = static_cast<int64_t>(m.block_size) * layer.v_row_bytes;
       kv.dtype = layer.dtype;
       kv.k_dim = layer.k_dim;
       kv.v_dim = layer.v_dim;

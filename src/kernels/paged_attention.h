@@ -35,12 +35,13 @@ struct AttentionDims {
 class PagedAttention {
  public:
   void plan(const PagedBatchMeta& meta, const AttentionDims& dims, int32_t num_threads);
-  // How one layer's rows are stored: a token's K row holds num_kv_heads records of k_head_bytes (V alike).
+  // How one layer's rows are stored (kv/kv_storage.h): one plane per KV head, k_head_stride_bytes apart, holding
+  // the head's record of k_head_bytes for every slot in slot order (V alike).
   struct LayerKv {
     const uint8_t* k = nullptr;  // the layer's K region in KvStorage
     const uint8_t* v = nullptr;
     int32_t k_dim = 0, v_dim = 0;  // stored values per head (head_dim, or low-rank latent sizes)
-    int64_t k_head_bytes = 0, v_head_bytes = 0, k_row_bytes = 0, v_row_bytes = 0;
+    int64_t k_head_bytes = 0, v_head_bytes = 0, k_head_stride_bytes = 0, v_head_stride_bytes = 0;
     KvDtype dtype = KvDtype::F32;
     bool rotate = false;             // rows were stored after hadamard_rotate: rotate q, un-rotate the output
     const float* k_proj = nullptr;   // low-rank keys: [num_kv_heads, k_dim, head_dim] (latent = P k), or null

@@ -1,6 +1,6 @@
-// The KV cache's memory: per layer, one K and one V region of [num_blocks, num_kv_heads, block_size, head_bytes]
-// bytes — head-major inside a block, so one head's rows of a block are contiguous (attention walks a head at a time)
-// — reserved once at start-up (anonymous mmap: pages are touched only when written).
+// The KV cache's memory: per layer, one K and one V region of [num_kv_heads, num_blocks, block_size, head_bytes]
+// bytes — one plane per KV head, so a head's rows of consecutive blocks are contiguous (attention walks one head of
+// one sequence at a time, and streams) — reserved once at start-up (anonymous mmap: pages are touched when written).
 // Owns: the bytes. Must not know: block ownership, hashing or requests (BlockPool and KvCacheManager do).
 #pragma once
 #include <cstdint>
@@ -23,20 +23,20 @@ class KvStorage {
   // One token's record of one KV head: slot = block_id * block_size + offset in block.
   uint8_t* k_head(int32_t layer, int64_t slot, int32_t head) {
     const KvLayerGeometry& g = layout_.layers[layer];
-    return k_[layer] + head_offset(slot, head, g.k_head_bytes(), g.k_row_bytes());
+    return k_[layer] + head * k_head_stride_bytes(layer) + slot * g.k_head_bytes();
   }
   uint8_t* v_head(int32_t layer, int64_t slot, int32_t head) {
     const KvLayerGeometry& g = layout_.layers[layer];
-    return v_[layer] + head_offset(slot, head, g.v_head_bytes(), g.v_row_bytes());
+    return v_[layer] + head * v_head_stride_bytes(layer) + slot * g.v_head_bytes();
   }
   const uint8_t* k_base(int32_t layer) const { return k_[layer]; }
   const uint8_t* v_base(int32_t layer) const { return v_[layer]; }
+  // Bytes between one KV head's plane and the next in a layer's K (V) region.
+  int64_t k_head_stride_bytes(int32_t layer) const { return num_slots() * layout_.layers[layer].k_head_bytes(); }
+  int64_t v_head_stride_bytes(int32_t layer) const { return num_slots() * layout_.layers[layer].v_head_bytes(); }
 
  private:
-  int64_t head_offset(int64_t slot, int32_t head, int64_t head_bytes, int64_t row_bytes) const {
-    const int64_t bs = layout_.block_size_tokens;
-    return (slot / bs) * bs * row_bytes + head * bs * head_bytes + (slot % bs) * head_bytes;
-  }
+  int64_t num_slots() const { return static_cast<int64_t>(num_blocks_) * layout_.block_size_tokens; }
 
   KvLayout layout_;
   int32_t num_blocks_;

@@ -112,7 +112,7 @@ void LlamaForward::forward(const ForwardBatch& b, KvStorage& kv, float* logits_o
     if (observer_) observer_(l, k_.data(), v_.data(), T);
     const KvLayerGeometry& g = kv.layout().layers[l];
     PagedAttention::LayerKv lk{kv.k_base(l), kv.v_base(l), g.k_dim, g.v_dim, g.k_head_bytes(), g.v_head_bytes(),
-                               g.k_row_bytes(), g.v_row_bytes(), g.dtype, g.rotate};
+                               kv.k_head_stride_bytes(l), kv.v_head_stride_bytes(l), g.dtype, g.rotate};
     lk.sink_tokens = sink_tokens_;
     lk.window_tokens = window_tokens_;
     if (!kv_proj_.empty()) {

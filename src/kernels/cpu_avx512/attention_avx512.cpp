@@ -40,54 +40,56 @@ using simd::kv_row_scale;
 
 inline __m256 fold(__m512 a) { return _mm256_add_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1)); }
 
+// Scores of 8 rows `stride` bytes apart (scale, then kd int8 values each), times `scale`, into s[0..8).
+inline void score8(const float* q, const uint8_t* row, int64_t stride, int32_t kd, float scale, float* s) {
+  alignas(32) float d[8];
+  __m512 a[8];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {
+    a[i] = _mm512_setzero_ps();
+    d[i] = kv_row_scale(row + i * stride) * scale;
+  }
+  for (int32_t j = 0; j < kd; j += 16) {
+    const __m512 qv = _mm512_loadu_ps(q + j);
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) a[i] = _mm512_fmadd_ps(int8x16(row + i * stride + 2 + j), qv, a[i]);
+  }
+  __m256 h[8];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) h[i] = fold(a[i]);
+  _mm256_storeu_ps(s, _mm256_mul_ps(simd::reduce8(h), _mm256_load_ps(d)));
+}
+
 template <int NV>  // NV × 16 = v_dim
 void attend_int8(const float* q, const PagedKv& kv, int64_t num_ctx, float scale, float* scores, float* out) {
-  const int32_t kd = kv.k_dim;
-  float mx = -INFINITY;
+  const int32_t kd = kv.k_dim, bs = kv.block_size;
+  // Rows come page by page (one block-table lookup per page, rows contiguous within it, the page kPrefetchPages
+  // ahead prefetched) unless a sparse window remaps them.
+  const bool paged = kv.sink_tokens == 0 && kv.window_begin == 0 && bs % 8 == 0;
   int64_t t = 0;
-  alignas(32) float d[8];
-  // Rows come page by page (one block-table lookup per page, not per row) unless a sparse window remaps them.
-  const bool paged = kv.sink_tokens == 0 && kv.window_begin == 0 && kv.block_size % 8 == 0;
-  const uint8_t* page = nullptr;
-  for (; t + 8 <= num_ctx; t += 8) {
-    const uint8_t* r[8];
-    if (paged && t % kv.block_size == 0) {
-      page = kv.k_row(t);
-      kv.prefetch_k_page(t + 2 * kv.block_size, num_ctx);
-    }
-    for (int i = 0; i < 8; ++i) {
-      r[i] = paged ? page + ((t % kv.block_size) + i) * kv.k_row_bytes : kv.k_row(t + i);
-      d[i] = kv_row_scale(r[i]) * scale;
-      r[i] += 2;
-    }
-    __m512 a[8];
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; ++i) a[i] = _mm512_setzero_ps();
-    for (int32_t j = 0; j < kd; j += 16) {
-      const __m512 qv = _mm512_loadu_ps(q + j);
-#pragma GCC unroll 8
-      for (int i = 0; i < 8; ++i) a[i] = _mm512_fmadd_ps(int8x16(r[i] + j), qv, a[i]);
-    }
-    __m256 h[8];
-    for (int i = 0; i < 8; ++i) h[i] = fold(a[i]);
-    _mm256_storeu_ps(scores + t, _mm256_mul_ps(simd::reduce8(h), _mm256_load_ps(d)));
-    for (int i = 0; i < 8; ++i) {
-      if (t + i < kv.num_bias_rows) scores[t + i] += kv.row_bias[t + i];
-      mx = std::max(mx, scores[t + i]);
+  if (paged) {
+    for (; t + bs <= num_ctx; t += bs) {
+      kv.prefetch_k_page(t + kPrefetchPages * bs, num_ctx);
+      const uint8_t* page = kv.k_row(t);
+      for (int32_t i = 0; i < bs; i += 8) score8(q, page + i * kv.k_row_bytes, kv.k_row_bytes, kd, scale, scores + t + i);
     }
   }
   for (; t < num_ctx; ++t) {
     const uint8_t* r = kv.k_row(t);
     __m512 a = _mm512_setzero_ps();
     for (int32_t j = 0; j < kd; j += 16) a = _mm512_fmadd_ps(int8x16(r + 2 + j), _mm512_loadu_ps(q + j), a);
-    scores[t] = _mm512_reduce_add_ps(a) * kv_row_scale(r) * scale + (t < kv.num_bias_rows ? kv.row_bias[t] : 0.0f);
-    mx = std::max(mx, scores[t]);
+    scores[t] = _mm512_reduce_add_ps(a) * kv_row_scale(r) * scale;
   }
-  // Softmax numerators in place.
-  const __m512 vmx = _mm512_set1_ps(mx);
-  __m512 sum = _mm512_setzero_ps();
+  for (int32_t i = 0; i < kv.num_bias_rows && i < num_ctx; ++i) scores[i] += kv.row_bias[i];
+  // Max, then softmax numerators in place.
+  __m512 vmx = _mm512_set1_ps(-INFINITY);
   int64_t i = 0;
-  for (; i + 16 <= num_ctx; i += 16) {
+  for (; i + 16 <= num_ctx; i += 16) vmx = _mm512_max_ps(vmx, _mm512_loadu_ps(scores + i));
+  float mx = _mm512_reduce_max_ps(vmx);
+  for (; i < num_ctx; ++i) mx = std::max(mx, scores[i]);
+  vmx = _mm512_set1_ps(mx);
+  __m512 sum = _mm512_setzero_ps();
+  for (i = 0; i + 16 <= num_ctx; i += 16) {
     const __m512 e = exp512_ps(_mm512_sub_ps(_mm512_loadu_ps(scores + i), vmx));
     _mm512_storeu_ps(scores + i, e);
     sum = _mm512_add_ps(sum, e);
@@ -100,17 +102,20 @@ void attend_int8(const float* q, const PagedKv& kv, int64_t num_ctx, float scale
   __m512 acc[NV];
 #pragma GCC unroll 8
   for (int j = 0; j < NV; ++j) acc[j] = _mm512_setzero_ps();
-  const uint8_t* vpage = nullptr;
-  for (int64_t r = 0; r < num_ctx; ++r) {
-    if (paged && r % kv.block_size == 0) {
-      vpage = kv.v_row(r);
-      kv.prefetch_v_page(r + 2 * kv.block_size, num_ctx);
-    }
-    const uint8_t* row = paged ? vpage + (r % kv.block_size) * kv.v_row_bytes : kv.v_row(r);
-    const __m512 p = _mm512_set1_ps(scores[r] * kv_row_scale(row));
+  auto add_row = [&](const uint8_t* row, float p) {
+    const __m512 pv = _mm512_set1_ps(p * kv_row_scale(row));
 #pragma GCC unroll 8
-    for (int j = 0; j < NV; ++j) acc[j] = _mm512_fmadd_ps(p, int8x16(row + 2 + 16 * j), acc[j]);
+    for (int j = 0; j < NV; ++j) acc[j] = _mm512_fmadd_ps(pv, int8x16(row + 2 + 16 * j), acc[j]);
+  };
+  int64_t r = 0;
+  if (paged) {
+    for (; r + bs <= num_ctx; r += bs) {
+      kv.prefetch_v_page(r + kPrefetchPages * bs, num_ctx);
+      const uint8_t* page = kv.v_row(r);
+      for (int32_t k = 0; k < bs; ++k) add_row(page + k * kv.v_row_bytes, scores[r + k]);
+    }
   }
+  for (; r < num_ctx; ++r) add_row(kv.v_row(r), scores[r]);
   const __m512 vinv = _mm512_set1_ps(1.0f / total);
 #pragma GCC unroll 8
   for (int j = 0; j < NV; ++j) _mm512_storeu_ps(out + 16 * j, _mm512_mul_ps(acc[j], vinv));
