@@ -54,7 +54,7 @@ Row bench_one(const Model& m, const std::string& label, int32_t threads, const B
     for (int32_t i = 0; i < tg; ++i) {
       int32_t one[1] = {tok};
       fwd.forward(one, i, false, logits.data());
-      tok = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      tok = argmax(logits.data(), c.vocab_size);
     }
     auto t2 = clock::now();
     if (r == 0) continue;

@@ -1,5 +1,8 @@
 #include "kernels/matmul.h"
 
+#include <sys/mman.h>
+
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -31,19 +34,32 @@ void run_rows(const WeightView& w, int64_t num_tokens, int64_t rows_out, float* 
 
 }  // namespace
 
-WeightView pack_panels(const WeightView& w, std::vector<float>& storage) {
+void advise_huge_pages(void* p, size_t bytes) {
+  constexpr uintptr_t kHuge = 2u << 20;
+  const uintptr_t b = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t e = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(kHuge - 1);
+  if (e > b) ::madvise(reinterpret_cast<void*>(b), e - b, MADV_HUGEPAGE);
+}
+
+int64_t panel_floats(const WeightView& w) { return (w.rows + kPanelRows - 1) / kPanelRows * w.cols * kPanelRows; }
+
+WeightView pack_panels(const WeightView& w, float* dst) {
   SLIMKV_CHECK(w.dtype == DType::F32 && !w.panel, "pack_panels: needs a row-major F32 view");
-  const int64_t panels = (w.rows + kPanelRows - 1) / kPanelRows;
-  storage.assign(static_cast<size_t>(panels * w.cols * kPanelRows), 0.0f);
+  std::fill(dst, dst + panel_floats(w), 0.0f);
   const float* src = static_cast<const float*>(w.data);
   for (int64_t r = 0; r < w.rows; ++r) {
-    float* dst = storage.data() + (r / kPanelRows) * w.cols * kPanelRows + r % kPanelRows;
-    for (int64_t k = 0; k < w.cols; ++k) dst[k * kPanelRows] = src[r * w.cols + k];
+    float* d = dst + (r / kPanelRows) * w.cols * kPanelRows + r % kPanelRows;
+    for (int64_t k = 0; k < w.cols; ++k) d[k * kPanelRows] = src[r * w.cols + k];
   }
   WeightView out = w;
-  out.data = storage.data();
+  out.data = dst;
   out.panel = true;
   return out;
+}
+
+WeightView pack_panels(const WeightView& w, std::vector<float>& storage) {
+  storage.assign(static_cast<size_t>(panel_floats(w)), 0.0f);
+  return pack_panels(w, storage.data());
 }
 
 namespace {

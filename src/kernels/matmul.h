@@ -34,5 +34,13 @@ void dequantize_row(const WeightView& w, int64_t r, float* out);
 // Repacks a row-major F32 view into panels (storage receives the floats). Every output of a panel matmul is
 // a sequential fused multiply-add chain over k, the same whatever the batch: batched == single, bit for bit.
 WeightView pack_panels(const WeightView& w, std::vector<float>& storage);
+// The same into dst, which holds panel_floats(w) floats.
+int64_t panel_floats(const WeightView& w);
+WeightView pack_panels(const WeightView& w, float* dst);
+
+// Asks for 2 MiB pages on the whole 2 MiB pages inside [p, p + bytes) (best effort: transparent huge pages in
+// "madvise" or "always" mode). Weights streamed once per decode step then miss the TLB 512× less often. Call it
+// before the memory is first touched.
+void advise_huge_pages(void* p, size_t bytes);
 
 }  // namespace slimkv

@@ -4,16 +4,29 @@ namespace slimkv {
 
 void pack_weights_for_kernels(Model& m, Isa isa) {
   if (isa != Isa::Avx512) return;  // the panel kernel exists for AVX-512; other ISAs use row-major dots
-  auto pack = [&](WeightView& w) {
-    if (w.dtype != DType::F32 || w.panel) return;
-    auto storage = std::make_unique<std::vector<float>>();
-    w = pack_panels(w, *storage);
-    m.owned_f32.push_back(std::move(storage));
-  };
+  std::vector<WeightView*> views;
   for (auto& l : m.layers) {
-    for (WeightView* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3}) pack(*w);
+    for (WeightView* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3}) views.push_back(w);
   }
-  pack(m.output);  // a tied classifier gets its own packed copy; tok_embd stays row-major for lookups
+  views.push_back(&m.output);  // a tied classifier gets its own packed copy; tok_embd stays row-major for lookups
+  int64_t total = 0;
+  for (WeightView* w : views) {
+    if (w->dtype == DType::F32 && !w->panel) total += panel_floats(*w);
+  }
+  if (total == 0) return;
+  // One arena in decode order, on huge pages: a decode step streams it from end to end.
+  auto arena = std::make_unique<std::vector<float>>();
+  arena->reserve(static_cast<size_t>(total));  // fresh, untouched memory
+  advise_huge_pages(arena->data(), static_cast<size_t>(total) * sizeof(float));
+  arena->resize(static_cast<size_t>(total));
+  float* dst = arena->data();
+  for (WeightView* w : views) {
+    if (w->dtype != DType::F32 || w->panel) continue;
+    const int64_t n = panel_floats(*w);
+    *w = pack_panels(*w, dst);
+    dst += n;
+  }
+  m.owned_f32.push_back(std::move(arena));
 }
 
 }  // namespace slimkv

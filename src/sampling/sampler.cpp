@@ -22,11 +22,21 @@ uint64_t Rng::next_u64() {
 float Rng::next_f32() { return static_cast<float>(next_u64() >> 40) / 16777216.0f; }
 
 int32_t argmax(const float* x, int32_t n) {
-  int32_t best = 0;
-  for (int32_t i = 1; i < n; ++i) {
-    if (x[i] > x[best]) best = i;
+  // The maximum in 8 independent lanes (no loop-carried compare-and-branch: the compiler vectorises it), then the
+  // first index holding it. NaNs never win, as in a plain `x[i] > x[best]` scan.
+  float lane[8];
+  for (int k = 0; k < 8; ++k) lane[k] = x[0];
+  int32_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int k = 0; k < 8; ++k) lane[k] = x[i + k] > lane[k] ? x[i + k] : lane[k];
   }
-  return best;
+  float m = x[0];
+  for (int k = 0; k < 8; ++k) m = lane[k] > m ? lane[k] : m;
+  for (; i < n; ++i) m = x[i] > m ? x[i] : m;
+  for (i = 0; i < n; ++i) {
+    if (x[i] == m) return i;
+  }
+  return 0;
 }
 
 Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) { params_.validate(); }

@@ -1,6 +1,7 @@
 // Sampling: greedy is argmax (first on ties), seeded sampling is reproducible, top-k/top-p restrict the support.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
 
 #include "sampling/sampler.h"
@@ -14,6 +15,21 @@ TEST(Sampler, GreedyIsFirstArgmax) {
   std::vector<float> l = {0.1f, 2.0f, 2.0f, -1.0f};
   Sampler s({});
   EXPECT_EQ(s.sample(l.data(), 4), 1);
+}
+
+TEST(Sampler, ArgmaxMatchesAPlainScanAtEveryLengthWithTiesAndNaNs) {
+  for (int32_t n = 1; n <= 40; ++n) {
+    for (int32_t at = 0; at < n; ++at) {
+      std::vector<float> x(n);
+      for (int32_t i = 0; i < n; ++i) x[i] = static_cast<float>((i * 37) % 11) - 5.0f;
+      x[at] = 100.0f;
+      if (at + 3 < n) x[at + 3] = 100.0f;  // a later tie loses
+      if (at > 0) x[at - 1] = std::nanf("");
+      int32_t ref = 0;
+      for (int32_t i = 1; i < n; ++i) if (x[i] > x[ref]) ref = i;
+      ASSERT_EQ(argmax(x.data(), n), ref) << "n " << n << " at " << at;
+    }
+  }
 }
 
 TEST(Sampler, SameSeedSameTokensDifferentSeedDiffers) {
