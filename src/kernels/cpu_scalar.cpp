@@ -78,14 +78,22 @@ void attend(const float* q, const PagedKv& kv, int64_t num_ctx, float scale, flo
   }
 }
 
+void attend_group(const float* q, int32_t num_q, int64_t q_stride, const PagedKv& kv, int64_t num_ctx, float scale,
+                  float* scores, int64_t s_stride, float* out, int64_t o_stride) {
+  for (int32_t h = 0; h < num_q; ++h) attend(q + h * q_stride, kv, num_ctx, scale, scores + h * s_stride, out + h * o_stride);
+}
+
 }  // namespace
 
-const DotKernels kScalarDot = {dot_f32, dot_f16_f32, dot_q8_0_q8_0, dot_q4_0_q8_0, quantize_q8_0, axpy, attend, nullptr, nullptr};
+const DotKernels kScalarDot = {dot_f32,      dot_f16_f32, dot_q8_0_q8_0, dot_q4_0_q8_0, quantize_q8_0, axpy, attend,
+                               attend_group, nullptr,     nullptr};
 
 bool gemm_panels_avx512(const WeightView& w, const float* x, int64_t num_tokens, float* y, int64_t r0,
                         int64_t r1);  // cpu_avx512/gemm_panels_avx512.cpp
 void attend_avx512(const float* q, const PagedKv& kv, int64_t num_ctx, float scale, float* scores,
                    float* out);  // cpu_avx512/attention_avx512.cpp
+void attend_group_avx512(const float* q, int32_t num_q, int64_t q_stride, const PagedKv& kv, int64_t num_ctx,
+                         float scale, float* scores, int64_t s_stride, float* out, int64_t o_stride);
 bool gemm_avx512(DType w_dtype, const void* w, int64_t rows, int64_t cols, const void* x, int64_t num_tokens,
                  float* y, int64_t ldy);  // cpu_avx512/gemm_avx512.cpp
 
@@ -96,6 +104,7 @@ const DotKernels& dot_kernels(Isa isa) {
         DotKernels k = kAvx512Dot;
         k.quantize_q8_0 = kAvx2Dot.quantize_q8_0;
         k.attend = attend_avx512;  // int8 rows; everything else through the AVX2 kernel
+        k.attend_group = attend_group_avx512;
         k.gemm = gemm_avx512;
         k.gemm_panels = gemm_panels_avx512;
         return k;

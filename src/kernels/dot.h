@@ -15,6 +15,8 @@ namespace slimkv {
 
 // How many pages ahead of the one being read the attention kernels prefetch.
 inline constexpr int32_t kPrefetchPages = 2;
+// The most query heads one attend_group call serves (callers split larger GQA groups).
+inline constexpr int32_t kMaxAttendGroup = 16;
 
 // Where one KV head's rows of one sequence live: token t's row starts at
 // k_base + (block_ids[t / block_size] * block_size + t % block_size) * k_row_bytes (V alike: rows of consecutive
@@ -73,6 +75,11 @@ struct DotKernels {
   // One query head over num_ctx cached tokens in pages: out[v_dim] = softmax(q[k_dim]·K^T * scale) · V.
   // scores: scratch of num_ctx floats.
   void (*attend)(const float* q, const PagedKv& kv, int64_t num_ctx, float scale, float* scores, float* out);
+  // num_q (<= kMaxAttendGroup) query heads sharing one KV head (GQA) over the same rows: q [num_q, q_stride],
+  // scores [num_q, scores_stride] scratch, out [num_q, out_stride]. Each head's out equals attend() for it, bit for
+  // bit; the optimised kernels read each K/V page from memory once for the whole group.
+  void (*attend_group)(const float* q, int32_t num_q, int64_t q_stride, const PagedKv& kv, int64_t num_ctx,
+                       float scale, float* scores, int64_t scores_stride, float* out, int64_t out_stride);
   // Optional blocked matmul (null = matmul falls back to one dot per (row, token)):
   // y[t * ldy + r] = W[r] · x[t] for r < rows, t < num_tokens. W: `rows` rows of `cols` elements of w_dtype,
   // contiguous. x: f32 [num_tokens, cols] for F32/F16 weights; Q8_0 blocks [num_tokens, cols/32] for Q8_0/Q4_0.

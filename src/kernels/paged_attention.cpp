@@ -24,8 +24,15 @@ void PagedAttention::plan(const PagedBatchMeta& meta, const AttentionDims& dims,
     max_ctx_ = std::max(max_ctx_, ctx);
     work_ += static_cast<int64_t>(ctx) * dims.head_dim * dims.num_heads;
   }
-  const size_t need = static_cast<size_t>(std::max(num_threads, 1)) * std::max(max_ctx_, 1);
+  const int32_t group = dims.num_heads / dims.num_kv_heads;
+  chunk_heads_ = std::min(group, kMaxAttendGroup);
+  const size_t threads = static_cast<size_t>(std::max(num_threads, 1));
+  const size_t need = threads * chunk_heads_ * std::max(max_ctx_, 1);
   if (scores_.size() < need) scores_.resize(need);
+  if (qbuf_.size() < threads * chunk_heads_ * 1024) {
+    qbuf_.resize(threads * chunk_heads_ * 1024);
+    latbuf_.resize(threads * chunk_heads_ * 1024);
+  }
   page_importance_.assign(meta.kv_indices.size(), 0.0f);
   if (!meta.token_track.empty()) {
     const size_t p = meta.token_pos.size() * dims.num_heads * static_cast<size_t>(std::max(max_ctx_, 1));
@@ -38,14 +45,21 @@ void PagedAttention::run(const float* q, const LayerKv& layer, float* out, Threa
   const int32_t nh = dims_.num_heads, hd = dims_.head_dim, group = dims_.num_heads / dims_.num_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const DotKernels& k = dot_kernels(isa);
-  const int64_t n = static_cast<int64_t>(m.token_pos.size()) * nh;
+  // Work items: (query token, KV head, chunk of its query heads): a kernel call serves the chunk's heads from one
+  // walk over the KV head's pages.
+  const int32_t chunk = chunk_heads_, chunks_per_kv = (group + chunk - 1) / chunk;
+  const int64_t n = static_cast<int64_t>(m.token_pos.size()) * dims_.num_kv_heads * chunks_per_kv;
   const bool direct_out = !layer.rotate && layer.v_proj == nullptr;
+  const bool transform_q = layer.k_proj != nullptr || layer.rotate;
   auto body = [&](int64_t i0, int64_t i1, int32_t thread) {
-    float* scores = scores_.data() + static_cast<size_t>(thread) * max_ctx_;
-    float qr[1024], lat[1024];  // query in the stored basis; output in the stored basis (dims <= 1024)
+    float* scores = scores_.data() + static_cast<size_t>(thread) * chunk * max_ctx_;  // [chunk, max_ctx]
+    float* qr = qbuf_.data() + static_cast<size_t>(thread) * chunk * 1024;  // [chunk, 1024] query, stored basis
+    float* lat = latbuf_.data() + static_cast<size_t>(thread) * chunk * 1024;  // [chunk, 1024] output, stored basis
     for (int64_t i = i0; i < i1; ++i) {
-      const int64_t t = i / nh;
-      const int32_t h = static_cast<int32_t>(i % nh), kvh = h / group, s = m.token_seq[t];
+      const int64_t t = i / (static_cast<int64_t>(dims_.num_kv_heads) * chunks_per_kv);
+      const int32_t rest = static_cast<int32_t>(i % (static_cast<int64_t>(dims_.num_kv_heads) * chunks_per_kv));
+      const int32_t kvh = rest / chunks_per_kv, h0 = kvh * group + (rest % chunks_per_kv) * chunk;
+      const int32_t num_q = std::min(chunk, (kvh + 1) * group - h0), s = m.token_seq[t];
       PagedKv kv;
       // One plane per KV head (kv/kv_storage.h): this head's rows, slot after slot.
       kv.k_base = layer.k + static_cast<int64_t>(kvh) * layer.k_head_stride_bytes;
@@ -67,39 +81,52 @@ void PagedAttention::run(const float* q, const LayerKv& layer, float* out, Threa
         kv.window_begin = num_ctx - layer.window_tokens;
         num_ctx = layer.sink_tokens + layer.window_tokens;
       }
-      const float* qh = q + i * hd;
-      if (layer.k_proj) {  // score in the latent space: (P q)·(P k) = q·(PᵀP k)
-        const float* p = layer.k_proj + static_cast<int64_t>(kvh) * layer.k_dim * hd;
-        for (int32_t r = 0; r < layer.k_dim; ++r) qr[r] = k.f32(p + static_cast<int64_t>(r) * hd, qh, hd);
+      const int64_t first = t * nh + h0;  // the chunk's first query head in q and out
+      const float* qh = q + first * hd;
+      int64_t q_stride = hd;
+      if (transform_q) {
+        for (int32_t g = 0; g < num_q; ++g) {
+          const float* src = q + (first + g) * hd;
+          float* dst = qr + static_cast<int64_t>(g) * 1024;
+          if (layer.k_proj) {  // score in the latent space: (P q)·(P k) = q·(PᵀP k)
+            const float* p = layer.k_proj + static_cast<int64_t>(kvh) * layer.k_dim * hd;
+            for (int32_t r = 0; r < layer.k_dim; ++r) dst[r] = k.f32(p + static_cast<int64_t>(r) * hd, src, hd);
+          } else {
+            std::copy(src, src + hd, dst);
+          }
+          if (layer.rotate) hadamard_rotate(dst, layer.k_dim);  // (Hq)·(Hk) = q·k
+        }
         qh = qr;
-      } else if (layer.rotate) {
-        std::copy(qh, qh + hd, qr);
-        qh = qr;
+        q_stride = 1024;
       }
-      if (layer.rotate) hadamard_rotate(qr, layer.k_dim);  // (Hq)·(Hk) = q·k
-      float* o = direct_out ? out + i * hd : lat;
-      k.attend(qh, kv, num_ctx, scale, scores, o);
-      if (!m.token_track.empty() && m.token_track[t]) {  // scores hold exp(s - max): normalise and keep
-        double sum = 0;
-        for (int64_t r = 0; r < num_ctx; ++r) sum += scores[r];
-        float* pr = probs_.data() + static_cast<size_t>(i) * max_ctx_;
-        for (int64_t r = 0; r < num_ctx; ++r) pr[r] = static_cast<float>(scores[r] / sum);
-      }
-      if (layer.rotate) hadamard_unrotate(o, layer.v_dim);  // sum_t p_t (H v_t) = H (sum_t p_t v_t)
-      if (layer.v_proj) {  // back from the latent space once: out = Pᵀ (sum_t p_t P v_t)
-        const float* p = layer.v_proj + static_cast<int64_t>(kvh) * layer.v_dim * hd;
-        float* dst = out + i * hd;
-        std::fill(dst, dst + hd, 0.0f);
-        for (int32_t r = 0; r < layer.v_dim; ++r) k.axpy(o[r], p + static_cast<int64_t>(r) * hd, dst, hd);
-      } else if (!direct_out) {
-        std::copy(o, o + hd, out + i * hd);
+      float* o = direct_out ? out + first * hd : lat;
+      const int64_t o_stride = direct_out ? hd : 1024;
+      k.attend_group(qh, num_q, q_stride, kv, num_ctx, scale, scores, max_ctx_, o, o_stride);
+      for (int32_t g = 0; g < num_q; ++g) {
+        const float* sg = scores + static_cast<int64_t>(g) * max_ctx_;
+        float* og = o + g * o_stride;
+        if (!m.token_track.empty() && m.token_track[t]) {  // scores hold exp(s - max): normalise and keep
+          double sum = 0;
+          for (int64_t r = 0; r < num_ctx; ++r) sum += sg[r];
+          float* pr = probs_.data() + static_cast<size_t>(first + g) * max_ctx_;
+          for (int64_t r = 0; r < num_ctx; ++r) pr[r] = static_cast<float>(sg[r] / sum);
+        }
+        if (layer.rotate) hadamard_unrotate(og, layer.v_dim);  // sum_t p_t (H v_t) = H (sum_t p_t v_t)
+        float* dst = out + (first + g) * hd;
+        if (layer.v_proj) {  // back from the latent space once: out = Pᵀ (sum_t p_t P v_t)
+          const float* p = layer.v_proj + static_cast<int64_t>(kvh) * layer.v_dim * hd;
+          std::fill(dst, dst + hd, 0.0f);
+          for (int32_t r = 0; r < layer.v_dim; ++r) k.axpy(og[r], p + static_cast<int64_t>(r) * hd, dst, hd);
+        } else if (!direct_out) {
+          std::copy(og, og + hd, dst);
+        }
       }
     }
   };
   if (pool == nullptr || work_ < (1 << 15)) body(0, n, 0);
   else pool->parallel_for(n, 1, body);
   if (m.token_track.empty()) return;
-  for (int64_t i = 0; i < n; ++i) {  // fixed order: query token, then head
+  for (int64_t i = 0; i < static_cast<int64_t>(m.token_pos.size()) * nh; ++i) {  // fixed order: token, then head
     const int64_t t = i / nh;
     if (!m.token_track[t]) continue;
     const int32_t s = m.token_seq[t];

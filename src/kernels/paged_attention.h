@@ -60,7 +60,9 @@ class PagedAttention {
   AttentionDims dims_;
   int64_t work_ = 0;           // multiply-adds, to decide whether threads pay
   int32_t max_ctx_ = 0;
-  std::vector<float> scores_;  // [num_threads, max_ctx]
+  int32_t chunk_heads_ = 1;    // query heads per kernel call: the GQA group, at most kMaxAttendGroup
+  std::vector<float> scores_;  // [num_threads, chunk_heads, max_ctx]
+  std::vector<float> qbuf_, latbuf_;  // [num_threads, chunk_heads, 1024] queries / outputs in the stored basis
   std::vector<float> probs_;   // [T * num_heads, max_ctx] tracked queries' probabilities (dynamic retention)
   std::vector<float> page_importance_;
 };

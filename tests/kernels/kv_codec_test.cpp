@@ -105,6 +105,54 @@ TEST(KvCodec, AttentionOverQuantizedRowsEqualsAttentionOverDecodedRows) {
   }
 }
 
+TEST(KvCodec, GroupedQueryHeadsGetExactlyTheSingleHeadResult) {
+  // GQA: attend_group serves num_q query heads from one walk over the KV head's pages; each head's output must be
+  // what attend() gives for it alone, bit for bit, at every ISA, for every dtype, with and without summary biases
+  // and a sparse window, and for contexts that end inside a page.
+  const int bs = 8, pages = 40;
+  for (int hd : {16, 48, 64, 40})
+  for (KvDtype dt : {KvDtype::F32, KvDtype::F16, KvDtype::Int8, KvDtype::Int4})
+  for (int num_q : {1, 2, 4, 5}) {
+    const int64_t rec = kv_head_record_bytes(dt, hd);
+    std::vector<int32_t> ids(pages);
+    for (int i = 0; i < pages; ++i) ids[i] = (i * 7 + 3) % pages;  // shuffled pages
+    std::vector<uint8_t> k(pages * bs * rec), v(pages * bs * rec);
+    for (int r = 0; r < pages * bs; ++r) {
+      auto a = randn(hd, 300 + r), b = randn(hd, 900 + r);
+      encode_kv_head(a.data(), hd, dt, k.data() + r * rec);
+      encode_kv_head(b.data(), hd, dt, v.data() + r * rec);
+    }
+    std::vector<float> bias(bs);
+    for (int i = 0; i < bs; ++i) bias[i] = std::log(1.0f + i);
+    for (int variant = 0; variant < 3; ++variant) {
+      PagedKv kv{k.data(), v.data(), ids.data(), bs, rec, rec, dt, hd, hd};
+      int64_t ctx = 301;
+      if (variant == 1) {  // merged summaries in the first page
+        kv.row_bias = bias.data();
+        kv.num_bias_rows = bs;
+      } else if (variant == 2) {  // sinks + recent window
+        kv.sink_tokens = 4;
+        kv.window_begin = 200;
+        ctx = 4 + 101;
+      }
+      auto q = randn(num_q * hd, 11 + num_q);
+      for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+        if (static_cast<int>(isa) > static_cast<int>(detected_isa())) continue;
+        const DotKernels& kern = dot_kernels(isa);
+        std::vector<float> sg(num_q * ctx), og(num_q * hd), s1(ctx), o1(hd);
+        kern.attend_group(q.data(), num_q, hd, kv, ctx, 0.2f, sg.data(), ctx, og.data(), hd);
+        for (int h = 0; h < num_q; ++h) {
+          kern.attend(q.data() + h * hd, kv, ctx, 0.2f, s1.data(), o1.data());
+          for (int d = 0; d < hd; ++d) {
+            ASSERT_EQ(og[h * hd + d], o1[d]) << kv_dtype_name(dt) << " hd " << hd << " heads " << num_q << " head "
+                                             << h << " variant " << variant << " isa " << static_cast<int>(isa);
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(KvCodec, AttentionWithDifferentKeyAndValueSizesMatchesReference) {
   // Low-rank latents: keys of 16 values, values of 8, f32 and int8 rows.
   const int kd = 16, vd = 8, ctx = 19, bs = 4;

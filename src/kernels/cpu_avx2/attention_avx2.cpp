@@ -74,25 +74,46 @@ inline __m256 dot8_rows(const float* q, const float* k, int64_t stride, int32_t 
   return reduce8(a);
 }
 
-// out[8 * NV] = inv * sum_t p[t] * V[t], with the accumulators in registers.
+// out[h] += sum over the n value rows starting at v (row_floats apart) of p[h][k] * row k, for every head of the
+// group; a head's accumulators stay in registers for the n rows and in out between calls (exact: the order of
+// operations is a plain row walk's). NV × 8 = v_dim.
 template <int NV>
-void accumulate_v(const PagedKv& kv, const float* p, int64_t num_ctx, float inv, float* out) {
-  __m256 acc[NV];
+void add_value_rows(const float* v, int64_t row_floats, int64_t n, const float* p, int64_t p_stride, int32_t num_q,
+                    float* out, int64_t o_stride) {
+  for (int32_t h = 0; h < num_q; ++h) {
+    __m256 acc[NV];
 #pragma GCC unroll 8
-  for (int j = 0; j < NV; ++j) acc[j] = _mm256_setzero_ps();
+    for (int j = 0; j < NV; ++j) acc[j] = _mm256_loadu_ps(out + h * o_stride + 8 * j);
+    const float* vr = v;
+    for (int64_t i = 0; i < n; ++i, vr += row_floats) {
+      const __m256 pv = _mm256_set1_ps(p[h * p_stride + i]);
+#pragma GCC unroll 8
+      for (int j = 0; j < NV; ++j) acc[j] = _mm256_fmadd_ps(pv, _mm256_loadu_ps(vr + 8 * j), acc[j]);
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < NV; ++j) _mm256_storeu_ps(out + h * o_stride + 8 * j, acc[j]);
+  }
+}
+
+// out[h] = inv[h] * sum_t p[h][t] * V[t] for the heads of a group, page by page (each V page read once).
+template <int NV>
+void accumulate_v(const PagedKv& kv, const float* p, int64_t p_stride, int32_t num_q, int64_t num_ctx,
+                  const float* inv, float* out, int64_t o_stride) {
+  for (int32_t h = 0; h < num_q; ++h) {
+    for (int j = 0; j < NV; ++j) _mm256_storeu_ps(out + h * o_stride + 8 * j, _mm256_setzero_ps());
+  }
   for (int64_t t0 = 0; t0 < num_ctx; t0 += kv.block_size) {
-    kv.prefetch_v_page(t0 + 2 * kv.block_size, num_ctx);
-    const float* v = kv.v_row_f32(t0);
-    const int64_t n = std::min<int64_t>(kv.block_size, num_ctx - t0);
-    for (int64_t i = 0; i < n; ++i, v += kv.v_row_bytes / 4) {
-      const __m256 pv = _mm256_set1_ps(p[t0 + i]);
+    kv.prefetch_v_page(t0 + kPrefetchPages * kv.block_size, num_ctx);
+    add_value_rows<NV>(kv.v_row_f32(t0), kv.v_row_bytes / 4, std::min<int64_t>(kv.block_size, num_ctx - t0), p + t0,
+                       p_stride, num_q, out, o_stride);
+  }
+  for (int32_t h = 0; h < num_q; ++h) {
+    const __m256 vinv = _mm256_set1_ps(inv[h]);
 #pragma GCC unroll 8
-      for (int j = 0; j < NV; ++j) acc[j] = _mm256_fmadd_ps(pv, _mm256_loadu_ps(v + 8 * j), acc[j]);
+    for (int j = 0; j < NV; ++j) {
+      _mm256_storeu_ps(out + h * o_stride + 8 * j, _mm256_mul_ps(_mm256_loadu_ps(out + h * o_stride + 8 * j), vinv));
     }
   }
-  const __m256 vinv = _mm256_set1_ps(inv);
-#pragma GCC unroll 8
-  for (int j = 0; j < NV; ++j) _mm256_storeu_ps(out + 8 * j, _mm256_mul_ps(acc[j], vinv));
 }
 
 // One stored head row -> floats (head_dim % 8 == 0), vectorised: f16 via F16C, int8/int4 widened and scaled.
@@ -257,62 +278,81 @@ void attend_decoded_any(const float* q, const PagedKv& kv, int64_t num_ctx, floa
 
 }  // namespace
 
-// Walks the sequence page by page: within a page rows are contiguous (k_row_bytes apart).
-void attend_avx2(const float* q, const PagedKv& kv, int64_t num_ctx, float scale, float* scores, float* out) {
+// Walks the sequence page by page: within a page rows are contiguous (k_row_bytes apart). f32 rows: the query
+// heads of a GQA group share each page read (K and V); other layouts go head by head through the decoding kernels.
+void attend_group_avx2(const float* q, int32_t num_q, int64_t q_stride, const PagedKv& kv, int64_t num_ctx,
+                       float scale, float* scores, int64_t s_stride, float* out, int64_t o_stride) {
   const bool vec8 = kv.k_dim % 8 == 0 && kv.v_dim % 8 == 0 && kv.k_dim <= 1024 && kv.v_dim <= 1024;
-  // f16 / int8 / int4 rows, low-rank latents, or a sparse (sinks + window) row set: one row at a time.
+  // f16 / int8 / int4 rows, low-rank latents, or a sparse (sinks + window) row set: one head, one row at a time.
   if (kv.dtype != KvDtype::F32 || kv.k_dim != kv.v_dim || kv.sink_tokens > 0 || kv.window_begin > 0 ||
-      kv.num_bias_rows > 0) {
-    if (vec8) attend_decoded_any(q, kv, num_ctx, scale, scores, out);
-    else kScalarDot.attend(q, kv, num_ctx, scale, scores, out);
+      kv.num_bias_rows > 0 || num_q > kMaxAttendGroup) {
+    for (int32_t h = 0; h < num_q; ++h) {
+      float* sh = scores + h * s_stride;
+      float* oh = out + h * o_stride;
+      if (vec8) attend_decoded_any(q + h * q_stride, kv, num_ctx, scale, sh, oh);
+      else kScalarDot.attend(q + h * q_stride, kv, num_ctx, scale, sh, oh);
+    }
     return;
   }
   const int32_t head_dim = kv.k_dim;
   const int32_t bs = kv.block_size;
   const int64_t row_floats = kv.k_row_bytes / 4;
-  float mx = -INFINITY;
+  float mx[kMaxAttendGroup];
+  for (int32_t h = 0; h < num_q; ++h) mx[h] = -INFINITY;
   const bool by8 = bs % 8 == 0 && head_dim % 8 == 0;  // pages hold whole groups of 8 rows
   float tmp[8];
   for (int64_t t0 = 0; t0 < num_ctx; t0 += bs) {
-    kv.prefetch_k_page(t0 + 2 * bs, num_ctx);
+    kv.prefetch_k_page(t0 + kPrefetchPages * bs, num_ctx);
     const float* k = kv.k_row_f32(t0);
     const int64_t n = std::min<int64_t>(bs, num_ctx - t0);
-    if (by8) {
-      for (int64_t i = 0; i < n; i += 8) {  // rows past n exist in the page; their scores are dropped
-        _mm256_storeu_ps(tmp, _mm256_mul_ps(dot8_rows(q, k + i * row_floats, row_floats, head_dim),
-                                            _mm256_set1_ps(scale)));
-        for (int64_t j = 0; j < 8 && i + j < n; ++j) {
-          scores[t0 + i + j] = tmp[j];
-          mx = std::max(mx, tmp[j]);
+    for (int32_t h = 0; h < num_q; ++h) {
+      const float* qh = q + h * q_stride;
+      float* sh = scores + h * s_stride;
+      if (by8) {
+        for (int64_t i = 0; i < n; i += 8) {  // rows past n exist in the page; their scores are dropped
+          _mm256_storeu_ps(tmp, _mm256_mul_ps(dot8_rows(qh, k + i * row_floats, row_floats, head_dim),
+                                              _mm256_set1_ps(scale)));
+          for (int64_t j = 0; j < 8 && i + j < n; ++j) {
+            sh[t0 + i + j] = tmp[j];
+            mx[h] = std::max(mx[h], tmp[j]);
+          }
         }
+        continue;
       }
-      continue;
-    }
-    for (int64_t i = 0; i < n; ++i) {
-      float s = dot(q, k + i * row_floats, head_dim) * scale;
-      scores[t0 + i] = s;
-      mx = std::max(mx, s);
+      for (int64_t i = 0; i < n; ++i) {
+        float s = dot(qh, k + i * row_floats, head_dim) * scale;
+        sh[t0 + i] = s;
+        mx[h] = std::max(mx[h], s);
+      }
     }
   }
-  const float inv = 1.0f / exp_shifted(scores, num_ctx, mx);
+  float inv[kMaxAttendGroup];
+  for (int32_t h = 0; h < num_q; ++h) inv[h] = 1.0f / exp_shifted(scores + h * s_stride, num_ctx, mx[h]);
   switch (head_dim) {  // accumulate in registers for the common head sizes
-    case 8: return accumulate_v<1>(kv, scores, num_ctx, inv, out);
-    case 16: return accumulate_v<2>(kv, scores, num_ctx, inv, out);
-    case 32: return accumulate_v<4>(kv, scores, num_ctx, inv, out);
-    case 24: return accumulate_v<3>(kv, scores, num_ctx, inv, out);
-    case 48: return accumulate_v<6>(kv, scores, num_ctx, inv, out);
-    case 64: return accumulate_v<8>(kv, scores, num_ctx, inv, out);
-    case 96: return accumulate_v<12>(kv, scores, num_ctx, inv, out);
-    case 128: return accumulate_v<16>(kv, scores, num_ctx, inv, out);
+    case 8: return accumulate_v<1>(kv, scores, s_stride, num_q, num_ctx, inv, out, o_stride);
+    case 16: return accumulate_v<2>(kv, scores, s_stride, num_q, num_ctx, inv, out, o_stride);
+    case 24: return accumulate_v<3>(kv, scores, s_stride, num_q, num_ctx, inv, out, o_stride);
+    case 32: return accumulate_v<4>(kv, scores, s_stride, num_q, num_ctx, inv, out, o_stride);
+    case 48: return accumulate_v<6>(kv, scores, s_stride, num_q, num_ctx, inv, out, o_stride);
+    case 64: return accumulate_v<8>(kv, scores, s_stride, num_q, num_ctx, inv, out, o_stride);
+    case 96: return accumulate_v<12>(kv, scores, s_stride, num_q, num_ctx, inv, out, o_stride);
+    case 128: return accumulate_v<16>(kv, scores, s_stride, num_q, num_ctx, inv, out, o_stride);
     default: break;
   }
-  for (int32_t d = 0; d < head_dim; ++d) out[d] = 0;
-  for (int64_t t = 0; t < num_ctx; ++t) {
-    const float p = scores[t];
-    const float* v = kv.v_row_f32(t);
-    for (int32_t d = 0; d < head_dim; ++d) out[d] += p * v[d];
+  for (int32_t h = 0; h < num_q; ++h) {
+    const float* p = scores + h * s_stride;
+    float* o = out + h * o_stride;
+    for (int32_t d = 0; d < head_dim; ++d) o[d] = 0;
+    for (int64_t t = 0; t < num_ctx; ++t) {
+      const float* v = kv.v_row_f32(t);
+      for (int32_t d = 0; d < head_dim; ++d) o[d] += p[t] * v[d];
+    }
+    for (int32_t d = 0; d < head_dim; ++d) o[d] *= inv[h];
   }
-  for (int32_t d = 0; d < head_dim; ++d) out[d] *= inv;
+}
+
+void attend_avx2(const float* q, const PagedKv& kv, int64_t num_ctx, float scale, float* scores, float* out) {
+  attend_group_avx2(q, 1, 0, kv, num_ctx, scale, scores, 0, out, 0);
 }
 
 }  // namespace slimkv

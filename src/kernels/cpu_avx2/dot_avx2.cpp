@@ -115,7 +115,10 @@ void axpy(float a, const float* x, float* y, int64_t n) {
 
 void attend_avx2(const float* q, const PagedKv& kv, int64_t num_ctx, float scale, float* scores,
                  float* out);  // attention_avx2.cpp
+void attend_group_avx2(const float* q, int32_t num_q, int64_t q_stride, const PagedKv& kv, int64_t num_ctx,
+                       float scale, float* scores, int64_t s_stride, float* out, int64_t o_stride);
 
-const DotKernels kAvx2Dot = {dot_f32, dot_f16_f32, dot_q8_0_q8_0, dot_q4_0_q8_0, quantize_q8_0, axpy, attend_avx2, nullptr, nullptr};
+const DotKernels kAvx2Dot = {dot_f32, dot_f16_f32,       dot_q8_0_q8_0, dot_q4_0_q8_0, quantize_q8_0, axpy,
+                             attend_avx2, attend_group_avx2, nullptr,    nullptr};
 
 }  // namespace slimkv

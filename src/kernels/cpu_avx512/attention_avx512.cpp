@@ -1,6 +1,7 @@
 // AVX-512 attention over int8 rows (the compressed cache's common case): key rows are widened 16 values at a time,
 // dotted with q 8 rows at once and scaled once after the reduction; each value row's scale is folded into its
-// probability. Every other case goes to the AVX2 kernel. Scalar reference: cpu_scalar.cpp.
+// probability; the query heads of a GQA group share each page read. Every other case goes to the AVX2 kernel.
+// Scalar reference: cpu_scalar.cpp.
 #include <immintrin.h>
 
 #include <cmath>
@@ -60,28 +61,9 @@ inline void score8(const float* q, const uint8_t* row, int64_t stride, int32_t k
   _mm256_storeu_ps(s, _mm256_mul_ps(simd::reduce8(h), _mm256_load_ps(d)));
 }
 
-template <int NV>  // NV × 16 = v_dim
-void attend_int8(const float* q, const PagedKv& kv, int64_t num_ctx, float scale, float* scores, float* out) {
-  const int32_t kd = kv.k_dim, bs = kv.block_size;
-  // Rows come page by page (one block-table lookup per page, rows contiguous within it, the page kPrefetchPages
-  // ahead prefetched) unless a sparse window remaps them.
-  const bool paged = kv.sink_tokens == 0 && kv.window_begin == 0 && bs % 8 == 0;
-  int64_t t = 0;
-  if (paged) {
-    for (; t + bs <= num_ctx; t += bs) {
-      kv.prefetch_k_page(t + kPrefetchPages * bs, num_ctx);
-      const uint8_t* page = kv.k_row(t);
-      for (int32_t i = 0; i < bs; i += 8) score8(q, page + i * kv.k_row_bytes, kv.k_row_bytes, kd, scale, scores + t + i);
-    }
-  }
-  for (; t < num_ctx; ++t) {
-    const uint8_t* r = kv.k_row(t);
-    __m512 a = _mm512_setzero_ps();
-    for (int32_t j = 0; j < kd; j += 16) a = _mm512_fmadd_ps(int8x16(r + 2 + j), _mm512_loadu_ps(q + j), a);
-    scores[t] = _mm512_reduce_add_ps(a) * kv_row_scale(r) * scale;
-  }
+// Softmax numerators of one head's scores in place (summary biases first); returns their sum.
+float softmax_numerators(float* scores, int64_t num_ctx, const PagedKv& kv) {
   for (int32_t i = 0; i < kv.num_bias_rows && i < num_ctx; ++i) scores[i] += kv.row_bias[i];
-  // Max, then softmax numerators in place.
   __m512 vmx = _mm512_set1_ps(-INFINITY);
   int64_t i = 0;
   for (; i + 16 <= num_ctx; i += 16) vmx = _mm512_max_ps(vmx, _mm512_loadu_ps(scores + i));
@@ -99,43 +81,105 @@ void attend_int8(const float* q, const PagedKv& kv, int64_t num_ctx, float scale
     scores[i] = std::exp(scores[i] - mx);
     total += scores[i];
   }
-  __m512 acc[NV];
+  return total;
+}
+
+// out[h] += sum over n value rows (row_bytes apart from `row`) of p[h][k] * scale(row k) * row k, for every head
+// of the group: the rows' values are widened once and used by every head; a head's accumulators stay in
+// registers for the n rows and in out between calls (exact, so the order of operations is a plain row walk's).
+template <int NV>
+void add_value_rows(const uint8_t* row, int64_t row_bytes, int32_t n, const float* p, int64_t p_stride,
+                    int32_t num_q, float* out, int64_t o_stride) {
+  for (int32_t h = 0; h < num_q; ++h) {
+    __m512 acc[NV];
 #pragma GCC unroll 8
-  for (int j = 0; j < NV; ++j) acc[j] = _mm512_setzero_ps();
-  auto add_row = [&](const uint8_t* row, float p) {
-    const __m512 pv = _mm512_set1_ps(p * kv_row_scale(row));
+    for (int j = 0; j < NV; ++j) acc[j] = _mm512_loadu_ps(out + h * o_stride + 16 * j);
+    const float* ph = p + h * p_stride;
+    for (int32_t k = 0; k < n; ++k) {
+      const uint8_t* r = row + k * row_bytes;
+      const __m512 pv = _mm512_set1_ps(ph[k] * kv_row_scale(r));
 #pragma GCC unroll 8
-    for (int j = 0; j < NV; ++j) acc[j] = _mm512_fmadd_ps(pv, int8x16(row + 2 + 16 * j), acc[j]);
-  };
+      for (int j = 0; j < NV; ++j) acc[j] = _mm512_fmadd_ps(pv, int8x16(r + 2 + 16 * j), acc[j]);
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < NV; ++j) _mm512_storeu_ps(out + h * o_stride + 16 * j, acc[j]);
+  }
+}
+
+// num_q query heads sharing this KV head (GQA; 1 without it) over the same rows. Pages are walked in order, each
+// K and V page read from memory once for the whole group; each head's result is the single-head walk's, bit for
+// bit. NV × 16 = v_dim.
+template <int NV>
+void attend_int8(const float* q, int32_t num_q, int64_t q_stride, const PagedKv& kv, int64_t num_ctx, float scale,
+                 float* scores, int64_t s_stride, float* out, int64_t o_stride) {
+  const int32_t kd = kv.k_dim, bs = kv.block_size;
+  // Rows come page by page (one block-table lookup per page, rows contiguous within it, the page kPrefetchPages
+  // ahead prefetched) unless a sparse window remaps them.
+  const bool paged = kv.sink_tokens == 0 && kv.window_begin == 0 && bs % 8 == 0;
+  int64_t t = 0;
+  if (paged) {
+    for (; t + bs <= num_ctx; t += bs) {
+      kv.prefetch_k_page(t + kPrefetchPages * bs, num_ctx);
+      const uint8_t* page = kv.k_row(t);
+      for (int32_t h = 0; h < num_q; ++h) {
+        for (int32_t i = 0; i < bs; i += 8) {
+          score8(q + h * q_stride, page + i * kv.k_row_bytes, kv.k_row_bytes, kd, scale, scores + h * s_stride + t + i);
+        }
+      }
+    }
+  }
+  for (; t < num_ctx; ++t) {
+    const uint8_t* r = kv.k_row(t);
+    for (int32_t h = 0; h < num_q; ++h) {
+      __m512 a = _mm512_setzero_ps();
+      for (int32_t j = 0; j < kd; j += 16) a = _mm512_fmadd_ps(int8x16(r + 2 + j), _mm512_loadu_ps(q + h * q_stride + j), a);
+      scores[h * s_stride + t] = _mm512_reduce_add_ps(a) * kv_row_scale(r) * scale;
+    }
+  }
+  float inv[kMaxAttendGroup];
+  for (int32_t h = 0; h < num_q; ++h) {
+    inv[h] = 1.0f / softmax_numerators(scores + h * s_stride, num_ctx, kv);
+    for (int j = 0; j < NV; ++j) _mm512_storeu_ps(out + h * o_stride + 16 * j, _mm512_setzero_ps());
+  }
   int64_t r = 0;
   if (paged) {
     for (; r + bs <= num_ctx; r += bs) {
       kv.prefetch_v_page(r + kPrefetchPages * bs, num_ctx);
-      const uint8_t* page = kv.v_row(r);
-      for (int32_t k = 0; k < bs; ++k) add_row(page + k * kv.v_row_bytes, scores[r + k]);
+      add_value_rows<NV>(kv.v_row(r), kv.v_row_bytes, bs, scores + r, s_stride, num_q, out, o_stride);
     }
   }
-  for (; r < num_ctx; ++r) add_row(kv.v_row(r), scores[r]);
-  const __m512 vinv = _mm512_set1_ps(1.0f / total);
+  for (; r < num_ctx; ++r) add_value_rows<NV>(kv.v_row(r), 0, 1, scores + r, s_stride, num_q, out, o_stride);
+  for (int32_t h = 0; h < num_q; ++h) {
+    const __m512 vinv = _mm512_set1_ps(inv[h]);
 #pragma GCC unroll 8
-  for (int j = 0; j < NV; ++j) _mm512_storeu_ps(out + 16 * j, _mm512_mul_ps(acc[j], vinv));
+    for (int j = 0; j < NV; ++j) {
+      _mm512_storeu_ps(out + h * o_stride + 16 * j, _mm512_mul_ps(_mm512_loadu_ps(out + h * o_stride + 16 * j), vinv));
+    }
+  }
 }
 
 }  // namespace
 
-void attend_avx512(const float* q, const PagedKv& kv, int64_t num_ctx, float scale, float* scores, float* out) {
-  if (kv.dtype == KvDtype::Int8 && kv.k_dim % 16 == 0 && kv.k_dim <= 1024) {
+void attend_group_avx512(const float* q, int32_t num_q, int64_t q_stride, const PagedKv& kv, int64_t num_ctx,
+                         float scale, float* scores, int64_t s_stride, float* out, int64_t o_stride) {
+  if (kv.dtype == KvDtype::Int8 && kv.k_dim % 16 == 0 && kv.k_dim <= 1024 && num_q <= kMaxAttendGroup) {
     switch (kv.v_dim) {
-      case 16: return attend_int8<1>(q, kv, num_ctx, scale, scores, out);
-      case 32: return attend_int8<2>(q, kv, num_ctx, scale, scores, out);
-      case 48: return attend_int8<3>(q, kv, num_ctx, scale, scores, out);
-      case 64: return attend_int8<4>(q, kv, num_ctx, scale, scores, out);
-      case 96: return attend_int8<6>(q, kv, num_ctx, scale, scores, out);
-      case 128: return attend_int8<8>(q, kv, num_ctx, scale, scores, out);
+#define SLIMKV_INT8(NV) return attend_int8<NV>(q, num_q, q_stride, kv, num_ctx, scale, scores, s_stride, out, o_stride)
+      case 16: SLIMKV_INT8(1);
+      case 32: SLIMKV_INT8(2);
+      case 48: SLIMKV_INT8(3);
+      case 64: SLIMKV_INT8(4);
+      case 96: SLIMKV_INT8(6);
+      case 128: SLIMKV_INT8(8);
+#undef SLIMKV_INT8
       default: break;
     }
   }
-  kAvx2Dot.attend(q, kv, num_ctx, scale, scores, out);
+  kAvx2Dot.attend_group(q, num_q, q_stride, kv, num_ctx, scale, scores, s_stride, out, o_stride);
+}
+
+void attend_avx512(const float* q, const PagedKv& kv, int64_t num_ctx, float scale, float* scores, float* out) {
+  attend_group_avx512(q, 1, 0, kv, num_ctx, scale, scores, 0, out, 0);
 }
 
 }  // namespace slimkv

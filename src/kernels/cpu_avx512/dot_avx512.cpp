@@ -81,6 +81,7 @@ void axpy(float a, const float* x, float* y, int64_t n) {
 }  // namespace
 
 // quantize_q8_0 and attend come from the AVX2 table, gemm from gemm_avx512.cpp (see dot_kernels()).
-const DotKernels kAvx512Dot = {dot_f32, dot_f16_f32, dot_q8_0_q8_0, dot_q4_0_q8_0, nullptr, axpy, nullptr, nullptr, nullptr};
+const DotKernels kAvx512Dot = {dot_f32, dot_f16_f32, dot_q8_0_q8_0, dot_q4_0_q8_0, nullptr,
+                                axpy,    nullptr,     nullptr,       nullptr,       nullptr};
 
 }  // namespace slimkv
