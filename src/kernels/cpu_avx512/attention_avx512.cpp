@@ -84,26 +84,42 @@ float softmax_numerators(float* scores, int64_t num_ctx, const PagedKv& kv) {
   return total;
 }
 
-// out[h] += sum over n value rows (row_bytes apart from `row`) of p[h][k] * scale(row k) * row k, for every head
-// of the group: the rows' values are widened once and used by every head; a head's accumulators stay in
-// registers for the n rows and in out between calls (exact, so the order of operations is a plain row walk's).
-template <int NV>
-void add_value_rows(const uint8_t* row, int64_t row_bytes, int32_t n, const float* p, int64_t p_stride,
-                    int32_t num_q, float* out, int64_t o_stride) {
-  for (int32_t h = 0; h < num_q; ++h) {
-    __m512 acc[NV];
+// out[h] = sum_t p[h][t] * scale(row t) * V[t] for C heads at once: every value row is widened once and used by
+// the C heads, whose accumulators stay in registers for the whole walk (each head's sum is a plain row walk's).
+template <int NV, int C>
+void sum_values(const PagedKv& kv, int64_t num_ctx, bool paged, const float* p, int64_t p_stride, float* out,
+                int64_t o_stride) {
+  __m512 acc[C][NV];
+#pragma GCC unroll 4
+  for (int c = 0; c < C; ++c)
 #pragma GCC unroll 8
-    for (int j = 0; j < NV; ++j) acc[j] = _mm512_loadu_ps(out + h * o_stride + 16 * j);
-    const float* ph = p + h * p_stride;
-    for (int32_t k = 0; k < n; ++k) {
-      const uint8_t* r = row + k * row_bytes;
-      const __m512 pv = _mm512_set1_ps(ph[k] * kv_row_scale(r));
+    for (int j = 0; j < NV; ++j) acc[c][j] = _mm512_setzero_ps();
+  auto add_row = [&](const uint8_t* r, int64_t t) {
+    __m512 vals[NV];
 #pragma GCC unroll 8
-      for (int j = 0; j < NV; ++j) acc[j] = _mm512_fmadd_ps(pv, int8x16(r + 2 + 16 * j), acc[j]);
+    for (int j = 0; j < NV; ++j) vals[j] = int8x16(r + 2 + 16 * j);
+    const float d = kv_row_scale(r);
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) {
+      const __m512 pv = _mm512_set1_ps(p[c * p_stride + t] * d);
+#pragma GCC unroll 8
+      for (int j = 0; j < NV; ++j) acc[c][j] = _mm512_fmadd_ps(pv, vals[j], acc[c][j]);
     }
-#pragma GCC unroll 8
-    for (int j = 0; j < NV; ++j) _mm512_storeu_ps(out + h * o_stride + 16 * j, acc[j]);
+  };
+  const int32_t bs = kv.block_size;
+  int64_t t = 0;
+  if (paged) {
+    for (; t + bs <= num_ctx; t += bs) {
+      kv.prefetch_v_page(t + kPrefetchPages * bs, num_ctx);
+      const uint8_t* page = kv.v_row(t);
+      for (int32_t k = 0; k < bs; ++k) add_row(page + k * kv.v_row_bytes, t + k);
+    }
   }
+  for (; t < num_ctx; ++t) add_row(kv.v_row(t), t);
+#pragma GCC unroll 4
+  for (int c = 0; c < C; ++c)
+#pragma GCC unroll 8
+    for (int j = 0; j < NV; ++j) _mm512_storeu_ps(out + c * o_stride + 16 * j, acc[c][j]);
 }
 
 // num_q query heads sharing this KV head (GQA; 1 without it) over the same rows. Pages are walked in order, each
@@ -137,18 +153,20 @@ void attend_int8(const float* q, int32_t num_q, int64_t q_stride, const PagedKv&
     }
   }
   float inv[kMaxAttendGroup];
-  for (int32_t h = 0; h < num_q; ++h) {
-    inv[h] = 1.0f / softmax_numerators(scores + h * s_stride, num_ctx, kv);
-    for (int j = 0; j < NV; ++j) _mm512_storeu_ps(out + h * o_stride + 16 * j, _mm512_setzero_ps());
+  for (int32_t h = 0; h < num_q; ++h) inv[h] = 1.0f / softmax_numerators(scores + h * s_stride, num_ctx, kv);
+  // Values: heads in chunks whose accumulators fit the 32 registers beside the widened row.
+  constexpr int kChunk = NV <= 4 ? 4 : 2;
+  int32_t c0 = 0;
+  for (; c0 + kChunk <= num_q; c0 += kChunk) {
+    sum_values<NV, kChunk>(kv, num_ctx, paged, scores + c0 * s_stride, s_stride, out + c0 * o_stride, o_stride);
   }
-  int64_t r = 0;
-  if (paged) {
-    for (; r + bs <= num_ctx; r += bs) {
-      kv.prefetch_v_page(r + kPrefetchPages * bs, num_ctx);
-      add_value_rows<NV>(kv.v_row(r), kv.v_row_bytes, bs, scores + r, s_stride, num_q, out, o_stride);
-    }
+  if (kChunk == 4 && c0 + 2 <= num_q) {
+    sum_values<NV, 2>(kv, num_ctx, paged, scores + c0 * s_stride, s_stride, out + c0 * o_stride, o_stride);
+    c0 += 2;
   }
-  for (; r < num_ctx; ++r) add_value_rows<NV>(kv.v_row(r), 0, 1, scores + r, s_stride, num_q, out, o_stride);
+  for (; c0 < num_q; ++c0) {
+    sum_values<NV, 1>(kv, num_ctx, paged, scores + c0 * s_stride, s_stride, out + c0 * o_stride, o_stride);
+  }
   for (int32_t h = 0; h < num_q; ++h) {
     const __m512 vinv = _mm512_set1_ps(inv[h]);
 #pragma GCC unroll 8
