@@ -57,11 +57,6 @@ WeightView pack_panels(const WeightView& w, float* dst) {
   return out;
 }
 
-WeightView pack_panels(const WeightView& w, std::vector<float>& storage) {
-  storage.assign(static_cast<size_t>(panel_floats(w)), 0.0f);
-  return pack_panels(w, storage.data());
-}
-
 namespace {
 
 // Scalar reference for panel weights: y[t, r] = fma chain over k, in order.

@@ -31,10 +31,8 @@ void matmul(const WeightView& w, const float* x, int64_t num_tokens, float* y, T
 // out[cols] = row r of W, dequantized to f32 (embedding lookups). Row-major views only.
 void dequantize_row(const WeightView& w, int64_t r, float* out);
 
-// Repacks a row-major F32 view into panels (storage receives the floats). Every output of a panel matmul is
-// a sequential fused multiply-add chain over k, the same whatever the batch: batched == single, bit for bit.
-WeightView pack_panels(const WeightView& w, std::vector<float>& storage);
-// The same into dst, which holds panel_floats(w) floats.
+// Repacks a row-major F32 view into panels at dst, which holds panel_floats(w) floats. Every output of a panel
+// matmul is a sequential fused multiply-add chain over k, the same whatever the batch: batched == single, bit for bit.
 int64_t panel_floats(const WeightView& w);
 WeightView pack_panels(const WeightView& w, float* dst);
 

@@ -174,8 +174,9 @@ TEST_P(DotKernelTest, PanelMatmulIsBitIdenticalToScalarFmaChainAndBatchInvariant
   for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 70}, {16, 70}, {37, 70}, {100, 70}, {4100, 512}}) {
     const int64_t T = 9;
     auto w = random_vec(rows * cols, 31), x = random_vec(T * cols, 32);
-    std::vector<float> packed;
-    WeightView wp = pack_panels(WeightView{DType::F32, rows, cols, w.data()}, packed);
+    const WeightView wr{DType::F32, rows, cols, w.data()};
+    std::vector<float> packed(panel_floats(wr));
+    WeightView wp = pack_panels(wr, packed.data());
     std::vector<float> ref(T * rows), opt(T * rows), one(rows);
     matmul(wp, x.data(), T, ref.data(), nullptr, Isa::Scalar);
     ThreadPool pool(2);

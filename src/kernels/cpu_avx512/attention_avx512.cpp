@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/cpu_avx2/simd_avx2.h"
 #include "kernels/dot.h"
@@ -84,11 +85,12 @@ float softmax_numerators(float* scores, int64_t num_ctx, const PagedKv& kv) {
   return total;
 }
 
-// out[h] = sum_t p[h][t] * scale(row t) * V[t] for C heads at once: every value row is widened once and used by
-// the C heads, whose accumulators stay in registers for the whole walk (each head's sum is a plain row walk's).
+// out[h] = inv[h] * sum_t p[h][t] * scale(row t) * V[t] for C heads at once: every value row is widened once and
+// used by the C heads, whose accumulators stay in registers for the whole walk (each head's sum is a plain row
+// walk's).
 template <int NV, int C>
-void sum_values(const PagedKv& kv, int64_t num_ctx, bool paged, const float* p, int64_t p_stride, float* out,
-                int64_t o_stride) {
+void sum_values(const PagedKv& kv, int64_t num_ctx, bool paged, const float* p, int64_t p_stride, const float* inv,
+                float* out, int64_t o_stride) {
   __m512 acc[C][NV];
 #pragma GCC unroll 4
   for (int c = 0; c < C; ++c)
@@ -117,9 +119,11 @@ void sum_values(const PagedKv& kv, int64_t num_ctx, bool paged, const float* p, 
   }
   for (; t < num_ctx; ++t) add_row(kv.v_row(t), t);
 #pragma GCC unroll 4
-  for (int c = 0; c < C; ++c)
+  for (int c = 0; c < C; ++c) {
+    const __m512 vinv = _mm512_set1_ps(inv[c]);
 #pragma GCC unroll 8
-    for (int j = 0; j < NV; ++j) _mm512_storeu_ps(out + c * o_stride + 16 * j, acc[c][j]);
+    for (int j = 0; j < NV; ++j) _mm512_storeu_ps(out + c * o_stride + 16 * j, _mm512_mul_ps(acc[c][j], vinv));
+  }
 }
 
 // num_q query heads sharing this KV head (GQA; 1 without it) over the same rows. Pages are walked in order, each
@@ -156,24 +160,14 @@ void attend_int8(const float* q, int32_t num_q, int64_t q_stride, const PagedKv&
   for (int32_t h = 0; h < num_q; ++h) inv[h] = 1.0f / softmax_numerators(scores + h * s_stride, num_ctx, kv);
   // Values: heads in chunks whose accumulators fit the 32 registers beside the widened row.
   constexpr int kChunk = NV <= 4 ? 4 : 2;
+  auto sum = [&](auto chunk, int32_t c0) {
+    sum_values<NV, decltype(chunk)::value>(kv, num_ctx, paged, scores + c0 * s_stride, s_stride, inv + c0,
+                                           out + c0 * o_stride, o_stride);
+  };
   int32_t c0 = 0;
-  for (; c0 + kChunk <= num_q; c0 += kChunk) {
-    sum_values<NV, kChunk>(kv, num_ctx, paged, scores + c0 * s_stride, s_stride, out + c0 * o_stride, o_stride);
-  }
-  if (kChunk == 4 && c0 + 2 <= num_q) {
-    sum_values<NV, 2>(kv, num_ctx, paged, scores + c0 * s_stride, s_stride, out + c0 * o_stride, o_stride);
-    c0 += 2;
-  }
-  for (; c0 < num_q; ++c0) {
-    sum_values<NV, 1>(kv, num_ctx, paged, scores + c0 * s_stride, s_stride, out + c0 * o_stride, o_stride);
-  }
-  for (int32_t h = 0; h < num_q; ++h) {
-    const __m512 vinv = _mm512_set1_ps(inv[h]);
-#pragma GCC unroll 8
-    for (int j = 0; j < NV; ++j) {
-      _mm512_storeu_ps(out + h * o_stride + 16 * j, _mm512_mul_ps(_mm512_loadu_ps(out + h * o_stride + 16 * j), vinv));
-    }
-  }
+  for (; c0 + kChunk <= num_q; c0 += kChunk) sum(std::integral_constant<int, kChunk>{}, c0);
+  for (; c0 + 2 <= num_q; c0 += 2) sum(std::integral_constant<int, 2>{}, c0);
+  for (; c0 < num_q; ++c0) sum(std::integral_constant<int, 1>{}, c0);
 }
 
 }  // namespace
