@@ -10,6 +10,7 @@ std::vector<Command>& registry() {
 
 void register_commands(CLI::App& app) {
   add_generate_command(app, registry());
+  add_logits_command(app, registry());
   add_perplexity_command(app, registry());
   add_tokenize_command(app, registry());
   add_eval_command(app, registry());

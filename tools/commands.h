@@ -13,6 +13,7 @@ struct Command {
 };
 
 void add_generate_command(CLI::App& app, std::vector<Command>& out);
+void add_logits_command(CLI::App& app, std::vector<Command>& out);
 void add_perplexity_command(CLI::App& app, std::vector<Command>& out);
 void add_tokenize_command(CLI::App& app, std::vector<Command>& out);
 void add_eval_command(CLI::App& app, std::vector<Command>& out);

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <filesystem>
 
 #include "core/thread_pool.h"
@@ -88,5 +89,26 @@ DType parse_dtype(const std::string& s) {
 }
 
 int32_t resolve_threads(int32_t flag) { return flag > 0 ? flag : default_num_threads(); }
+
+std::vector<int32_t> parse_token_ids(const std::string& text, int32_t vocab_size, const std::string& what) {
+  std::vector<int32_t> ids;
+  size_t i = 0;
+  while (i < text.size()) {
+    const char ch = text[i];
+    if (ch == ',' || ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t' || ch == '[' || ch == ']') {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) ++j;
+    SLIMKV_CHECK(j > i && j - i <= 9, "{}: '{}' is not a token id", what, text.substr(i, std::min<size_t>(12, text.size() - i)));
+    const int64_t v = std::stoll(text.substr(i, j - i));
+    SLIMKV_CHECK(v < vocab_size, "{}: token id {} is outside the vocabulary (0..{})", what, v, vocab_size - 1);
+    ids.push_back(static_cast<int32_t>(v));
+    i = j;
+  }
+  SLIMKV_CHECK(!ids.empty(), "{}: no token ids", what);
+  return ids;
+}
 
 }  // namespace slimkv

@@ -20,6 +20,8 @@ struct GenerateFlags {
   EngineConfig engine;
   std::string prompts_file;
   std::string prompt;
+  std::string prompt_ids;  // --prompt-ids 1,5,9: token ids instead of text
+  bool print_ids = false;
   int32_t n = 64;
   float temp = 0.0f, top_p = 1.0f;
   int32_t top_k = 0;
@@ -73,8 +75,36 @@ int run_prompts_file(GenerateFlags f) {
   return 0;
 }
 
+// --prompt-ids: ids in, ids out as one JSON array (no text, no stop at EOS: what engines are compared on).
+int run_generate_ids(const GenerateFlags& f) {
+  auto model = load_model_from_flags(f.model);
+  ThreadPool pool(resolve_threads(f.model.threads));
+  const std::vector<int32_t> prompt = parse_token_ids(f.prompt_ids, model->config.vocab_size, "--prompt-ids");
+  SLIMKV_CHECK(static_cast<int64_t>(prompt.size()) < model->config.max_seq_len,
+               "the prompt has {} tokens but the model's context is {} tokens", prompt.size(),
+               model->config.max_seq_len);
+  GenerateOptions opts;
+  opts.max_new_tokens = f.n;
+  opts.stop_at_eos = false;
+  opts.sampling = {f.temp, f.top_p, f.top_k, f.seed};
+  opts.sampling.validate();
+  std::vector<int32_t> out;
+  generate(*model, &pool, prompt, opts, [&](int32_t id) {
+    out.push_back(id);
+    return true;
+  });
+  if (f.print_ids) {
+    std::printf("%s\n", nlohmann::json(out).dump().c_str());
+  } else {
+    for (int32_t id : out) std::printf("%d\n", id);
+  }
+  return 0;
+}
+
 int run_generate(const GenerateFlags& f) {
   if (!f.prompts_file.empty()) return run_prompts_file(f);
+  if (!f.prompt_ids.empty()) return run_generate_ids(f);
+  SLIMKV_CHECK(!f.print_ids, "--print-ids needs --prompt-ids");
   using clock = std::chrono::steady_clock;
   auto t0 = clock::now();
   auto model = load_model_from_flags(f.model);
@@ -125,6 +155,10 @@ void add_generate_command(CLI::App& app, std::vector<Command>& out) {
   auto* sub = app.add_subcommand("generate", "Generate text from a prompt");
   add_model_flags(sub, f->model);
   sub->add_option("-p,--prompt", f->prompt, "Prompt text (default: empty = start from BOS)");
+  sub->add_option("--prompt-ids", f->prompt_ids,
+                  "Prompt as token ids (1,5,9,...), evaluated as one batch; prints the generated ids (no stop at EOS)")
+      ->excludes("--prompt");
+  sub->add_flag("--print-ids", f->print_ids, "With --prompt-ids: print the generated ids as one JSON array");
   sub->add_option("-n,--n-predict", f->n, "Number of tokens to generate")->check(CLI::Range(0, 1 << 24));
   sub->add_option("--temp", f->temp, "Sampling temperature (0 = greedy)")->check(CLI::Range(0.0, 100.0));
   sub->add_option("--top-p", f->top_p, "Nucleus sampling mass")->check(CLI::Range(0.0, 1.0));

@@ -152,9 +152,9 @@ std::vector<LayerProjection> Calibration::projections(const KvLayout& layout) co
   const size_t D = head_dim;
   for (int32_t l = 0; l < num_layers; ++l) {
     const KvLayerGeometry& g = layout.layers[l];
-    SLIMKV_CHECK(g.num_kv_heads == num_kv_heads && g.head_dim == head_dim,
-                 "calibration is for {} KV heads of dim {}, the model has {} of {}", num_kv_heads, head_dim,
-                 g.num_kv_heads, g.head_dim);
+    SLIMKV_CHECK(g.num_kv_heads == num_kv_heads && g.head_dim_k == head_dim && g.head_dim_v == head_dim,
+                 "calibration is for {} KV heads of dim {}, the model's layer {} has {} of {}/{}", num_kv_heads,
+                 head_dim, l, g.num_kv_heads, g.head_dim_k, g.head_dim_v);
     for (int which = 0; which < 2; ++which) {
       const int32_t rank = which == 0 ? g.k_dim : g.v_dim;
       if (rank == head_dim) continue;  // full rank: no projection

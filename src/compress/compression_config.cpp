@@ -45,7 +45,20 @@ int32_t CompressionConfig::rank_v(int32_t layer, int32_t hd) const {
   return kv_compression_rank > 0 ? kv_compression_rank : hd;
 }
 
+namespace {
+
+std::vector<KvLayerSpec> uniform_specs(int32_t num_layers, int32_t num_kv_heads, int32_t head_dim) {
+  return std::vector<KvLayerSpec>(std::max(num_layers, 0), KvLayerSpec{num_kv_heads, head_dim, head_dim, 0});
+}
+
+}  // namespace
+
 void CompressionConfig::validate(int32_t num_layers, int32_t head_dim) const {
+  validate(uniform_specs(num_layers, 1, head_dim));
+}
+
+void CompressionConfig::validate(const std::vector<KvLayerSpec>& layers) const {
+  const int32_t num_layers = static_cast<int32_t>(layers.size());
   SLIMKV_CHECK(kv_quant_rotation == "auto" || kv_quant_rotation == "hadamard" || kv_quant_rotation == "none",
                "--kv-quant-rotation must be auto, hadamard or none (got '{}')", kv_quant_rotation);
   KvDtype d = dtype();  // validates the name
@@ -56,8 +69,10 @@ void CompressionConfig::validate(int32_t num_layers, int32_t head_dim) const {
                "--kv-evict-policy must be drop or merge (got '{}')", kv_evict_policy);
   SLIMKV_CHECK(kv_evict_policy == "drop" || dynamic() || !sparse(),
                "--kv-evict-policy merge needs --kv-sparse-mode dynamic (a static window evicts by position)");
-  SLIMKV_CHECK(kv_sparse_schedule == "uniform", "--kv-sparse-schedule {}: only uniform is implemented (per-layer "
-               "budgets need per-layer block tables, not yet built)", kv_sparse_schedule);
+  SLIMKV_CHECK(kv_sparse_schedule == "uniform" || kv_sparse_schedule == "pyramid",
+               "--kv-sparse-schedule must be uniform or pyramid (got '{}')", kv_sparse_schedule);
+  SLIMKV_CHECK(kv_sparse_schedule == "uniform" || dynamic(),
+               "--kv-sparse-schedule {} needs --kv-sparse-mode dynamic", kv_sparse_schedule);
   if (dynamic()) {
     SLIMKV_CHECK(kv_recent_window >= 1, "--kv-sparse-mode dynamic needs --kv-recent-window W >= 1");
     SLIMKV_CHECK(kv_sparse_topk >= kv_sink_tokens + kv_recent_window,
@@ -70,18 +85,23 @@ void CompressionConfig::validate(int32_t num_layers, int32_t head_dim) const {
     SLIMKV_CHECK(kv_recent_window >= 1 && kv_recent_window <= (1 << 24),
                  "--kv-sparse-mode static needs --kv-recent-window W >= 1 (got {})", kv_recent_window);
   }
-  for (auto [name, r] : {std::pair{"--kv-compression-rank", kv_compression_rank},
-                         std::pair{"--kv-compression-rank-k", kv_compression_rank_k},
-                         std::pair{"--kv-compression-rank-v", kv_compression_rank_v}}) {
-    SLIMKV_CHECK(r >= 0 && r <= head_dim, "{} {} must be in 1..{} (the head dim)", name, r, head_dim);
+  for (const KvLayerSpec& l : layers) {
+    const int32_t hd = std::min(l.head_dim_k, l.head_dim_v);
+    for (auto [name, r] : {std::pair{"--kv-compression-rank", kv_compression_rank},
+                           std::pair{"--kv-compression-rank-k", kv_compression_rank_k},
+                           std::pair{"--kv-compression-rank-v", kv_compression_rank_v}}) {
+      SLIMKV_CHECK(r >= 0 && r <= hd, "{} {} must be in 1..{} (the head dim)", name, r, hd);
+    }
   }
   if (!kv_layer_compress_ratio.empty()) {
     SLIMKV_CHECK(static_cast<int32_t>(kv_layer_compress_ratio.size()) == num_layers,
                  "--kv-layer-compress-ratio has {} entries but the model has {} layers",
                  kv_layer_compress_ratio.size(), num_layers);
-    for (int32_t r : kv_layer_compress_ratio) {
-      SLIMKV_CHECK(r >= 1 && head_dim % r == 0, "--kv-layer-compress-ratio entry {} must divide the head dim {}", r,
-                   head_dim);
+    for (int32_t l = 0; l < num_layers; ++l) {
+      const int32_t r = kv_layer_compress_ratio[l];
+      SLIMKV_CHECK(r >= 1 && layers[l].head_dim_k % r == 0 && layers[l].head_dim_v % r == 0,
+                   "--kv-layer-compress-ratio entry {} must divide the head dim {} (layer {})", r,
+                   layers[l].head_dim_k, l);
     }
     SLIMKV_CHECK(kv_compression_rank == 0, "give either --kv-compression-rank or --kv-layer-compress-ratio, not both");
   }
@@ -90,7 +110,7 @@ void CompressionConfig::validate(int32_t num_layers, int32_t head_dim) const {
                                           "`slimkv calibrate`)");
   }
   for (int32_t l = 0; l < num_layers; ++l) {
-    for (int32_t r : {rank_k(l, head_dim), rank_v(l, head_dim)}) {
+    for (int32_t r : {rank_k(l, layers[l].head_dim_k), rank_v(l, layers[l].head_dim_v)}) {
       SLIMKV_CHECK(d != KvDtype::Int4 || r % 2 == 0, "--kv-cache-dtype int4 needs even row sizes (got {})", r);
       SLIMKV_CHECK(kv_quant_rotation != "hadamard" || is_power_of_two(r),
                    "--kv-quant-rotation hadamard needs power-of-two row sizes (layer {} has {})", l, r);
@@ -98,15 +118,60 @@ void CompressionConfig::validate(int32_t num_layers, int32_t head_dim) const {
   }
 }
 
-KvLayout CompressionConfig::layout(int32_t num_layers, int32_t num_kv_heads, int32_t head_dim, int32_t bs) const {
-  validate(num_layers, head_dim);
-  KvLayout out = KvLayout::uniform(num_layers, num_kv_heads, head_dim, bs, dtype(), false);
-  for (int32_t l = 0; l < num_layers; ++l) {
-    KvLayerGeometry& g = out.layers[l];
-    g.k_dim = rank_k(l, head_dim);
-    g.v_dim = rank_v(l, head_dim);
-    g.rotate = rotate() && is_power_of_two(g.k_dim) && is_power_of_two(g.v_dim);  // auto rotation only where it applies
+std::vector<int32_t> CompressionConfig::layer_topk(const std::vector<KvLayerSpec>& layers) const {
+  std::vector<int32_t> out(layers.size(), 0);
+  if (!dynamic()) return out;
+  std::vector<size_t> full;  // the layers retention applies to
+  for (size_t l = 0; l < layers.size(); ++l) {
+    if (layers[l].window_tokens == 0) full.push_back(l);
   }
+  if (full.empty()) return out;
+  const int32_t fixed = kv_sink_tokens + kv_recent_window, free_tokens = kv_sparse_topk - fixed;
+  if (kv_sparse_schedule == "uniform" || full.size() == 1) {
+    for (size_t l : full) out[l] = kv_sparse_topk;
+    return out;
+  }
+  // pyramid (PyramidKV): the selectable budget falls linearly from 1.5x at the first layer to 0.5x at the last,
+  // the same total; in whole tokens, remainders to the lowest layers.
+  const size_t n = full.size();
+  std::vector<double> share(n);
+  for (size_t i = 0; i < n; ++i) share[i] = free_tokens * (1.5 - static_cast<double>(i) / static_cast<double>(n - 1));
+  int64_t total = static_cast<int64_t>(free_tokens) * static_cast<int64_t>(n), given = 0;
+  for (size_t i = 0; i < n; ++i) {
+    out[full[i]] = static_cast<int32_t>(share[i]);
+    given += out[full[i]];
+  }
+  for (size_t i = 0; given < total; i = (i + 1) % n, ++given) ++out[full[i]];
+  for (size_t l : full) out[l] += fixed;
+  return out;
+}
+
+KvLayout CompressionConfig::layout(int32_t num_layers, int32_t num_kv_heads, int32_t head_dim, int32_t bs) const {
+  return layout(uniform_specs(num_layers, num_kv_heads, head_dim), bs);
+}
+
+KvLayout CompressionConfig::layout(const std::vector<KvLayerSpec>& specs, int32_t bs) const {
+  validate(specs);
+  KvLayout out = KvLayout::from_specs(specs, bs);
+  const std::vector<int32_t> topk = layer_topk(specs);
+  for (int32_t l = 0; l < out.num_layers(); ++l) {
+    KvLayerGeometry& g = out.layers[l];
+    g.dtype = dtype();
+    g.k_dim = rank_k(l, g.head_dim_k);
+    g.v_dim = rank_v(l, g.head_dim_v);
+    g.rotate = rotate() && is_power_of_two(g.k_dim) && is_power_of_two(g.v_dim);  // auto rotation only where it applies
+    if (specs[l].window_tokens > 0) continue;  // a sliding-window layer keeps its own window
+    if (sparse()) {
+      g.spec.window_tokens = kv_recent_window;
+      g.spec.sink_tokens = kv_sink_tokens;
+    } else if (dynamic()) {
+      g.spec.dyn_topk_tokens = topk[l];
+      g.spec.dyn_sink_tokens = kv_sink_tokens;
+      g.spec.dyn_window_tokens = kv_recent_window;
+      g.spec.dyn_merge = merge();
+    }
+  }
+  out.assign_groups();
   return out;
 }
 
@@ -195,15 +260,16 @@ CompressionConfig CompressionConfig::from_json_file(const std::string& path) {
 }
 
 std::string describe_plan(const KvLayout& layout) {
-  std::string out = "layer  dtype  rank_k  rank_v  rotation  bytes/token  vs f16\n";
+  std::string out = "layer  group  dtype  rank_k  rank_v  rotation  bytes/token  vs f16  block table\n";
   int64_t total = 0, f16 = 0;
   for (int32_t l = 0; l < layout.num_layers(); ++l) {
     const auto& g = layout.layers[l];
-    const int64_t base = 2LL * g.num_kv_heads * g.head_dim * 2;
+    const int64_t base = static_cast<int64_t>(g.num_kv_heads) * (g.head_dim_k + g.head_dim_v) * 2;
     total += g.bytes_per_token();
     f16 += base;
-    out += fmt::format("{:>5}  {:>5}  {:>6}  {:>6}  {:>8}  {:>11}  {:>5.1f}%\n", l, kv_dtype_name(g.dtype), g.k_dim,
-                       g.v_dim, g.rotate ? "hadamard" : "none", g.bytes_per_token(), 100.0 * g.bytes_per_token() / base);
+    out += fmt::format("{:>5}  {:>5}  {:>5}  {:>6}  {:>6}  {:>8}  {:>11}  {:>5.1f}%  {}\n", l, g.group,
+                       kv_dtype_name(g.dtype), g.k_dim, g.v_dim, g.rotate ? "hadamard" : "none", g.bytes_per_token(),
+                       100.0 * g.bytes_per_token() / base, g.spec.describe());
   }
   out += fmt::format("total  {} bytes/token = {:.1f}% of f16 ({} bytes/token)", total, 100.0 * total / f16, f16);
   return out;

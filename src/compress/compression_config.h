@@ -26,10 +26,11 @@ struct CompressionConfig {
   int32_t kv_sink_tokens = 4;            // --kv-sink-tokens S
   int32_t kv_recent_window = 0;          // --kv-recent-window W (tokens, including the current one)
   std::string kv_evict_policy = "drop";  // --kv-evict-policy drop|merge (merge: evicted blocks fold into summaries)
-  std::string kv_sparse_schedule = "uniform";  // --kv-sparse-schedule uniform (pyramid|auto: not implemented yet)
+  std::string kv_sparse_schedule = "uniform";  // --kv-sparse-schedule uniform|pyramid: per-layer top-K budgets
 
-  // Throws one clear Error per contradiction (num_layers / head_dim are the model's).
-  void validate(int32_t num_layers, int32_t head_dim) const;
+  // Throws one clear Error per contradiction against the model's per-layer KV specs.
+  void validate(const std::vector<KvLayerSpec>& layers) const;
+  void validate(int32_t num_layers, int32_t head_dim) const;  // a uniform model of that shape
   bool low_rank() const;
   bool sparse() const { return enabled && kv_sparse_mode == "static"; }  // the position-window mask
   bool dynamic() const { return enabled && kv_sparse_mode == "dynamic"; }
@@ -40,8 +41,14 @@ struct CompressionConfig {
   int32_t rank_v(int32_t layer, int32_t head_dim) const;
   KvDtype dtype() const;
   bool rotate() const;
-  // The per-layer storage plan for a model.
+  // The per-layer storage and block-table plan for a model: a transform of its specs (dtype, rank, rotation on
+  // every layer; static or dynamic retention on the full-attention layers, which keep their own block tables),
+  // grouped (KvLayout::assign_groups).
+  KvLayout layout(const std::vector<KvLayerSpec>& layers, int32_t block_size) const;
   KvLayout layout(int32_t num_layers, int32_t num_kv_heads, int32_t head_dim, int32_t block_size) const;
+  // Dynamic mode: each layer's retention budget in tokens by kv_sparse_schedule (0 for sliding-window layers); the
+  // mean over the full-attention layers is kv_sparse_topk.
+  std::vector<int32_t> layer_topk(const std::vector<KvLayerSpec>& layers) const;
   std::string fingerprint() const;  // goes into the prefix-cache salt
   // Loads a JSON object {"kv_cache_dtype": "int8", ...}; unknown keys are an error that names them.
   static CompressionConfig from_json_file(const std::string& path);

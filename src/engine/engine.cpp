@@ -20,7 +20,7 @@ EngineConfig resolved(const Model& model, EngineConfig cfg) {
   cfg.sched.validate();
   cfg.cache.validate();
   if (!cfg.kv_config_file.empty()) cfg.compress = CompressionConfig::from_json_file(cfg.kv_config_file);
-  cfg.compress.validate(model.config.num_layers, model.config.head_dim);
+  cfg.compress.validate(kv_layer_specs(model.config));
   return cfg;
 }
 
@@ -39,22 +39,14 @@ Engine::Engine(const Model& model, EngineConfig cfg)
       pool_(cfg_.threads > 0 ? cfg_.threads : default_num_threads()),
       fwd_(model, &pool_),
       layout_(fwd_.kv_layout(cfg_.cache.block_size, cfg_.compress)),
-      storage_(layout_, cfg_.cache.num_blocks(layout_, cfg_.sched.max_model_len)),
+      storage_(layout_, cfg_.cache.num_blocks(layout_, cfg_.sched.max_model_len, cfg_.sched.max_num_batched_tokens)),
       kv_manager_(storage_.num_blocks(), cfg_.cache.block_size, cfg_.cache.enable_prefix_caching,
-                  cache_salt(model, cfg_.compress)),
+                  cache_salt(model, cfg_.compress), group_specs(layout_)),
       scheduler_(cfg_.sched, kv_manager_) {
   fwd_.set_kv_projection(load_kv_projection(cfg_.compress, model, layout_));
-  fwd_.set_attention_window(cfg_.compress.sink_tokens(), cfg_.compress.window_tokens());
-  kv_manager_.set_retention(cfg_.compress.sink_tokens(), cfg_.compress.window_tokens());
-  if (cfg_.compress.dynamic()) {
-    kv_manager_.set_dynamic_retention(cfg_.compress.kv_sink_tokens, cfg_.compress.kv_recent_window,
-                                      cfg_.compress.kv_sparse_topk);
-  }
-  if (cfg_.compress.merge()) {
-    kv_manager_.set_evict_hook([this](SeqKv& seq, const std::vector<KvCacheManager::Evicted>& ev) {
-      merge_into_summaries(storage_, kv_manager_, seq, ev);
-    });
-  }
+  kv_manager_.set_evict_hook([this](SeqKv& seq, int32_t g, const std::vector<KvCacheManager::Evicted>& ev) {
+    merge_into_summaries(storage_, kv_manager_, seq, g, ev);
+  });
   fwd_.reserve(cfg_.sched.max_num_batched_tokens, std::min(cfg_.sched.max_num_seqs, cfg_.sched.max_num_batched_tokens));
   logits_.resize(static_cast<size_t>(std::min(cfg_.sched.max_num_seqs, cfg_.sched.max_num_batched_tokens)) *
                  model.config.vocab_size);
@@ -91,16 +83,17 @@ std::variant<RequestId, std::string> Engine::add_synthetic_prefilled_request(std
     return std::string("no room: not enough free KV blocks or running seats for the synthetic prompt");
   }
   const SeqKv& kv = scheduler_.find(id)->kv;
-  const int32_t bs = cfg_.cache.block_size, kv_dim = model_.config.kv_dim();
+  const int32_t bs = cfg_.cache.block_size, kv_dim = model_.config.max_kv_dim();
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> normal(0.0f, scale);
   std::vector<float> k(kv_dim), v(kv_dim);  // [kv_dim] one token's rows
   for (int32_t p = 0; p < n; ++p) {
-    const int64_t slot = static_cast<int64_t>(kv.blocks[p / bs]) * bs + p % bs;
     for (int32_t l = 0; l < model_.config.num_layers; ++l) {
+      const BlockId block = kv.groups[layout_.layers[l].group].blocks[p / bs];
+      if (block < 0) continue;  // freed behind a window
       for (auto& x : k) x = normal(rng);
       for (auto& x : v) x = normal(rng);
-      fwd_.write_kv(storage_, l, slot, k.data(), v.data());
+      fwd_.write_kv(storage_, l, static_cast<int64_t>(block) * bs + p % bs, k.data(), v.data());
     }
   }
   refresh_gauges();
@@ -128,20 +121,13 @@ std::vector<StepEvent> Engine::step() {
   std::vector<TokenLogprobs>& logprobs = step_logprobs_;  // [sampled] (empty entries when not requested)
   logprobs.clear();
   if (!out.chunks.empty()) {
-    const int32_t track = cfg_.compress.dynamic() ? cfg_.compress.kv_recent_window : 0;
-    build_forward_batch(out, cfg_.cache.block_size, batch_, track);
+    build_forward_batch(out, cfg_.cache.block_size, layout_.groups, batch_);
     fwd_.forward(batch_, storage_, logits_.data());
-    if (track > 0) {  // attention mass per page -> the requests' per-block importance
+    for (int32_t g = 0; g < layout_.num_groups(); ++g) {  // attention mass per page -> per-block importance
+      if (!layout_.groups[g].spec.dynamic()) continue;
       ProfScope ps(ProfKind::SparseScoring);
-      const auto& imp = fwd_.page_importance();
       for (size_t s = 0; s < out.chunks.size(); ++s) {
-        SeqKv& kv = scheduler_.find(out.chunks[s].id)->kv;
-        for (int32_t e = batch_.attn.kv_indptr[s]; e < batch_.attn.kv_indptr[s + 1]; ++e) {
-          const int32_t logical = batch_.attn.kv_page_logical[e];
-          if (logical < 0) continue;  // the summary page
-          if (static_cast<int32_t>(kv.importance.size()) <= logical) kv.importance.resize(logical + 1, 0.0f);
-          kv.importance[logical] += imp[e];
-        }
+        accumulate_importance(batch_, g, fwd_.page_importance(g), s, scheduler_.find(out.chunks[s].id)->kv.groups[g]);
       }
     }
     ProfScope ps(ProfKind::Sampling);

@@ -11,7 +11,7 @@
 #include "core/thread_pool.h"
 #include "engine/engine_config.h"
 #include "engine/metrics.h"
-#include "model/llama_forward.h"
+#include "model/decoder_forward.h"
 #include "sampling/logprobs.h"
 #include "sched/scheduler.h"
 
@@ -52,7 +52,7 @@ class Engine {
   const Model& model_;
   EngineConfig cfg_;
   ThreadPool pool_;
-  LlamaForward fwd_;
+  DecoderForward fwd_;
   KvLayout layout_;
   KvStorage storage_;
   KvCacheManager kv_manager_;

@@ -15,47 +15,6 @@ void rmsnorm(float* out, const float* x, const float* w, int64_t n, float eps) {
   for (int64_t i = 0; i < n; ++i) out[i] = w[i] * (ss * x[i]);
 }
 
-void RopeTable::init(int32_t max_pos, int32_t head_dim_, int32_t rotary_dim_, float theta, RopeLayout layout_) {
-  SLIMKV_CHECK(rotary_dim_ % 2 == 0 && rotary_dim_ <= head_dim_, "bad rotary dim {} for head dim {}", rotary_dim_,
-               head_dim_);
-  head_dim = head_dim_;
-  rotary_dim = rotary_dim_;
-  layout = layout_;
-  const int32_t half = rotary_dim / 2;
-  cos_.resize(static_cast<size_t>(max_pos) * half);
-  sin_.resize(static_cast<size_t>(max_pos) * half);
-  for (int32_t p = 0; p < max_pos; ++p) {
-    for (int32_t i = 0; i < half; ++i) {
-      double freq = 1.0 / std::pow(static_cast<double>(theta), (2.0 * i) / rotary_dim);
-      double a = p * freq;
-      cos_[static_cast<size_t>(p) * half + i] = static_cast<float>(std::cos(a));
-      sin_[static_cast<size_t>(p) * half + i] = static_cast<float>(std::sin(a));
-    }
-  }
-}
-
-void RopeTable::apply(float* x, int32_t num_heads, int32_t pos) const {
-  const int32_t half = rotary_dim / 2;
-  const float* c = cos_.data() + static_cast<size_t>(pos) * half;
-  const float* s = sin_.data() + static_cast<size_t>(pos) * half;
-  for (int32_t h = 0; h < num_heads; ++h) {
-    float* v = x + static_cast<size_t>(h) * head_dim;
-    if (layout == RopeLayout::Interleaved) {
-      for (int32_t i = 0; i < half; ++i) {
-        float a = v[2 * i], b = v[2 * i + 1];
-        v[2 * i] = a * c[i] - b * s[i];
-        v[2 * i + 1] = a * s[i] + b * c[i];
-      }
-    } else {
-      for (int32_t i = 0; i < half; ++i) {
-        float a = v[i], b = v[i + half];
-        v[i] = a * c[i] - b * s[i];
-        v[i + half] = b * c[i] + a * s[i];
-      }
-    }
-  }
-}
-
 void softmax(float* x, int64_t n) {
   float mx = x[0];
   for (int64_t i = 1; i < n; ++i) mx = std::max(mx, x[i]);
@@ -66,6 +25,23 @@ void softmax(float* x, int64_t n) {
   }
   float inv = 1.0f / sum;
   for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void rmsnorm_rows(float* out, const float* x, const float* w, int64_t num_rows, int64_t n, float eps) {
+  for (int64_t r = 0; r < num_rows; ++r) rmsnorm(out + r * n, x + r * n, w, n, eps);
+}
+
+void geglu(float* gate, const float* up, int64_t n) {
+  constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f, kCoefA = 0.044715f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = gate[i];
+    gate[i] = 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoefA * x * x))) * up[i];
+  }
+}
+
+void softcap(float* x, int64_t n, float cap) {
+  const float inv = 1.0f / cap;  // as ggml: scale, tanh, scale
+  for (int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] * inv);
 }
 
 void swiglu(float* gate, const float* up, int64_t n) {

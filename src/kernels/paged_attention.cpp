@@ -8,13 +8,12 @@
 
 namespace slimkv {
 
-void PagedAttention::plan(const PagedBatchMeta& meta, const AttentionDims& dims, int32_t num_threads) {
+void PagedAttention::plan(const PagedBatchMeta& meta, int32_t max_group, int32_t num_threads) {
   SLIMKV_CHECK(meta.token_seq.size() == meta.token_pos.size(), "paged attention: token arrays differ in length");
-  SLIMKV_CHECK(dims.num_kv_heads > 0 && dims.num_heads % dims.num_kv_heads == 0, "paged attention: bad head counts");
+  SLIMKV_CHECK(max_group >= 1, "paged attention: bad GQA group {}", max_group);
   meta_ = &meta;
-  dims_ = dims;
   max_ctx_ = 0;
-  work_ = 0;
+  ctx_sum_ = 0;
   for (size_t t = 0; t < meta.token_pos.size(); ++t) {
     const int32_t s = meta.token_seq[t], ctx = meta.token_ctx.empty() ? meta.token_pos[t] + 1 : meta.token_ctx[t];
     SLIMKV_CHECK(s >= 0 && s + 1 < static_cast<int32_t>(meta.kv_indptr.size()), "paged attention: bad sequence index");
@@ -22,42 +21,48 @@ void PagedAttention::plan(const PagedBatchMeta& meta, const AttentionDims& dims,
     SLIMKV_CHECK(ctx <= pages * meta.block_size, "paged attention: position {} beyond the sequence's {} pages",
                  ctx - 1, pages);
     max_ctx_ = std::max(max_ctx_, ctx);
-    work_ += static_cast<int64_t>(ctx) * dims.head_dim * dims.num_heads;
+    ctx_sum_ += ctx;
   }
-  const int32_t group = dims.num_heads / dims.num_kv_heads;
-  chunk_heads_ = std::min(group, kMaxAttendGroup);
+  max_chunk_ = std::min(max_group, kMaxAttendGroup);
   const size_t threads = static_cast<size_t>(std::max(num_threads, 1));
-  const size_t need = threads * chunk_heads_ * std::max(max_ctx_, 1);
+  const size_t need = threads * max_chunk_ * std::max(max_ctx_, 1);
   if (scores_.size() < need) scores_.resize(need);
-  if (qbuf_.size() < threads * chunk_heads_ * 1024) {
-    qbuf_.resize(threads * chunk_heads_ * 1024);
-    latbuf_.resize(threads * chunk_heads_ * 1024);
+  if (qbuf_.size() < threads * max_chunk_ * 1024) {
+    qbuf_.resize(threads * max_chunk_ * 1024);
+    latbuf_.resize(threads * max_chunk_ * 1024);
   }
   page_importance_.assign(meta.kv_indices.size(), 0.0f);
-  if (!meta.token_track.empty()) {
-    const size_t p = meta.token_pos.size() * dims.num_heads * static_cast<size_t>(std::max(max_ctx_, 1));
-    if (probs_.size() < p) probs_.resize(p);
-  }
 }
 
-void PagedAttention::run(const float* q, const LayerKv& layer, float* out, ThreadPool* pool, Isa isa) {
+void PagedAttention::run(const float* q, const LayerKv& layer, const AttentionDims& dims, float* out, ThreadPool* pool,
+                         Isa isa) {
   const PagedBatchMeta& m = *meta_;
-  const int32_t nh = dims_.num_heads, hd = dims_.head_dim, group = dims_.num_heads / dims_.num_kv_heads;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  SLIMKV_CHECK(dims.num_kv_heads > 0 && dims.num_heads % dims.num_kv_heads == 0, "paged attention: bad head counts");
+  SLIMKV_CHECK(dims.head_dim_k <= 1024 && dims.head_dim_v <= 1024 && layer.k_dim <= 1024 && layer.v_dim <= 1024,
+               "paged attention: head sizes above 1024 are not supported");
+  const int32_t nh = dims.num_heads, hd = dims.head_dim_k, hdv = dims.head_dim_v;
+  const int32_t group = dims.num_heads / dims.num_kv_heads;
+  SLIMKV_CHECK(std::min(group, kMaxAttendGroup) <= max_chunk_, "paged attention: plan() for a smaller GQA group");
+  const float scale = dims.scale > 0 ? dims.scale : 1.0f / std::sqrt(static_cast<float>(hd));
+  const int64_t work = ctx_sum_ * hd * nh;  // multiply-adds, to decide whether threads pay
+  if (!m.token_track.empty()) {
+    const size_t p = m.token_pos.size() * nh * static_cast<size_t>(std::max(max_ctx_, 1));
+    if (probs_.size() < p) probs_.resize(p);
+  }
   const DotKernels& k = dot_kernels(isa);
   // Work items: (query token, KV head, chunk of its query heads): a kernel call serves the chunk's heads from one
   // walk over the KV head's pages.
-  const int32_t chunk = chunk_heads_, chunks_per_kv = (group + chunk - 1) / chunk;
-  const int64_t n = static_cast<int64_t>(m.token_pos.size()) * dims_.num_kv_heads * chunks_per_kv;
+  const int32_t chunk = std::min(group, kMaxAttendGroup), chunks_per_kv = (group + chunk - 1) / chunk;
+  const int64_t n = static_cast<int64_t>(m.token_pos.size()) * dims.num_kv_heads * chunks_per_kv;
   const bool direct_out = !layer.rotate && layer.v_proj == nullptr;
   const bool transform_q = layer.k_proj != nullptr || layer.rotate;
   auto body = [&](int64_t i0, int64_t i1, int32_t thread) {
-    float* scores = scores_.data() + static_cast<size_t>(thread) * chunk * max_ctx_;  // [chunk, max_ctx]
-    float* qr = qbuf_.data() + static_cast<size_t>(thread) * chunk * 1024;  // [chunk, 1024] query, stored basis
-    float* lat = latbuf_.data() + static_cast<size_t>(thread) * chunk * 1024;  // [chunk, 1024] output, stored basis
+    float* scores = scores_.data() + static_cast<size_t>(thread) * max_chunk_ * max_ctx_;  // [chunk, max_ctx]
+    float* qr = qbuf_.data() + static_cast<size_t>(thread) * max_chunk_ * 1024;  // [chunk, 1024] query, stored basis
+    float* lat = latbuf_.data() + static_cast<size_t>(thread) * max_chunk_ * 1024;  // [chunk, 1024] output, stored basis
     for (int64_t i = i0; i < i1; ++i) {
-      const int64_t t = i / (static_cast<int64_t>(dims_.num_kv_heads) * chunks_per_kv);
-      const int32_t rest = static_cast<int32_t>(i % (static_cast<int64_t>(dims_.num_kv_heads) * chunks_per_kv));
+      const int64_t t = i / (static_cast<int64_t>(dims.num_kv_heads) * chunks_per_kv);
+      const int32_t rest = static_cast<int32_t>(i % (static_cast<int64_t>(dims.num_kv_heads) * chunks_per_kv));
       const int32_t kvh = rest / chunks_per_kv, h0 = kvh * group + (rest % chunks_per_kv) * chunk;
       const int32_t num_q = std::min(chunk, (kvh + 1) * group - h0), s = m.token_seq[t];
       PagedKv kv;
@@ -99,8 +104,8 @@ void PagedAttention::run(const float* q, const LayerKv& layer, float* out, Threa
         qh = qr;
         q_stride = 1024;
       }
-      float* o = direct_out ? out + first * hd : lat;
-      const int64_t o_stride = direct_out ? hd : 1024;
+      float* o = direct_out ? out + first * hdv : lat;
+      const int64_t o_stride = direct_out ? hdv : 1024;
       k.attend_group(qh, num_q, q_stride, kv, num_ctx, scale, scores, max_ctx_, o, o_stride);
       for (int32_t g = 0; g < num_q; ++g) {
         const float* sg = scores + static_cast<int64_t>(g) * max_ctx_;
@@ -112,18 +117,18 @@ void PagedAttention::run(const float* q, const LayerKv& layer, float* out, Threa
           for (int64_t r = 0; r < num_ctx; ++r) pr[r] = static_cast<float>(sg[r] / sum);
         }
         if (layer.rotate) hadamard_unrotate(og, layer.v_dim);  // sum_t p_t (H v_t) = H (sum_t p_t v_t)
-        float* dst = out + (first + g) * hd;
+        float* dst = out + (first + g) * hdv;
         if (layer.v_proj) {  // back from the latent space once: out = Pᵀ (sum_t p_t P v_t)
-          const float* p = layer.v_proj + static_cast<int64_t>(kvh) * layer.v_dim * hd;
-          std::fill(dst, dst + hd, 0.0f);
-          for (int32_t r = 0; r < layer.v_dim; ++r) k.axpy(og[r], p + static_cast<int64_t>(r) * hd, dst, hd);
+          const float* p = layer.v_proj + static_cast<int64_t>(kvh) * layer.v_dim * hdv;
+          std::fill(dst, dst + hdv, 0.0f);
+          for (int32_t r = 0; r < layer.v_dim; ++r) k.axpy(og[r], p + static_cast<int64_t>(r) * hdv, dst, hdv);
         } else if (!direct_out) {
-          std::copy(og, og + hd, dst);
+          std::copy(og, og + hdv, dst);
         }
       }
     }
   };
-  if (pool == nullptr || work_ < (1 << 15)) body(0, n, 0);
+  if (pool == nullptr || work < (1 << 15)) body(0, n, 0);
   else pool->parallel_for(n, 1, body);
   if (m.token_track.empty()) return;
   for (int64_t i = 0; i < static_cast<int64_t>(m.token_pos.size()) * nh; ++i) {  // fixed order: token, then head

@@ -28,13 +28,17 @@ struct PagedBatchMeta {                // plain data, built once per step
   std::vector<float> seq_summary_bias;   // [S * block_size]
 };
 
-struct AttentionDims {
-  int32_t num_heads = 0, num_kv_heads = 0, head_dim = 0;
+struct AttentionDims {          // one layer's
+  int32_t num_heads = 0, num_kv_heads = 0;
+  int32_t head_dim_k = 0;       // query/key head size (q and stored keys before projection)
+  int32_t head_dim_v = 0;       // value head size (the output's)
+  float scale = 0.0f;           // softmax scale of q·k; 0 = 1/sqrt(head_dim_k)
 };
 
 class PagedAttention {
  public:
-  void plan(const PagedBatchMeta& meta, const AttentionDims& dims, int32_t num_threads);
+  // Sizes scratch for the step; max_group: the largest GQA group (num_heads / num_kv_heads) of the layers run.
+  void plan(const PagedBatchMeta& meta, int32_t max_group, int32_t num_threads);
   // How one layer's rows are stored (kv/kv_storage.h): one plane per KV head, k_head_stride_bytes apart, holding
   // the head's record of k_head_bytes for every slot in slot order (V alike).
   struct LayerKv {
@@ -49,18 +53,18 @@ class PagedAttention {
     int32_t sink_tokens = 0;         // static sparse retention (StreamingLLM): a query at position p sees
     int32_t window_tokens = 0;       // [0, sink_tokens) and its last window_tokens positions; 0 = everything
   };
-  // q: [T, num_heads * head_dim]; out: same shape.
-  void run(const float* q, const LayerKv& layer, float* out, ThreadPool* pool, Isa isa = active_isa());
+  // q: [T, num_heads * head_dim_k]; out: [T, num_heads * head_dim_v].
+  void run(const float* q, const LayerKv& layer, const AttentionDims& dims, float* out, ThreadPool* pool,
+           Isa isa = active_isa());
   // Attention probability mass received by each page entry, summed over the layers run since plan(), heads and
   // tracked queries (summed in a fixed order: the result does not depend on threads or batching).
   const std::vector<float>& page_importance() const { return page_importance_; }
 
  private:
   const PagedBatchMeta* meta_ = nullptr;
-  AttentionDims dims_;
-  int64_t work_ = 0;           // multiply-adds, to decide whether threads pay
+  int64_t ctx_sum_ = 0;        // visible rows summed over the tokens (work = ctx_sum * heads * head dim)
   int32_t max_ctx_ = 0;
-  int32_t chunk_heads_ = 1;    // query heads per kernel call: the GQA group, at most kMaxAttendGroup
+  int32_t max_chunk_ = 1;      // query heads per kernel call at most: min(max GQA group, kMaxAttendGroup)
   std::vector<float> scores_;  // [num_threads, chunk_heads, max_ctx]
   std::vector<float> qbuf_, latbuf_;  // [num_threads, chunk_heads, 1024] queries / outputs in the stored basis
   std::vector<float> probs_;   // [T * num_heads, max_ctx] tracked queries' probabilities (dynamic retention)

@@ -35,13 +35,13 @@ int64_t KvCacheConfig::budget_bytes() const {
   return static_cast<int64_t>(static_cast<double>(avail) * kv_memory_utilization);
 }
 
-int32_t KvCacheConfig::num_blocks(const KvLayout& layout, int32_t max_seq_tokens) const {
+int32_t KvCacheConfig::num_blocks(const KvLayout& layout, int32_t max_seq_tokens, int32_t chunk_tokens) const {
   validate();
   const int64_t per_block = layout.bytes_per_block();
   SLIMKV_CHECK(per_block > 0, "KV layout has zero bytes per block");
   const int64_t budget = budget_bytes();
   const int64_t blocks = std::min<int64_t>(budget / per_block, 1 << 30);
-  const int32_t need = layout.blocks_for_tokens(max_seq_tokens);
+  const int64_t need = layout.blocks_for_sequence(max_seq_tokens, chunk_tokens > 0 ? chunk_tokens : max_seq_tokens);
   SLIMKV_CHECK(blocks >= need,
                "KV cache memory of {:.1f} MiB holds {} blocks of {} tokens ({} bytes each), but one sequence of "
                "--max-model-len {} needs {} blocks ({:.1f} MiB): raise --kv-cache-memory or lower --max-model-len",

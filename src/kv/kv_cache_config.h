@@ -17,8 +17,9 @@ struct KvCacheConfig {
   void validate() const;  // throws Error naming the flag
   // Budget in bytes (explicit, or utilization x MemAvailable from /proc/meminfo).
   int64_t budget_bytes() const;
-  // Blocks that fit the budget; throws a clear Error when even one sequence of max_seq_tokens does not fit.
-  int32_t num_blocks(const KvLayout& layout, int32_t max_seq_tokens) const;
+  // Blocks that fit the budget; throws a clear Error when even one sequence of max_seq_tokens (prefilled in chunks
+  // of chunk_tokens; 0 = one chunk) does not fit.
+  int32_t num_blocks(const KvLayout& layout, int32_t max_seq_tokens, int32_t chunk_tokens = 0) const;
 };
 
 int64_t available_memory_bytes();  // MemAvailable, or 0 when unknown

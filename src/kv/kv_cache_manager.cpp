@@ -7,10 +7,11 @@
 namespace slimkv {
 
 KvCacheManager::KvCacheManager(int32_t num_blocks, int32_t block_size_tokens, bool enable_prefix_caching,
-                               uint64_t cache_salt)
-    : block_size_(block_size_tokens), caching_(enable_prefix_caching), salt_(cache_salt),
+                               uint64_t cache_salt, std::vector<KvGroupSpec> groups)
+    : block_size_(block_size_tokens), caching_(enable_prefix_caching), salt_(cache_salt), groups_(std::move(groups)),
       pool_(num_blocks, enable_prefix_caching) {
   SLIMKV_CHECK(block_size_tokens >= 1, "block size must be >= 1");
+  SLIMKV_CHECK(!groups_.empty(), "KV cache manager: no groups");
 }
 
 BlockHash KvCacheManager::hash_block(BlockHash parent, std::span<const int32_t> tokens) const {
@@ -30,70 +31,146 @@ BlockHash KvCacheManager::hash_block(BlockHash parent, std::span<const int32_t> 
   return h;
 }
 
+BlockHash KvCacheManager::group_hash(BlockHash h, int32_t g) {
+  if (g == 0) return h;  // one group: the plain chain
+  h ^= 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(g + 1);
+  h ^= h >> 31;
+  h *= 0xbf58476d1ce4e5b9ull;
+  return h ^ (h >> 29);
+}
+
+bool KvCacheManager::needed(const KvGroupSpec& s, int64_t b, int64_t pos) const {
+  if (s.window_tokens <= 0) return true;
+  const int64_t sink_blocks = (s.sink_tokens + block_size_ - 1) / block_size_;
+  const int64_t lo = pos + 1 - s.window_tokens;  // first position the query at `pos` sees after the sinks
+  return b < sink_blocks || (b + 1) * block_size_ > lo;
+}
+
+int32_t KvCacheManager::held_blocks(const SeqKv& seq) {
+  int32_t n = 0;
+  for (const GroupKv& g : seq.groups) {
+    n += g.summary_block >= 0;
+    for (BlockId b : g.blocks) n += b >= 0;
+  }
+  return n;
+}
+
 PrefixHit KvCacheManager::find_cached_prefix(std::span<const int32_t> tokens) const {
   PrefixHit hit;
   hit.num_query_tokens = static_cast<int32_t>(tokens.size());
   if (!caching_) return hit;
   const int64_t max_blocks = (static_cast<int64_t>(tokens.size()) - 1) / block_size_;  // keep >= 1 to compute
+  const int32_t G = num_groups();
+  std::vector<BlockHash> hashes;
+  std::vector<std::vector<BlockId>> found(G);  // [group][block] cached id or -1
   BlockHash parent = 0;
+  int64_t full_run = max_blocks;  // longest all-found run over the groups that need every block
+  bool any_full = false;
   for (int64_t b = 0; b < max_blocks; ++b) {
     auto blk = tokens.subspan(b * block_size_, block_size_);
-    BlockHash h = hash_block(parent, blk);
-    auto id = pool_.lookup(h, blk);
-    if (!id) break;
-    hit.blocks.push_back(*id);
-    hit.hashes.push_back(h);
+    const BlockHash h = hash_block(parent, blk);
+    hashes.push_back(h);
     parent = h;
+    bool all_found = true;
+    for (int32_t g = 0; g < G; ++g) {
+      auto id = pool_.lookup(group_hash(h, g), blk);
+      found[g].push_back(id ? *id : -1);
+      if (groups_[g].window_tokens <= 0) {
+        any_full = true;
+        all_found = all_found && id.has_value();
+      }
+    }
+    if (any_full && !all_found) {
+      full_run = b;
+      break;
+    }
   }
-  hit.num_tokens = static_cast<int32_t>(hit.blocks.size()) * block_size_;
+  // The largest n <= full_run at which every windowed group has the blocks a query at position n * bs needs.
+  int64_t n = full_run;
+  for (; n > 0; --n) {
+    bool ok = true;
+    for (int32_t g = 0; g < G && ok; ++g) {
+      for (int64_t b = 0; b < n && ok; ++b) ok = found[g][b] >= 0 || !needed(groups_[g], b, n * block_size_);
+    }
+    if (ok) break;
+  }
+  hit.blocks.assign(G, {});
+  for (int32_t g = 0; g < G; ++g) {
+    for (int64_t b = 0; b < n; ++b) {
+      hit.blocks[g].push_back(needed(groups_[g], b, n * block_size_) ? found[g][b] : -1);
+    }
+  }
+  hit.hashes.assign(hashes.begin(), hashes.begin() + n);
+  hit.num_tokens = static_cast<int32_t>(n) * block_size_;
   return hit;
 }
 
 bool KvCacheManager::allocate_slots(SeqKv& seq, int32_t num_tokens, const PrefixHit* hit) {
-  const int32_t have = static_cast<int32_t>(seq.blocks.size());
-  const int32_t hit_blocks = hit ? static_cast<int32_t>(hit->blocks.size()) : 0;
-  SLIMKV_CHECK(hit_blocks == 0 || have == 0, "allocate_slots: a prefix hit applies only to an empty sequence");
+  const int32_t G = num_groups();
+  if (seq.groups.empty()) seq.groups.resize(G);
+  const int32_t hit_blocks = hit ? static_cast<int32_t>(hit->hashes.size()) : 0;
+  SLIMKV_CHECK(hit_blocks == 0 || seq.groups[0].blocks.empty(),
+               "allocate_slots: a prefix hit applies only to an empty sequence");
   const int32_t need_total = (num_tokens + block_size_ - 1) / block_size_;
-  const int32_t need_new = std::max(0, need_total - have - hit_blocks);
-  int32_t hit_unreferenced = 0;  // hit blocks now in the free queue stop being free once retained
-  for (int32_t i = 0; i < hit_blocks; ++i) hit_unreferenced += pool_.ref_count(hit->blocks[i]) == 0;
+  int32_t need_new = 0, hit_unreferenced = 0;  // hit blocks now in the free queue stop being free once retained
+  for (int32_t g = 0; g < G; ++g) {
+    const int32_t have = static_cast<int32_t>(seq.groups[g].blocks.size());
+    need_new += std::max(0, need_total - have - hit_blocks);
+    if (hit_blocks > 0) {
+      for (BlockId id : hit->blocks[g]) hit_unreferenced += id >= 0 && pool_.ref_count(id) == 0;
+    }
+  }
   if (need_new > pool_.num_free_blocks() - hit_unreferenced) return false;
-  if (hit) {
-    for (BlockId id : hit->blocks) pool_.retain(id);
-    seq.blocks = hit->blocks;
+  if (hit_blocks > 0) {
+    for (int32_t g = 0; g < G; ++g) {
+      for (BlockId id : hit->blocks[g]) {
+        if (id >= 0) pool_.retain(id);
+      }
+      seq.groups[g].blocks = hit->blocks[g];
+    }
     seq.hashes = hit->hashes;
     seq.num_registered_blocks = hit_blocks;
+  }
+  if (hit) {
     counters_.query_tokens += hit->num_query_tokens;
     counters_.hit_tokens += hit->num_tokens;
   }
-  auto fresh = pool_.allocate(need_new);
-  SLIMKV_CHECK(fresh.has_value(), "allocate_slots: pool changed between check and allocation");
-  seq.blocks.insert(seq.blocks.end(), fresh->begin(), fresh->end());
+  for (int32_t g = 0; g < G; ++g) {
+    const int32_t n = std::max(0, need_total - static_cast<int32_t>(seq.groups[g].blocks.size()));
+    auto fresh = pool_.allocate(n);
+    SLIMKV_CHECK(fresh.has_value(), "allocate_slots: pool changed between check and allocation");
+    seq.groups[g].blocks.insert(seq.groups[g].blocks.end(), fresh->begin(), fresh->end());
+  }
   return true;
 }
 
 void KvCacheManager::cache_full_blocks(SeqKv& seq, std::span<const int32_t> tokens, int32_t num_computed_tokens) {
-  const int32_t full = std::min<int32_t>(num_computed_tokens / block_size_, static_cast<int32_t>(seq.blocks.size()));
+  if (seq.groups.empty()) return;
+  const int32_t full =
+      std::min<int32_t>(num_computed_tokens / block_size_, static_cast<int32_t>(seq.groups[0].blocks.size()));
   if (caching_) {
     for (int32_t b = seq.num_registered_blocks; b < full; ++b) {
       auto blk = tokens.subspan(static_cast<size_t>(b) * block_size_, block_size_);
       if (static_cast<int32_t>(seq.hashes.size()) == b) {
         seq.hashes.push_back(hash_block(b == 0 ? 0 : seq.hashes[b - 1], blk));
       }
-      if (seq.blocks[b] >= 0) pool_.register_hash(seq.blocks[b], seq.hashes[b], blk);
+      for (int32_t g = 0; g < num_groups(); ++g) {
+        const BlockId id = seq.groups[g].blocks[b];
+        if (id >= 0) pool_.register_hash(id, group_hash(seq.hashes[b], g), blk);
+      }
     }
     seq.num_registered_blocks = std::max(seq.num_registered_blocks, full);
   }
-  if (window_tokens_ > 0) {
-    // The next query is at position num_computed_tokens and sees from num_computed_tokens + 1 - window on: blocks
-    // wholly after the sinks and before that are never read again.
-    const int64_t lo = static_cast<int64_t>(num_computed_tokens) + 1 - window_tokens_;
-    const int64_t first = (sink_tokens_ + block_size_ - 1) / block_size_;  // first block holding no sink token
+  for (int32_t g = 0; g < num_groups(); ++g) {
+    if (groups_[g].window_tokens <= 0) continue;
+    // The next query is at position num_computed_tokens: blocks wholly after the sinks and before its window are
+    // never read again.
+    std::vector<BlockId>& blocks = seq.groups[g].blocks;
     std::vector<BlockId> drop;
-    for (int64_t b = first; b < full && (b + 1) * block_size_ <= lo; ++b) {
-      if (seq.blocks[b] < 0) continue;
-      drop.push_back(seq.blocks[b]);
-      seq.blocks[b] = -1;
+    for (int64_t b = 0; b < full; ++b) {
+      if (blocks[b] < 0 || needed(groups_[g], b, num_computed_tokens)) continue;
+      drop.push_back(blocks[b]);
+      blocks[b] = -1;
     }
     num_evicted_ += static_cast<int64_t>(drop.size());
     pool_.release(drop);
@@ -101,48 +178,60 @@ void KvCacheManager::cache_full_blocks(SeqKv& seq, std::span<const int32_t> toke
 }
 
 void KvCacheManager::evict_least_attended(SeqKv& seq, int32_t num_computed, int32_t num_prompt) {
-  if (dyn_topk_ <= 0 || num_computed < num_prompt) return;  // the prompt is scored whole first (SnapKV-style)
-  const int64_t lo = static_cast<int64_t>(num_computed) + 1 - dyn_window_;  // the next query's window start
-  const int64_t first = (dyn_sinks_ + block_size_ - 1) / block_size_;
-  const int64_t budget = std::max(0, (dyn_topk_ - dyn_sinks_ - dyn_window_) / block_size_);
-  std::vector<int64_t> cand;  // live blocks wholly after the sinks and before the window
-  for (int64_t b = first; b < static_cast<int64_t>(seq.blocks.size()) && (b + 1) * block_size_ <= lo; ++b) {
-    if (seq.blocks[b] >= 0) cand.push_back(b);
+  if (num_computed < num_prompt) return;  // the prompt is scored whole first (SnapKV-style)
+  for (int32_t g = 0; g < num_groups() && g < static_cast<int32_t>(seq.groups.size()); ++g) {
+    const KvGroupSpec& s = groups_[g];
+    if (!s.dynamic()) continue;
+    GroupKv& gk = seq.groups[g];
+    const int64_t lo = static_cast<int64_t>(num_computed) + 1 - s.dyn_window_tokens;  // next query's window start
+    const int64_t first = (s.dyn_sink_tokens + block_size_ - 1) / block_size_;
+    const int64_t budget = std::max(0, (s.dyn_topk_tokens - s.dyn_sink_tokens - s.dyn_window_tokens) / block_size_);
+    std::vector<int64_t> cand;  // live blocks wholly after the sinks and before the window
+    for (int64_t b = first; b < static_cast<int64_t>(gk.blocks.size()) && (b + 1) * block_size_ <= lo; ++b) {
+      if (gk.blocks[b] >= 0) cand.push_back(b);
+    }
+    if (static_cast<int64_t>(cand.size()) <= budget) continue;
+    if (gk.importance.size() < gk.blocks.size()) gk.importance.resize(gk.blocks.size(), 0.0f);
+    // Mean attention per query that could see the block (accumulated sums favour old blocks, H2O's bias).
+    auto score = [&](int64_t b) {
+      return gk.importance[b] / static_cast<float>(std::max<int64_t>(1, num_computed - b * block_size_));
+    };
+    std::stable_sort(cand.begin(), cand.end(), [&](int64_t a, int64_t b) { return score(a) < score(b); });
+    std::vector<BlockId> drop;
+    std::vector<Evicted> evicted;
+    for (size_t i = 0; i < cand.size() - static_cast<size_t>(budget); ++i) {
+      drop.push_back(gk.blocks[cand[i]]);
+      evicted.push_back({static_cast<int32_t>(cand[i]), gk.blocks[cand[i]], score(cand[i])});
+      gk.blocks[cand[i]] = -1;
+    }
+    if (evict_hook_ && s.dyn_merge) evict_hook_(seq, g, evicted);  // fold the rows into summaries first
+    num_evicted_ += static_cast<int64_t>(drop.size());
+    pool_.release(drop);
   }
-  if (static_cast<int64_t>(cand.size()) <= budget) return;
-  if (seq.importance.size() < seq.blocks.size()) seq.importance.resize(seq.blocks.size(), 0.0f);
-  // Mean attention per query that could see the block (accumulated sums favour old blocks, H2O's bias).
-  auto score = [&](int64_t b) {
-    return seq.importance[b] / static_cast<float>(std::max<int64_t>(1, num_computed - b * block_size_));
-  };
-  std::stable_sort(cand.begin(), cand.end(), [&](int64_t a, int64_t b) { return score(a) < score(b); });
-  std::vector<BlockId> drop;
-  std::vector<Evicted> evicted;
-  for (size_t i = 0; i < cand.size() - static_cast<size_t>(budget); ++i) {
-    drop.push_back(seq.blocks[cand[i]]);
-    evicted.push_back({static_cast<int32_t>(cand[i]), seq.blocks[cand[i]], score(cand[i])});
-    seq.blocks[cand[i]] = -1;
-  }
-  if (evict_hook_) evict_hook_(seq, evicted);  // e.g. fold the rows into summaries before the blocks are reused
-  num_evicted_ += static_cast<int64_t>(drop.size());
-  pool_.release(drop);
 }
 
-bool KvCacheManager::ensure_summary_block(SeqKv& seq) {
-  if (seq.summary_block >= 0) return true;
+bool KvCacheManager::ensure_summary_block(SeqKv& seq, int32_t group) {
+  GroupKv& gk = seq.groups[group];
+  if (gk.summary_block >= 0) return true;
   auto b = pool_.allocate(1);
   if (!b) return false;
-  seq.summary_block = (*b)[0];
-  seq.summary_count.assign(block_size_, 0.0f);
-  seq.summary_weight.assign(block_size_, 0.0f);
+  gk.summary_block = (*b)[0];
+  gk.summary_count.assign(block_size_, 0.0f);
+  gk.summary_weight.assign(block_size_, 0.0f);
   return true;
 }
 
 void KvCacheManager::free(SeqKv& seq) {
   std::vector<BlockId> rev;
-  if (seq.summary_block >= 0) rev.push_back(seq.summary_block);
-  for (auto it = seq.blocks.rbegin(); it != seq.blocks.rend(); ++it) {
-    if (*it >= 0) rev.push_back(*it);
+  size_t longest = 0;
+  for (const GroupKv& g : seq.groups) {
+    if (g.summary_block >= 0) rev.push_back(g.summary_block);
+    longest = std::max(longest, g.blocks.size());
+  }
+  for (size_t i = longest; i-- > 0;) {  // tail first, across the groups
+    for (const GroupKv& g : seq.groups) {
+      if (i < g.blocks.size() && g.blocks[i] >= 0) rev.push_back(g.blocks[i]);
+    }
   }
   pool_.release(rev);
   seq = SeqKv{};

@@ -1,19 +1,146 @@
 #include "kv/kv_layout.h"
 
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "core/check.h"
+
 namespace slimkv {
+
+std::string KvGroupSpec::describe() const {
+  std::string s;
+  if (window_tokens > 0) {
+    s = sink_tokens > 0 ? fmt::format("window {} + {} sinks", window_tokens, sink_tokens)
+                        : fmt::format("sliding window {}", window_tokens);
+  }
+  if (dynamic()) {
+    s += fmt::format("{}dynamic top-{} (sinks {}, recent {}{})", s.empty() ? "" : ", ", dyn_topk_tokens,
+                     dyn_sink_tokens, dyn_window_tokens, dyn_merge ? ", merge" : "");
+  }
+  return s.empty() ? "full attention" : s;
+}
 
 KvLayout KvLayout::uniform(int32_t num_layers, int32_t num_kv_heads, int32_t head_dim, int32_t block_size_tokens,
                            KvDtype dtype, bool rotate) {
   KvLayout l;
   l.block_size_tokens = block_size_tokens;
-  l.layers.assign(num_layers, KvLayerGeometry{num_kv_heads, head_dim, head_dim, head_dim, dtype, rotate});
+  KvLayerGeometry g;
+  g.num_kv_heads = num_kv_heads;
+  g.head_dim_k = g.head_dim_v = g.k_dim = g.v_dim = head_dim;
+  g.dtype = dtype;
+  g.rotate = rotate;
+  l.layers.assign(num_layers, g);
+  l.assign_groups();
   return l;
+}
+
+KvLayout KvLayout::from_specs(const std::vector<KvLayerSpec>& specs, int32_t block_size_tokens) {
+  KvLayout l;
+  l.block_size_tokens = block_size_tokens;
+  for (const KvLayerSpec& s : specs) {
+    KvLayerGeometry g;
+    g.num_kv_heads = s.num_kv_heads;
+    g.head_dim_k = g.k_dim = s.head_dim_k;
+    g.head_dim_v = g.v_dim = s.head_dim_v;
+    g.spec.window_tokens = s.window_tokens;
+    l.layers.push_back(g);
+  }
+  l.assign_groups();
+  return l;
+}
+
+void KvLayout::assign_groups() {
+  SLIMKV_CHECK(!layers.empty(), "KV layout: no layers");
+  std::vector<KvGroupSpec> specs;           // distinct, in order of first use
+  std::vector<std::vector<int32_t>> by_spec;
+  for (int32_t l = 0; l < num_layers(); ++l) {
+    auto it = std::find(specs.begin(), specs.end(), layers[l].spec);
+    if (it == specs.end()) {
+      specs.push_back(layers[l].spec);
+      by_spec.emplace_back();
+      it = specs.end() - 1;
+    }
+    by_spec[it - specs.begin()].push_back(l);
+  }
+  size_t per_group = by_spec.front().size();
+  for (const auto& v : by_spec) per_group = std::min(per_group, v.size());
+  groups.clear();
+  for (size_t s = 0; s < specs.size(); ++s) {
+    for (size_t i = 0; i < by_spec[s].size(); i += per_group) {
+      KvGroup g;
+      g.spec = specs[s];
+      g.layers.assign(by_spec[s].begin() + i, by_spec[s].begin() + std::min(by_spec[s].size(), i + per_group));
+      groups.push_back(std::move(g));
+    }
+  }
+  // Tensors: slot j of each group shares one when the records agree (a block id is used by one group at a time).
+  tensor_layer.clear();
+  for (size_t j = 0; j < per_group; ++j) {
+    std::vector<int32_t> slot_tensors;  // tensors created for this slot
+    for (int32_t gi = 0; gi < num_groups(); ++gi) {
+      if (j >= groups[gi].layers.size()) continue;
+      const int32_t l = groups[gi].layers[j];
+      layers[l].group = gi;
+      int32_t t = -1;
+      for (int32_t cand : slot_tensors) {
+        if (layers[tensor_layer[cand]].same_record(layers[l])) t = cand;
+      }
+      if (t < 0) {
+        t = static_cast<int32_t>(tensor_layer.size());
+        tensor_layer.push_back(l);
+        slot_tensors.push_back(t);
+      }
+      layers[l].tensor = t;
+    }
+  }
+}
+
+std::vector<KvGroupSpec> group_specs(const KvLayout& layout) {
+  std::vector<KvGroupSpec> out;
+  for (const KvGroup& g : layout.groups) out.push_back(g.spec);
+  return out;
 }
 
 int64_t KvLayout::bytes_per_token() const {
   int64_t b = 0;
   for (const auto& g : layers) b += g.bytes_per_token();
   return b;
+}
+
+int64_t KvLayout::bytes_per_block() const {
+  int64_t b = 0;
+  for (int32_t l : tensor_layer) b += layers[l].bytes_per_token();
+  return b * block_size_tokens;
+}
+
+int64_t KvLayout::blocks_for_sequence(int64_t n, int64_t chunk) const {
+  int64_t total = 0;
+  for (const KvGroup& g : groups) {
+    int64_t b = blocks_for_tokens(n);
+    if (g.spec.window_tokens > 0) {
+      const int64_t keep = blocks_for_tokens(g.spec.sink_tokens) + blocks_for_tokens(g.spec.window_tokens + chunk) + 1;
+      b = std::min(b, keep);
+    }
+    total += b;
+  }
+  return total;
+}
+
+int64_t KvLayout::blocks_held_after(int64_t n) const {
+  int64_t total = 0;
+  for (const KvGroup& g : groups) {
+    const int64_t all = blocks_for_tokens(n);
+    if (g.spec.window_tokens <= 0) {
+      total += all;
+      continue;
+    }
+    // Live: blocks holding a sink, and blocks not wholly before the next query's window start n + 1 - window.
+    const int64_t lo = n + 1 - g.spec.window_tokens, sink_blocks = blocks_for_tokens(g.spec.sink_tokens);
+    int64_t live = 0;
+    for (int64_t b = 0; b < all; ++b) live += b < sink_blocks || (b + 1) * block_size_tokens > lo;
+    total += live;
+  }
+  return total;
 }
 
 }  // namespace slimkv

@@ -1,43 +1,98 @@
-// Geometry of the paged KV cache: tokens per block and, per layer, how one token's K and V rows are stored
-// (dtype, heads, head dim, rotation) and so how many bytes they take. Layers may differ, so every size is per layer.
+// Geometry of the paged KV cache (vLLM's KVCacheSpec idea): per layer, what attention needs (heads, K and V head
+// sizes, a sliding window) and how one token's rows are stored (dtype, low-rank sizes, rotation); layers whose
+// block tables behave alike (the same KvGroupSpec: full attention, a window, a retention budget) form groups, each
+// with its own block table per sequence, all over one block pool. A block id of group g holds, for each of g's
+// layers, that layer's rows in the storage tensor of its slot; groups have at most `layers_per_group` layers, so
+// one block costs the same bytes whichever group uses it.
 // Must not know: which request owns a block, or how attention reads it.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/dtype.h"
 
 namespace slimkv {
 
+// What a model's layer needs from the cache.
+struct KvLayerSpec {
+  int32_t num_kv_heads = 0;
+  int32_t head_dim_k = 0, head_dim_v = 0;
+  int32_t window_tokens = 0;  // sliding-window attention: a query at p sees p0 with p - p0 < window; 0 = full
+};
+
+// How a group's block table keeps blocks (a compression config may turn full-attention specs into these).
+struct KvGroupSpec {
+  int32_t window_tokens = 0;      // attention sees [0, sink_tokens) and its last window_tokens positions; blocks
+  int32_t sink_tokens = 0;        // wholly between are freed (sliding window: sinks 0; static retention: sinks S)
+  int32_t dyn_topk_tokens = 0;    // dynamic retention: keep sinks + recent window + the most attended blocks up to
+  int32_t dyn_sink_tokens = 0;    // this many tokens; 0 = off
+  int32_t dyn_window_tokens = 0;
+  bool dyn_merge = false;         // evicted blocks fold into a summary block
+  bool dynamic() const { return dyn_topk_tokens > 0; }
+  bool operator==(const KvGroupSpec&) const = default;
+  std::string describe() const;
+};
+
 struct KvLayerGeometry {
   int32_t num_kv_heads = 0;
-  int32_t head_dim = 0;      // the model's
-  int32_t k_dim = 0;         // values stored per head and token for keys: head_dim, or a low-rank latent size
+  int32_t head_dim_k = 0, head_dim_v = 0;  // the model's
+  int32_t k_dim = 0;         // values stored per head and token for keys: head_dim_k, or a low-rank latent size
   int32_t v_dim = 0;         // ... for values
   KvDtype dtype = KvDtype::F32;
   bool rotate = false;       // rows stored after a fixed randomized Hadamard rotation per head
+  KvGroupSpec spec;          // how its block table behaves
+  int32_t group = 0;         // set by KvLayout::assign_groups
+  int32_t tensor = 0;        // storage tensor (KvStorage region) its rows live in
   int64_t k_head_bytes() const { return kv_head_record_bytes(dtype, k_dim); }
   int64_t v_head_bytes() const { return kv_head_record_bytes(dtype, v_dim); }
   int64_t k_row_bytes() const { return k_head_bytes() * num_kv_heads; }  // one token's keys, all KV heads
   int64_t v_row_bytes() const { return v_head_bytes() * num_kv_heads; }
   int64_t bytes_per_token() const { return k_row_bytes() + v_row_bytes(); }
-  bool low_rank() const { return k_dim != head_dim || v_dim != head_dim; }
+  bool low_rank() const { return k_dim != head_dim_k || v_dim != head_dim_v; }
   bool is_plain_f32() const { return dtype == KvDtype::F32 && !rotate && !low_rank(); }
+  bool same_record(const KvLayerGeometry& o) const {
+    return num_kv_heads == o.num_kv_heads && k_head_bytes() == o.k_head_bytes() && v_head_bytes() == o.v_head_bytes();
+  }
+};
+
+struct KvGroup {
+  KvGroupSpec spec;
+  std::vector<int32_t> layers;  // model layer indices, in order
 };
 
 struct KvLayout {
   int32_t block_size_tokens = 8;
   std::vector<KvLayerGeometry> layers;  // [num_layers]
+  std::vector<KvGroup> groups;          // set by assign_groups
+  std::vector<int32_t> tensor_layer;    // [num_tensors] a layer whose geometry the tensor has
 
-  // Every layer stores full K and V rows in `dtype`.
+  // Every layer stores full K and V rows in `dtype`, full attention, one group.
   static KvLayout uniform(int32_t num_layers, int32_t num_kv_heads, int32_t head_dim, int32_t block_size_tokens,
                           KvDtype dtype = KvDtype::F32, bool rotate = false);
+  // Full-precision rows for these per-layer specs (sliding windows become windowed group specs), grouped.
+  static KvLayout from_specs(const std::vector<KvLayerSpec>& specs, int32_t block_size_tokens);
+  // Groups layers by spec (vLLM's rule: groups of at most min(count per spec) layers, in layer order) and assigns
+  // storage tensors: slot j of every group shares tensor j when the record geometry agrees (else its own tensor).
+  void assign_groups();
+
   int32_t num_layers() const { return static_cast<int32_t>(layers.size()); }
-  int64_t bytes_per_token() const;  // summed over layers
-  int64_t bytes_per_block() const { return bytes_per_token() * block_size_tokens; }
+  int32_t num_groups() const { return static_cast<int32_t>(groups.size()); }
+  int32_t num_tensors() const { return static_cast<int32_t>(tensor_layer.size()); }
+  int64_t bytes_per_token() const;  // summed over layers: what one token costs when every group holds it
+  int64_t bytes_per_block() const;  // one block id's bytes, summed over the storage tensors
   int32_t blocks_for_tokens(int64_t num_tokens) const {
     return static_cast<int32_t>((num_tokens + block_size_tokens - 1) / block_size_tokens);
   }
+  // Blocks one sequence of num_tokens holds at most (over all groups), computed in chunks of chunk_tokens: a
+  // windowed group never holds more than its window plus a chunk.
+  int64_t blocks_for_sequence(int64_t num_tokens, int64_t chunk_tokens) const;
+  // Blocks (summed over groups) a sequence holds after num_tokens, once behind-window blocks are freed.
+  int64_t blocks_held_after(int64_t num_tokens) const;
+  bool uniform_full() const { return groups.size() == 1 && groups[0].spec == KvGroupSpec{}; }
 };
+
+// The groups' specs, in order (what KvCacheManager takes).
+std::vector<KvGroupSpec> group_specs(const KvLayout& layout);
 
 }  // namespace slimkv

@@ -1,6 +1,7 @@
-// The KV cache's memory: per layer, one K and one V region of [num_kv_heads, num_blocks, block_size, head_bytes]
-// bytes — one plane per KV head, so a head's rows of consecutive blocks are contiguous (attention walks one head of
-// one sequence at a time, and streams) — reserved once at start-up (anonymous mmap: pages are touched when written).
+// The KV cache's memory: per storage tensor (kv_layout.h: layers of different groups at the same slot share one),
+// one K and one V region of [num_kv_heads, num_blocks, block_size, head_bytes] bytes — one plane per KV head, so a
+// head's rows of consecutive blocks are contiguous (attention walks one head of one sequence at a time, and
+// streams) — reserved once at start-up (anonymous mmap: pages are touched when written).
 // Owns: the bytes. Must not know: block ownership, hashing or requests (BlockPool and KvCacheManager do).
 #pragma once
 #include <cstdint>
@@ -20,17 +21,18 @@ class KvStorage {
   const KvLayout& layout() const { return layout_; }
   int32_t num_blocks() const { return num_blocks_; }
   int64_t size_bytes() const { return size_bytes_; }
-  // One token's record of one KV head: slot = block_id * block_size + offset in block.
+  // One token's record of one KV head of `layer`: slot = block_id * block_size + offset in block, where block_id
+  // comes from the block table of the layer's group.
   uint8_t* k_head(int32_t layer, int64_t slot, int32_t head) {
     const KvLayerGeometry& g = layout_.layers[layer];
-    return k_[layer] + head * k_head_stride_bytes(layer) + slot * g.k_head_bytes();
+    return k_[g.tensor] + head * k_head_stride_bytes(layer) + slot * g.k_head_bytes();
   }
   uint8_t* v_head(int32_t layer, int64_t slot, int32_t head) {
     const KvLayerGeometry& g = layout_.layers[layer];
-    return v_[layer] + head * v_head_stride_bytes(layer) + slot * g.v_head_bytes();
+    return v_[g.tensor] + head * v_head_stride_bytes(layer) + slot * g.v_head_bytes();
   }
-  const uint8_t* k_base(int32_t layer) const { return k_[layer]; }
-  const uint8_t* v_base(int32_t layer) const { return v_[layer]; }
+  const uint8_t* k_base(int32_t layer) const { return k_[layout_.layers[layer].tensor]; }
+  const uint8_t* v_base(int32_t layer) const { return v_[layout_.layers[layer].tensor]; }
   // Bytes between one KV head's plane and the next in a layer's K (V) region.
   int64_t k_head_stride_bytes(int32_t layer) const { return num_slots() * layout_.layers[layer].k_head_bytes(); }
   int64_t v_head_stride_bytes(int32_t layer) const { return num_slots() * layout_.layers[layer].v_head_bytes(); }
@@ -42,7 +44,7 @@ class KvStorage {
   int32_t num_blocks_;
   int64_t size_bytes_ = 0;
   void* mapping_ = nullptr;
-  std::vector<uint8_t*> k_, v_;  // [num_layers] region starts
+  std::vector<uint8_t*> k_, v_;  // [num_tensors] region starts
 };
 
 }  // namespace slimkv

@@ -2,20 +2,24 @@
 
 namespace slimkv {
 
-void ForwardBatch::clear() {
+void ForwardBatch::clear(int32_t num_groups) {
   token_ids.clear();
   positions.clear();
-  slots.clear();
-  attn.token_seq.clear();
-  attn.token_pos.clear();
-  attn.kv_indptr.assign(1, 0);
-  attn.kv_indices.clear();
-  attn.kv_last_page_len.clear();
-  attn.token_ctx.clear();
-  attn.token_track.clear();
-  attn.kv_page_logical.clear();
-  attn.seq_has_summary.clear();
-  attn.seq_summary_bias.clear();
+  slots.resize(num_groups);
+  attn.resize(num_groups);
+  for (auto& s : slots) s.clear();
+  for (PagedBatchMeta& a : attn) {
+    a.token_seq.clear();
+    a.token_pos.clear();
+    a.kv_indptr.assign(1, 0);
+    a.kv_indices.clear();
+    a.kv_last_page_len.clear();
+    a.token_ctx.clear();
+    a.token_track.clear();
+    a.kv_page_logical.clear();
+    a.seq_has_summary.clear();
+    a.seq_summary_bias.clear();
+  }
   logits_rows.clear();
 }
 

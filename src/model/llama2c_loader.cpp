@@ -62,6 +62,7 @@ std::unique_ptr<Model> llama2c_model_from_bytes(std::span<const uint8_t> bytes, 
   c.rope_theta = 10000.0f;
   c.rms_eps = 1e-5f;
   try {
+    c.finalize();
     c.validate();
   } catch (const Error& e) {
     fail("{}: not a valid llama2.c checkpoint ({})", path, e.what());

@@ -1,5 +1,5 @@
-// A loaded Llama model: validated hyper-parameters, weight views into mmap'ed files, and its tokenizer.
-// Owns: the mapped files and any converted copies (e.g. BF16 -> F32, norms -> F32).
+// A loaded decoder model: its family's validated hyper-parameters, weight views into mmap'ed files, and its
+// tokenizer. Owns: the mapped files and any converted copies (e.g. BF16 -> F32, norms -> F32, permuted rows).
 // Must not know: KV caches, requests or sampling.
 #pragma once
 #include <memory>
@@ -14,11 +14,24 @@
 
 namespace slimkv {
 
+// One layer's weights; a null pointer / empty view means "this layer has none" (the family's name table says
+// which are required). Shapes use the layer's LayerConfig: q_dim, k_dim, v_dim, out = attn_out_dim.
 struct LayerWeights {
-  const float* attn_norm = nullptr;  // [dim]
-  WeightView wq, wk, wv, wo;         // [q_dim, dim], [kv_dim, dim], [kv_dim, dim], [dim, q_dim]
-  const float* ffn_norm = nullptr;   // [dim]
-  WeightView w1, w2, w3;             // gate [hidden, dim], down [dim, hidden], up [hidden, dim]
+  const float* attn_norm = nullptr;       // [dim]
+  WeightView wq, wk, wv, wo;              // [q_dim, dim], [k_dim, dim], [v_dim, dim], [dim, out]
+  const float *bq = nullptr, *bk = nullptr, *bv = nullptr, *bo = nullptr;  // biases [q_dim] [k_dim] [v_dim] [dim]
+  const float *q_norm = nullptr, *k_norm = nullptr;  // per-head RMSNorm [head_dim_k], shared by the heads
+  const float* attn_post_norm = nullptr;  // [dim] on the attention output before the residual (Gemma)
+  const float* ffn_norm = nullptr;        // [dim]
+  WeightView w1, w2, w3;                  // dense: gate [ffn, dim], down [dim, ffn], up [ffn, dim]
+  const float* ffn_post_norm = nullptr;   // [dim] on the FFN output before the residual (Gemma)
+  // MoE (LayerConfig::moe): router and one view per expert.
+  WeightView router;                      // [num_experts, dim]
+  std::vector<WeightView> exp_gate, exp_up, exp_down;  // [num_experts] of [eff, dim], [eff, dim], [dim, eff]
+  WeightView shexp_gate, shexp_up, shexp_down;         // shared experts, fused: [sff, dim], [sff, dim], [dim, sff]
+
+  // Every matrix of the layer, in the order a forward pass reads them (weight packing walks it).
+  std::vector<WeightView*> matrices();
 };
 
 struct Model {
@@ -29,7 +42,7 @@ struct Model {
   WeightView output;                 // [vocab, dim] (may alias tok_embd)
   std::unique_ptr<Tokenizer> tokenizer;
   std::string path;
-  std::string chat_template;         // GGUF tokenizer.chat_template (Jinja source), empty when absent
+  std::string chat_template;         // GGUF tokenizer.chat_template / tokenizer_config.json (Jinja), or empty
 
   // Storage the views point into.
   std::vector<std::shared_ptr<const void>> keepalive;
@@ -50,6 +63,8 @@ std::unique_ptr<Model> load_llama2c_model(const std::string& path, const std::st
 // Weights only (no tokenizer), straight from bytes: what the llama2.c fuzz target exercises.
 std::unique_ptr<Model> llama2c_model_from_bytes(std::span<const uint8_t> bytes, const std::string& what);
 std::unique_ptr<Model> load_gguf_model(const std::string& path);
+// A Hugging Face directory: config.json, model.safetensors or model.safetensors.index.json (sharded), and
+// tokenizer.json (optional: without it the model runs on token ids only).
 std::unique_ptr<Model> load_hf_model(const std::string& dir);
 
 // Checks a weight's shape and dtype; returns the view (shared by loaders).

@@ -1,29 +1,102 @@
 #include "model/model_config.h"
 
+#include <algorithm>
+
 #include "core/check.h"
 
 namespace slimkv {
 
+void ModelConfig::finalize() {
+  if (head_dim_v == 0) head_dim_v = head_dim;
+  if (rotary_dim == 0) rotary_dim = head_dim;
+  if (!layers.empty() || num_layers < 1 || num_layers > 1024) return;  // validate() names a bad count
+  LayerConfig l;
+  l.num_heads = num_heads;
+  l.num_kv_heads = num_kv_heads;
+  l.head_dim_k = head_dim;
+  l.head_dim_v = head_dim_v;
+  l.rotary_dim = rotary_dim;
+  l.rope.base = rope_theta;
+  l.ffn_dim = hidden_dim;
+  layers.assign(std::max(num_layers, 0), l);
+}
+
 void ModelConfig::validate() const {
   auto in = [](int64_t v, int64_t lo, int64_t hi) { return v >= lo && v <= hi; };
   SLIMKV_CHECK(in(dim, 1, 1 << 16), "model: bad embedding width {}", dim);
-  SLIMKV_CHECK(in(hidden_dim, 1, 1 << 18), "model: bad FFN width {}", hidden_dim);
   SLIMKV_CHECK(in(num_layers, 1, 1024), "model: bad layer count {}", num_layers);
-  SLIMKV_CHECK(in(num_heads, 1, 1024), "model: bad head count {}", num_heads);
-  SLIMKV_CHECK(in(num_kv_heads, 1, num_heads) && num_heads % num_kv_heads == 0,
-               "model: {} KV heads do not divide {} heads", num_kv_heads, num_heads);
-  SLIMKV_CHECK(in(head_dim, 2, 1024) && head_dim % 2 == 0, "model: bad head dim {}", head_dim);
-  SLIMKV_CHECK(in(rotary_dim, 2, head_dim) && rotary_dim % 2 == 0, "model: bad rotary dim {}", rotary_dim);
   SLIMKV_CHECK(in(vocab_size, 1, 1 << 22), "model: bad vocabulary size {}", vocab_size);
   SLIMKV_CHECK(in(max_seq_len, 1, 1 << 24), "model: bad context length {}", max_seq_len);
-  SLIMKV_CHECK(rope_theta > 0 && rope_theta < 1e12f, "model: bad rope theta {}", rope_theta);
   SLIMKV_CHECK(rms_eps > 0 && rms_eps < 1.0f, "model: bad rms eps {}", rms_eps);
+  SLIMKV_CHECK(static_cast<int32_t>(layers.size()) == num_layers, "model: {} layer configs for {} layers",
+               layers.size(), num_layers);
+  SLIMKV_CHECK(embed_scale > 0 && attn_scale >= 0 && final_logit_softcap >= 0, "model: bad scale");
+  if (moe.num_experts > 0) {
+    SLIMKV_CHECK(in(moe.num_experts, 1, 4096), "model: bad expert count {}", moe.num_experts);
+    SLIMKV_CHECK(in(moe.num_experts_used, 1, moe.num_experts), "model: {} experts used of {}", moe.num_experts_used,
+                 moe.num_experts);
+    SLIMKV_CHECK(in(moe.expert_ffn_dim, 1, 1 << 18), "model: bad expert width {}", moe.expert_ffn_dim);
+    SLIMKV_CHECK(moe.num_shared_experts == 0 || in(moe.shared_ffn_dim, 1, 1 << 18), "model: bad shared expert width");
+  }
+  for (int32_t i = 0; i < num_layers; ++i) {
+    const LayerConfig& l = layers[i];
+    SLIMKV_CHECK(in(l.num_heads, 1, 1024), "model: layer {}: bad head count {}", i, l.num_heads);
+    SLIMKV_CHECK(in(l.num_kv_heads, 1, l.num_heads) && l.num_heads % l.num_kv_heads == 0,
+                 "model: layer {}: {} KV heads do not divide {} heads", i, l.num_kv_heads, l.num_heads);
+    SLIMKV_CHECK(in(l.head_dim_k, 2, 1024) && l.head_dim_k % 2 == 0, "model: layer {}: bad head dim {}", i,
+                 l.head_dim_k);
+    SLIMKV_CHECK(in(l.head_dim_v, 1, 1024), "model: layer {}: bad value head dim {}", i, l.head_dim_v);
+    SLIMKV_CHECK(in(l.rotary_dim, 2, l.head_dim_k) && l.rotary_dim % 2 == 0, "model: layer {}: bad rotary dim {}", i,
+                 l.rotary_dim);
+    SLIMKV_CHECK(l.rope.base > 0 && l.rope.base < 1e12f, "model: layer {}: bad rope base {}", i, l.rope.base);
+    SLIMKV_CHECK(l.rope.freq_scale > 0 && l.rope.freq_scale <= 1e3f, "model: layer {}: bad rope freq scale {}", i,
+                 l.rope.freq_scale);
+    SLIMKV_CHECK(l.rope.freq_factors.empty() || static_cast<int32_t>(l.rope.freq_factors.size()) == l.rotary_dim / 2,
+                 "model: layer {}: {} rope frequency factors for rotary dim {}", i, l.rope.freq_factors.size(),
+                 l.rotary_dim);
+    SLIMKV_CHECK(in(l.sliding_window, 0, 1 << 24), "model: layer {}: bad sliding window {}", i, l.sliding_window);
+    SLIMKV_CHECK(l.moe ? moe.num_experts > 0 : in(l.ffn_dim, 1, 1 << 18), "model: layer {}: bad FFN width {}", i,
+                 l.ffn_dim);
+  }
+}
+
+bool ModelConfig::uniform_kv() const {
+  for (const LayerConfig& l : layers) {
+    const LayerConfig& f = layers.front();
+    if (l.num_kv_heads != f.num_kv_heads || l.head_dim_k != f.head_dim_k || l.head_dim_v != f.head_dim_v) return false;
+  }
+  return true;
+}
+
+int32_t ModelConfig::max_q_dim() const {
+  int32_t m = 0;
+  for (const LayerConfig& l : layers) m = std::max({m, l.q_dim(), l.attn_out_dim()});
+  return m;
+}
+
+int32_t ModelConfig::max_kv_dim() const {
+  int32_t m = 0;
+  for (const LayerConfig& l : layers) m = std::max(m, l.num_kv_heads * std::max(l.head_dim_k, l.head_dim_v));
+  return m;
+}
+
+int32_t ModelConfig::max_ffn_dim() const {
+  int32_t m = std::max(moe.expert_ffn_dim, moe.shared_ffn_dim);
+  for (const LayerConfig& l : layers) m = std::max(m, l.ffn_dim);
+  return m;
 }
 
 std::string ModelConfig::summary() const {
-  return fmt::format("{}: dim {}, hidden {}, layers {}, heads {}/{} kv, head dim {}, vocab {}, ctx {}, rope {} {}",
-                     format, dim, hidden_dim, num_layers, num_heads, num_kv_heads, head_dim, vocab_size, max_seq_len,
-                     rope_layout == RopeLayout::Interleaved ? "interleaved" : "rotate-half", rope_theta);
+  int32_t swa = 0;
+  for (const LayerConfig& l : layers) swa += l.sliding_window > 0;
+  std::string s = fmt::format("{} ({}): dim {}, hidden {}, layers {}, heads {}/{} kv, head dim {}", family, format,
+                              dim, hidden_dim, num_layers, num_heads, num_kv_heads, head_dim);
+  if (head_dim_v != head_dim) s += fmt::format("/{}", head_dim_v);
+  s += fmt::format(", vocab {}, ctx {}, rope {} {}", vocab_size, max_seq_len,
+                   rope_layout == RopeLayout::Interleaved ? "interleaved" : "rotate-half", rope_theta);
+  if (swa > 0) s += fmt::format(", {} sliding-window layers", swa);
+  if (moe.num_experts > 0) s += fmt::format(", {} experts ({} used)", moe.num_experts, moe.num_experts_used);
+  return s;
 }
 
 }  // namespace slimkv

@@ -1,32 +1,81 @@
-// Llama hyper-parameters, read from any format and validated once.
+// A decoder's hyper-parameters, read from any format by its family (model/family.h) and validated once: the
+// model-wide values and, per layer, what models vary (heads, K/V head sizes, sliding window, RoPE, FFN kind).
 // Must not know: file formats or weights.
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
-#include "kernels/ops.h"
+#include "kernels/rope.h"
 
 namespace slimkv {
 
+enum class FfnActivation : uint8_t { Silu, GeluTanh };  // gate activation of the gated MLP (SwiGLU / GeGLU)
+enum class MoeGating : uint8_t { Softmax };
+
+struct MoeConfig {
+  int32_t num_experts = 0;           // 0 = no MoE layer in the model
+  int32_t num_experts_used = 0;      // top-k
+  int32_t expert_ffn_dim = 0;        // width of one expert
+  int32_t num_shared_experts = 0;    // experts every token also goes through (their width: shared_ffn_dim)
+  int32_t shared_ffn_dim = 0;
+  bool norm_topk_prob = true;        // renormalise the selected experts' probabilities to sum 1
+  float weights_scale = 1.0f;        // multiplies the selected weights
+  MoeGating gating = MoeGating::Softmax;
+};
+
+struct LayerConfig {
+  int32_t num_heads = 0, num_kv_heads = 0;
+  int32_t head_dim_k = 0, head_dim_v = 0;  // query/key and value head sizes (they may differ)
+  int32_t rotary_dim = 0;                  // leading dims of each q/k head that RoPE rotates
+  int32_t sliding_window = 0;              // a query at p sees keys p0 with p - p0 < window; 0 = full attention
+  RopeConfig rope;
+  bool moe = false;                        // FFN: MoE (ModelConfig::moe) or dense of width ffn_dim
+  int32_t ffn_dim = 0;
+  int32_t q_dim() const { return num_heads * head_dim_k; }
+  int32_t k_dim() const { return num_kv_heads * head_dim_k; }
+  int32_t v_dim() const { return num_kv_heads * head_dim_v; }
+  int32_t attn_out_dim() const { return num_heads * head_dim_v; }
+};
+
 struct ModelConfig {
-  int32_t dim = 0;           // embedding width
-  int32_t hidden_dim = 0;    // FFN width
+  std::string family = "llama";  // registry name (model/family.h)
+  int32_t dim = 0;               // embedding width
+  int32_t vocab_size = 0;
   int32_t num_layers = 0;
+  int32_t max_seq_len = 0;       // trained context, in tokens
+  float rms_eps = 1e-5f;
+  RopeLayout rope_layout = RopeLayout::Interleaved;  // the family's: NORM (adjacent pairs) or NEOX (rotate half)
+  FfnActivation activation = FfnActivation::Silu;
+  float embed_scale = 1.0f;      // token embeddings are multiplied by this (Gemma: sqrt(dim))
+  float attn_scale = 0.0f;       // softmax scale of q·k; 0 = 1/sqrt(head_dim_k)
+  float final_logit_softcap = 0.0f;  // logits = c * tanh(logits / c) when > 0
+  MoeConfig moe;
+  bool tie_word_embeddings = false;  // HF: the classifier is the embedding even when lm_head is stored
+  std::string format;            // "llama2c", "gguf v3", "safetensors"
+  std::vector<LayerConfig> layers;  // [num_layers]; filled from the uniform values below by finalize() if empty
+
+  // Uniform values: what every layer has unless `layers` says otherwise (loaders of one-recipe formats set only
+  // these; tools that need one number read them).
+  int32_t hidden_dim = 0;        // dense FFN width
   int32_t num_heads = 0;
   int32_t num_kv_heads = 0;
-  int32_t head_dim = 0;
-  int32_t rotary_dim = 0;    // dims rotated by RoPE (= head_dim for Llama)
-  int32_t vocab_size = 0;
-  int32_t max_seq_len = 0;   // trained context, in tokens
+  int32_t head_dim = 0;          // key (and, unless head_dim_v is set, value) head size
+  int32_t head_dim_v = 0;        // 0 = head_dim
+  int32_t rotary_dim = 0;        // 0 = head_dim
   float rope_theta = 10000.0f;
-  float rms_eps = 1e-5f;
-  RopeLayout rope_layout = RopeLayout::Interleaved;
-  std::string format;        // "llama2c", "gguf v3", "safetensors"
 
   int32_t q_dim() const { return num_heads * head_dim; }
   int32_t kv_dim() const { return num_kv_heads * head_dim; }
-  void validate() const;     // throws Error naming the offending field
+  // Fills `layers` from the uniform values when a loader did not set them per layer (idempotent).
+  void finalize();
+  void validate() const;     // throws Error naming the offending field (and layer)
   std::string summary() const;
+  // True when every layer has the same heads, head sizes and window (what the low-rank calibration needs).
+  bool uniform_kv() const;
+  int32_t max_q_dim() const;
+  int32_t max_kv_dim() const;       // max over layers of num_kv_heads * max(head_dim_k, head_dim_v)
+  int32_t max_ffn_dim() const;
 };
 
 }  // namespace slimkv

@@ -8,6 +8,18 @@
 
 namespace slimkv {
 
+std::vector<WeightView*> LayerWeights::matrices() {
+  std::vector<WeightView*> v = {&wq, &wk, &wv, &wo, &w1, &w3, &w2, &router};
+  for (size_t e = 0; e < exp_gate.size(); ++e) {
+    for (auto* list : {&exp_gate, &exp_up, &exp_down}) {
+      if (e < list->size()) v.push_back(&(*list)[e]);
+    }
+  }
+  for (WeightView* w : {&shexp_gate, &shexp_up, &shexp_down}) v.push_back(w);
+  std::erase_if(v, [](const WeightView* w) { return w->data == nullptr; });
+  return v;
+}
+
 const float* Model::own_f32(std::vector<float> v) {
   owned_f32.push_back(std::make_unique<std::vector<float>>(std::move(v)));
   return owned_f32.back()->data();
@@ -43,6 +55,7 @@ std::unique_ptr<Model> load_model(const ModelLoadOptions& opts) {
     }
   }
   m->path = p;
+  m->config.finalize();
   m->config.validate();
   pack_weights_for_kernels(*m);
   return m;

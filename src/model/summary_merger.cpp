@@ -6,18 +6,19 @@
 
 namespace slimkv {
 
-void merge_into_summaries(KvStorage& kv, KvCacheManager& mgr, SeqKv& seq,
+void merge_into_summaries(KvStorage& kv, KvCacheManager& mgr, SeqKv& seq, int32_t group,
                           const std::vector<KvCacheManager::Evicted>& evicted) {
-  if (evicted.empty() || !mgr.ensure_summary_block(seq)) return;  // no block to spare: the evicted are dropped
+  if (evicted.empty() || !mgr.ensure_summary_block(seq, group)) return;  // no block to spare: the evicted are dropped
   const KvLayout& layout = kv.layout();
+  GroupKv& gk = seq.groups[group];
   const int32_t bs = layout.block_size_tokens;
   std::vector<float> acc, row;
   for (const auto& e : evicted) {
     const int32_t slot = e.logical % bs;
     const float w = std::max(e.score, 1e-6f);  // per token of the block
-    const float w_old = seq.summary_weight[slot];
-    const int64_t dst_slot = static_cast<int64_t>(seq.summary_block) * bs + slot;
-    for (int32_t l = 0; l < layout.num_layers(); ++l) {
+    const float w_old = gk.summary_weight[slot];
+    const int64_t dst_slot = static_cast<int64_t>(gk.summary_block) * bs + slot;
+    for (int32_t l : layout.groups[group].layers) {
       const KvLayerGeometry& g = layout.layers[l];
       for (int which = 0; which < 2; ++which) {
         const int32_t dim = which == 0 ? g.k_dim : g.v_dim;
@@ -43,8 +44,8 @@ void merge_into_summaries(KvStorage& kv, KvCacheManager& mgr, SeqKv& seq,
         }
       }
     }
-    seq.summary_weight[slot] = w_old + w * bs;
-    seq.summary_count[slot] += static_cast<float>(bs);
+    gk.summary_weight[slot] = w_old + w * bs;
+    gk.summary_count[slot] += static_cast<float>(bs);
   }
 }
 

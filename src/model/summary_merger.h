@@ -11,7 +11,8 @@
 
 namespace slimkv {
 
-void merge_into_summaries(KvStorage& kv, KvCacheManager& mgr, SeqKv& seq,
+// Folds the evicted blocks of `group` into that group's summary block (its layers only).
+void merge_into_summaries(KvStorage& kv, KvCacheManager& mgr, SeqKv& seq, int32_t group,
                           const std::vector<KvCacheManager::Evicted>& evicted);
 
 }  // namespace slimkv

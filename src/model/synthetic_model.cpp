@@ -22,6 +22,7 @@ ModelConfig synthetic_shape(const std::string& name) {
   else if (name == "llama-110m") set(768, 2048, 12, 12, 12, 32000, 1024);
   else if (name == "llama-1b") set(2048, 8192, 16, 32, 8, 32000, 2048);
   else fail("unknown synthetic shape '{}' (choose one of llama-260k, llama-15m, llama-110m, llama-1b)", name);
+  c.finalize();
   c.validate();
   return c;
 }

@@ -6,7 +6,7 @@ void pack_weights_for_kernels(Model& m, Isa isa) {
   if (isa != Isa::Avx512) return;  // the panel kernel exists for AVX-512; other ISAs use row-major dots
   std::vector<WeightView*> views;
   for (auto& l : m.layers) {
-    for (WeightView* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w3, &l.w2}) views.push_back(w);
+    for (WeightView* w : l.matrices()) views.push_back(w);
   }
   views.push_back(&m.output);  // a tied classifier gets its own packed copy; tok_embd stays row-major for lookups
   int64_t total = 0;

@@ -6,54 +6,83 @@
 
 namespace slimkv {
 
-void build_forward_batch(const SchedOutput& out, int32_t block_size, ForwardBatch& b, int32_t track_window) {
-  b.clear();
-  b.attn.block_size = block_size;
+void build_forward_batch(const SchedOutput& out, int32_t block_size, const std::vector<KvGroup>& groups,
+                         ForwardBatch& b) {
+  const int32_t G = static_cast<int32_t>(groups.size());
+  b.clear(G);
+  for (int32_t g = 0; g < G; ++g) b.attn[g].block_size = block_size;
   for (size_t s = 0; s < out.chunks.size(); ++s) {
     const ScheduledChunk& c = out.chunks[s];
     const int32_t n = static_cast<int32_t>(c.token_ids.size());
     const int32_t end = c.start_pos + n;
     const int32_t pages = (end + block_size - 1) / block_size;
-    SLIMKV_CHECK(pages <= static_cast<int32_t>(c.block_table.size()), "batch: request {} has {} blocks for {} tokens",
-                 c.id, c.block_table.size(), end);
+    SLIMKV_CHECK(static_cast<int32_t>(c.groups.size()) == G, "batch: request {} has {} block tables for {} groups",
+                 c.id, c.groups.size(), G);
     for (int32_t j = 0; j < n; ++j) {
-      const int32_t pos = c.start_pos + j;
       b.token_ids.push_back(c.token_ids[j]);
-      b.positions.push_back(pos);
-      b.slots.push_back(static_cast<int64_t>(c.block_table[pos / block_size]) * block_size + pos % block_size);
-      b.attn.token_seq.push_back(static_cast<int32_t>(s));
-      b.attn.token_pos.push_back(pos);
+      b.positions.push_back(c.start_pos + j);
     }
-    if (track_window > 0) {  // live pages only, with their logical index; visible rows per token
-      const bool summary = c.summary_block >= 0;
-      b.attn.seq_has_summary.push_back(summary ? 1 : 0);
-      for (int32_t r = 0; r < block_size; ++r) {
-        const float n = summary ? c.summary_count[r] : 0.0f;
-        b.attn.seq_summary_bias.push_back(n > 0 ? std::log(n) : -INFINITY);
-      }
-      if (summary) {  // the summary page comes first: its rows are visible to every token
-        b.attn.kv_indices.push_back(c.summary_block);
-        b.attn.kv_page_logical.push_back(-1);
-      }
-      thread_local std::vector<int32_t> live_before;  // visible pages before logical page b (reused buffer)
-      live_before.assign(pages + 1, summary ? 1 : 0);
-      for (int32_t p = 0; p < pages; ++p) {
-        live_before[p + 1] = live_before[p] + (c.block_table[p] >= 0);
-        if (c.block_table[p] < 0) continue;
-        b.attn.kv_indices.push_back(c.block_table[p]);
-        b.attn.kv_page_logical.push_back(p);
-      }
+    for (int32_t g = 0; g < G; ++g) {
+      const GroupKv& gk = c.groups[g];
+      const std::vector<BlockId>& table = gk.blocks;
+      PagedBatchMeta& a = b.attn[g];
+      SLIMKV_CHECK(pages <= static_cast<int32_t>(table.size()), "batch: request {} has {} blocks for {} tokens", c.id,
+                   table.size(), end);
       for (int32_t j = 0; j < n; ++j) {
         const int32_t pos = c.start_pos + j;
-        b.attn.token_ctx.push_back(live_before[pos / block_size] * block_size + pos % block_size + 1);
-        b.attn.token_track.push_back(pos >= c.num_prompt_tokens - track_window ? 1 : 0);
+        SLIMKV_CHECK(table[pos / block_size] >= 0, "batch: request {} writes position {} into a freed block", c.id,
+                     pos);
+        b.slots[g].push_back(static_cast<int64_t>(table[pos / block_size]) * block_size + pos % block_size);
+        a.token_seq.push_back(static_cast<int32_t>(s));
+        a.token_pos.push_back(pos);
       }
-    } else {
-      b.attn.kv_indices.insert(b.attn.kv_indices.end(), c.block_table.begin(), c.block_table.begin() + pages);
+      const KvGroupSpec& spec = groups[g].spec;
+      if (spec.dynamic()) {  // live pages only, with their logical index; visible rows per token
+        const bool summary = gk.summary_block >= 0;
+        a.seq_has_summary.push_back(summary ? 1 : 0);
+        for (int32_t r = 0; r < block_size; ++r) {
+          const float cnt = summary ? gk.summary_count[r] : 0.0f;
+          a.seq_summary_bias.push_back(cnt > 0 ? std::log(cnt) : -INFINITY);
+        }
+        if (summary) {  // the summary page comes first: its rows are visible to every token
+          a.kv_indices.push_back(gk.summary_block);
+          a.kv_page_logical.push_back(-1);
+        }
+        thread_local std::vector<int32_t> live_before;  // visible pages before logical page p (reused buffer)
+        live_before.assign(pages + 1, summary ? 1 : 0);
+        for (int32_t p = 0; p < pages; ++p) {
+          live_before[p + 1] = live_before[p] + (table[p] >= 0);
+          if (table[p] < 0) continue;
+          a.kv_indices.push_back(table[p]);
+          a.kv_page_logical.push_back(p);
+        }
+        for (int32_t j = 0; j < n; ++j) {
+          const int32_t pos = c.start_pos + j;
+          a.token_ctx.push_back(live_before[pos / block_size] * block_size + pos % block_size + 1);
+          a.token_track.push_back(pos >= c.num_prompt_tokens - spec.dyn_window_tokens ? 1 : 0);
+        }
+      } else {
+        a.kv_indices.insert(a.kv_indices.end(), table.begin(), table.begin() + pages);
+      }
+      a.kv_indptr.push_back(static_cast<int32_t>(a.kv_indices.size()));
+      a.kv_last_page_len.push_back(end - (pages - 1) * block_size);
     }
-    b.attn.kv_indptr.push_back(static_cast<int32_t>(b.attn.kv_indices.size()));
-    b.attn.kv_last_page_len.push_back(end - (pages - 1) * block_size);
     if (c.samples) b.logits_rows.push_back(b.num_tokens() - 1);
+  }
+}
+
+void build_forward_batch(const SchedOutput& out, int32_t block_size, ForwardBatch& b) {
+  static const std::vector<KvGroup> one(1);
+  build_forward_batch(out, block_size, one, b);
+}
+
+void accumulate_importance(const ForwardBatch& b, int32_t g, const std::vector<float>& imp, size_t s, GroupKv& gk) {
+  const PagedBatchMeta& a = b.attn[g];
+  for (int32_t e = a.kv_indptr[s]; e < a.kv_indptr[s + 1]; ++e) {
+    const int32_t logical = a.kv_page_logical[e];
+    if (logical < 0) continue;  // the summary page
+    if (static_cast<int32_t>(gk.importance.size()) <= logical) gk.importance.resize(logical + 1, 0.0f);
+    gk.importance[logical] += imp[e];
   }
 }
 

@@ -1,15 +1,27 @@
-// Turns the scheduler's plain output into the model's input: token ids, positions, KV slots, the page table in
-// CSR form and the rows whose logits are sampled. Pure: same SchedOutput, same ForwardBatch.
+// Turns the scheduler's plain output into the model's input: token ids, positions, per KV group the KV slots and
+// the page table in CSR form, and the rows whose logits are sampled. Pure: same SchedOutput, same ForwardBatch.
 // Must not know: how the scheduler decided, or what the model does with the batch.
 #pragma once
+#include <vector>
+
+#include "kv/kv_layout.h"
 #include "model/forward_batch.h"
 #include "sched/sched_output.h"
 
 namespace slimkv {
 
-// track_window > 0 (dynamic retention): page tables list live blocks only (evicted entries are -1), each token gets
-// its visible row count, and tokens of the last track_window prompt positions and every later token are tracked
-// for attention importance.
-void build_forward_batch(const SchedOutput& out, int32_t block_size, ForwardBatch& batch, int32_t track_window = 0);
+// groups: the KV groups' specs (KvLayout::groups). Windowed and full groups list every block up to the chunk's end
+// (-1 entries behind a window are never read: the kernel's window skips them); a dynamic group (retention) lists
+// live blocks only (its summary block first), gives each token its visible row count, and tracks attention
+// importance for tokens of the last dyn_window_tokens prompt positions and every later token.
+void build_forward_batch(const SchedOutput& out, int32_t block_size, const std::vector<KvGroup>& groups,
+                         ForwardBatch& batch);
+// One full-attention group: what single-sequence tools and tests use.
+void build_forward_batch(const SchedOutput& out, int32_t block_size, ForwardBatch& batch);
+
+// Adds the attention mass each page of chunk s received (page_importance of group g, per page entry) to the
+// sequence's per-block importance.
+void accumulate_importance(const ForwardBatch& batch, int32_t g, const std::vector<float>& page_importance, size_t s,
+                           GroupKv& gk);
 
 }  // namespace slimkv

@@ -8,11 +8,15 @@ namespace slimkv {
 SequenceForward::SequenceForward(const Model& model, ThreadPool* pool, int32_t capacity_tokens, int32_t block_size,
                                  int32_t max_chunk_tokens, const CompressionConfig& compression)
     : fwd_(model, pool), capacity_(capacity_tokens), block_size_(block_size), max_chunk_(max_chunk_tokens),
-      kv_(fwd_.kv_layout(block_size, compression), (capacity_tokens + block_size - 1) / block_size) {
+      layout_(fwd_.kv_layout(block_size, compression)),
+      kv_(layout_, layout_.num_groups() * ((capacity_tokens + block_size - 1) / block_size)) {
   SLIMKV_CHECK(capacity_tokens > 0, "sequence capacity must be positive");
-  for (int32_t i = 0; i < kv_.num_blocks(); ++i) blocks_.push_back(i);
+  const int32_t per_group = kv_.num_blocks() / layout_.num_groups();
+  tables_.resize(layout_.num_groups());
+  for (int32_t g = 0; g < layout_.num_groups(); ++g) {
+    for (int32_t i = 0; i < per_group; ++i) tables_[g].blocks.push_back(g * per_group + i);
+  }
   fwd_.set_kv_projection(load_kv_projection(compression, model, kv_.layout()));
-  fwd_.set_attention_window(compression.sink_tokens(), compression.window_tokens());
   fwd_.reserve(max_chunk_, max_chunk_);
 }
 
@@ -30,10 +34,10 @@ void SequenceForward::forward(std::span<const int32_t> tokens, int32_t start_pos
     ScheduledChunk c;
     c.start_pos = start_pos + i;
     c.token_ids = tokens.subspan(i, len);
-    c.block_table = blocks_;
+    c.groups = tables_;
     c.samples = last;
     out.chunks.push_back(c);
-    build_forward_batch(out, block_size_, batch_);
+    build_forward_batch(out, block_size_, layout_.groups, batch_);
     if (all_logits) {
       batch_.logits_rows.clear();
       for (int32_t t = 0; t < len; ++t) batch_.logits_rows.push_back(t);

@@ -1,9 +1,10 @@
-// One sequence through the batched forward pass, for single-stream tools (generate, perplexity, bench): owns a
-// KV storage sized for `capacity` tokens with an identity block table. Must not know: requests or scheduling.
+// One sequence through the batched forward pass, for single-stream tools (generate, perplexity, logits, bench):
+// owns a KV storage sized for `capacity` tokens in every KV group, with identity block tables (group g uses blocks
+// [g * n, (g + 1) * n)). Must not know: requests or scheduling.
 #pragma once
 #include <span>
 
-#include "model/llama_forward.h"
+#include "model/decoder_forward.h"
 #include "runner/batch_builder.h"
 
 namespace slimkv {
@@ -17,13 +18,14 @@ class SequenceForward {
   const Model& model() const { return fwd_.model(); }
   int32_t capacity_tokens() const { return capacity_; }
   const KvStorage& storage() const { return kv_; }
-  LlamaForward& forward_pass() { return fwd_; }
+  DecoderForward& forward_pass() { return fwd_; }
 
  private:
-  LlamaForward fwd_;
+  DecoderForward fwd_;
   int32_t capacity_, block_size_, max_chunk_;
+  KvLayout layout_;
   KvStorage kv_;
-  std::vector<int32_t> blocks_;  // identity block table
+  std::vector<GroupKv> tables_;  // [groups] identity block tables
   ForwardBatch batch_;
 };
 

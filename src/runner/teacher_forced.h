@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "kv/kv_cache_manager.h"
-#include "model/llama_forward.h"
+#include "model/decoder_forward.h"
 
 namespace slimkv {
 
@@ -21,7 +21,7 @@ class TeacherForcedRun {
   int64_t kv_bytes_per_token() const { return layout_.bytes_per_token(); }
 
  private:
-  LlamaForward fwd_;
+  DecoderForward fwd_;
   CompressionConfig cc_;
   int32_t block_size_;
   KvLayout layout_;

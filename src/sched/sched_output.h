@@ -16,11 +16,10 @@ struct ScheduledChunk {
   RequestId id = 0;
   int32_t start_pos = 0;                 // = the request's num_computed_tokens
   std::span<const int32_t> token_ids;    // the chunk's tokens (positions start_pos ..)
-  std::span<const BlockId> block_table;  // blocks covering [0, start_pos + token_ids.size())
+  std::span<const GroupKv> groups;       // per KV group: blocks covering [0, start_pos + token_ids.size()) (-1:
+                                         // freed or evicted) and the merge policy's summary block
   bool samples = false;                  // the chunk reaches the end of the request: sample one token
   int32_t num_prompt_tokens = 0;
-  BlockId summary_block = -1;            // merge policy: the request's summary block, if any
-  std::span<const float> summary_count;  // [block_size] tokens each summary row stands for
 };
 
 struct SchedOutput {

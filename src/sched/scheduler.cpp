@@ -48,11 +48,9 @@ ScheduledChunk Scheduler::make_chunk(Request* r, int32_t n) const {
   c.id = r->id;
   c.start_pos = r->num_computed_tokens;
   c.token_ids = std::span<const int32_t>(r->tokens).subspan(c.start_pos, n);
-  c.block_table = std::span<const BlockId>(r->kv.blocks);
+  c.groups = std::span<const GroupKv>(r->kv.groups);
   c.samples = c.start_pos + n == r->num_tokens();
   c.num_prompt_tokens = r->num_prompt_tokens;
-  c.summary_block = r->kv.summary_block;
-  c.summary_count = r->kv.summary_count;
   return c;
 }
 

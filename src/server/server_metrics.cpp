@@ -90,7 +90,7 @@ std::string ServerMetrics::render(const Engine& engine, const std::string& model
     const KvLayerGeometry& g = layout.layers[l];
     PromLabels ll = labels;
     ll.emplace_back("layer", std::to_string(l));
-    const double f16 = 2.0 * 2.0 * g.num_kv_heads * g.head_dim;
+    const double f16 = 2.0 * g.num_kv_heads * (g.head_dim_k + g.head_dim_v);
     w.sample("slimkv:kv_cache_compression_ratio", ll, f16 / static_cast<double>(g.bytes_per_token()));
   }
   w.family("slimkv:kv_cache_blocks_total", "gauge", "KV cache blocks in the pool.");

@@ -91,11 +91,11 @@ TEST(KvCacheManager, PrefixHitLeavesOneTokenToComputeAndCountsTokens) {
   EXPECT_EQ(hit.num_tokens, 4);  // not 8: the last token must be computed for its logits
   SeqKv b;
   ASSERT_TRUE(kv.allocate_slots(b, 8, &hit));
-  EXPECT_EQ(b.blocks[0], a.blocks[0]);
-  EXPECT_NE(b.blocks[1], a.blocks[1]);
+  EXPECT_EQ(b.groups[0].blocks[0], a.groups[0].blocks[0]);
+  EXPECT_NE(b.groups[0].blocks[1], a.groups[0].blocks[1]);
   EXPECT_EQ(kv.prefix_counters().query_tokens, 8);
   EXPECT_EQ(kv.prefix_counters().hit_tokens, 4);
-  EXPECT_EQ(kv.pool().ref_count(a.blocks[0]), 2);
+  EXPECT_EQ(kv.pool().ref_count(a.groups[0].blocks[0]), 2);
   kv.free(a);
   kv.free(b);
   kv.check_integrity();

@@ -119,7 +119,9 @@ TEST(Compression, ConfigErrorsAreClear) {
   std::ofstream(path) << R"({"kv_evict_policy": "average"})";
   expect_error(c, "--kv-evict-policy must be drop or merge");
   std::ofstream(path) << R"({"kv_sparse_schedule": "pyramid"})";
-  expect_error(c, "only uniform is implemented");
+  expect_error(c, "--kv-sparse-schedule pyramid needs --kv-sparse-mode dynamic");
+  std::ofstream(path) << R"({"kv_sparse_schedule": "triangle", "kv_sparse_mode": "dynamic"})";
+  expect_error(c, "--kv-sparse-schedule must be");
   std::ofstream(path) << R"([1, 2])";
   expect_error(c, "must be a JSON object");
   std::ofstream(path) << R"({"kv_cache_dtype": "int4"})";

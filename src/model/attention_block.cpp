@@ -1,0 +1,68 @@
+// DecoderForward's attention block: what every family's attention is made of. Optional pieces (biases, per-head
+// q/k norms) act when the layer has the weights; the window, head sizes and RoPE come from the layer's config.
+#include "core/check.h"
+#include "core/profiler.h"
+#include "kernels/ops.h"
+#include "model/decoder_forward.h"
+
+namespace slimkv {
+namespace {
+
+void add_bias(float* y, const float* b, int32_t num_tokens, int32_t n) {
+  for (int32_t t = 0; t < num_tokens; ++t) {
+    float* row = y + static_cast<size_t>(t) * n;
+    for (int32_t i = 0; i < n; ++i) row[i] += b[i];
+  }
+}
+
+}  // namespace
+
+void DecoderForward::attention(int32_t l, const float* in, float* out) {
+  const ModelConfig& c = model_.config;
+  const LayerConfig& lc = c.layers[l];
+  const LayerWeights& w = model_.layers[l];
+  const ForwardBatch& b = *batch_;
+  KvStorage& kv = *kv_;
+  const int32_t T = T_, qd = lc.q_dim(), kd = lc.k_dim(), vd = lc.v_dim(), hd = lc.head_dim_k;
+  {
+    ProfScope ps(ProfKind::Matmul);
+    matmul(w.wq, in, T, q_.data(), pool_);
+    matmul(w.wk, in, T, k_.data(), pool_);
+    matmul(w.wv, in, T, v_.data(), pool_);
+  }
+  if (w.bq) add_bias(q_.data(), w.bq, T, qd);
+  if (w.bk) add_bias(k_.data(), w.bk, T, kd);
+  if (w.bv) add_bias(v_.data(), w.bv, T, vd);
+  if (w.q_norm) rmsnorm_rows(q_.data(), q_.data(), w.q_norm, static_cast<int64_t>(T) * lc.num_heads, hd, c.rms_eps);
+  if (w.k_norm) rmsnorm_rows(k_.data(), k_.data(), w.k_norm, static_cast<int64_t>(T) * lc.num_kv_heads, hd, c.rms_eps);
+  const KvLayerGeometry& g = kv.layout().layers[l];
+  const std::vector<int64_t>& slots = b.slots[g.group];
+  const RopeTable& rope = ropes_[layer_rope_[l]];
+  for (int32_t t = 0; t < T; ++t) {
+    ProfScope ps(ProfKind::KvWrite);
+    rope.apply(q_.data() + static_cast<size_t>(t) * qd, lc.num_heads, b.positions[t], hd);
+    rope.apply(k_.data() + static_cast<size_t>(t) * kd, lc.num_kv_heads, b.positions[t], hd);
+    write_kv(kv, l, slots[t], k_.data() + static_cast<size_t>(t) * kd, v_.data() + static_cast<size_t>(t) * vd);
+  }
+  if (observer_) observer_(l, k_.data(), v_.data(), T);
+  PagedAttention::LayerKv lk{kv.k_base(l), kv.v_base(l), g.k_dim, g.v_dim, g.k_head_bytes(), g.v_head_bytes(),
+                             kv.k_head_stride_bytes(l), kv.v_head_stride_bytes(l), g.dtype, g.rotate};
+  lk.sink_tokens = g.spec.sink_tokens;  // a window (sliding-window layer or static retention); 0 = every row
+  lk.window_tokens = g.spec.window_tokens;
+  if (!kv_proj_.empty()) {
+    if (!kv_proj_[l].k.empty()) lk.k_proj = kv_proj_[l].k.data();
+    if (!kv_proj_[l].v.empty()) lk.v_proj = kv_proj_[l].v.data();
+  }
+  const AttentionDims dims{lc.num_heads, lc.num_kv_heads, lc.head_dim_k, lc.head_dim_v, c.attn_scale};
+  {
+    ProfScope ps(ProfKind::Attention);
+    attention_[g.group].run(q_.data(), lk, dims, att_.data(), pool_);
+  }
+  {
+    ProfScope ps(ProfKind::Matmul);
+    matmul(w.wo, att_.data(), T, out, pool_);
+  }
+  if (w.bo) add_bias(out, w.bo, T, c.dim);
+}
+
+}  // namespace slimkv

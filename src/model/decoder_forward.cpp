@@ -1,0 +1,190 @@
+#include "kernels/ops.h"
+#include "model/decoder_forward.h"
+
+#include <cstring>
+
+#include "core/check.h"
+#include "core/profiler.h"
+#include "kernels/kv_codec.h"
+
+namespace slimkv {
+
+std::vector<KvLayerSpec> kv_layer_specs(const ModelConfig& c) {
+  std::vector<KvLayerSpec> out;
+  for (const LayerConfig& l : c.layers) {
+    const int32_t w = l.sliding_window > 0 && l.sliding_window < c.max_seq_len ? l.sliding_window : 0;
+    out.push_back({l.num_kv_heads, l.head_dim_k, l.head_dim_v, w});
+  }
+  return out;
+}
+
+DecoderForward::DecoderForward(const Model& model, ThreadPool* pool)
+    : model_(model), family_(family_by_name(model.config.family)), pool_(pool) {
+  const ModelConfig& c = model.config;
+  SLIMKV_CHECK(static_cast<int32_t>(c.layers.size()) == c.num_layers && !model.layers.empty(),
+               "forward: model config has no per-layer values (finalize() not called)");
+  for (const LayerConfig& l : c.layers) {  // one table per distinct RoPE configuration
+    int32_t idx = -1;
+    for (size_t i = 0; i < ropes_.size(); ++i) {
+      if (ropes_[i].config == l.rope && ropes_[i].rotary_dim == l.rotary_dim && ropes_[i].head_dim == l.head_dim_k) {
+        idx = static_cast<int32_t>(i);
+      }
+    }
+    if (idx < 0) {
+      ropes_.emplace_back();
+      ropes_.back().init(c.max_seq_len, l.head_dim_k, l.rotary_dim, l.rope, c.rope_layout);
+      idx = static_cast<int32_t>(ropes_.size()) - 1;
+    }
+    layer_rope_.push_back(idx);
+  }
+  reserve(1, 1);
+}
+
+KvLayout DecoderForward::kv_layout(int32_t block_size_tokens, const CompressionConfig& cc) const {
+  return cc.layout(kv_layer_specs(model_.config), block_size_tokens);
+}
+
+void DecoderForward::write_kv(KvStorage& kv, int32_t l, int64_t slot, const float* k_row, const float* v_row) {
+  const KvLayerGeometry& g = kv.layout().layers[l];
+  if (g.is_plain_f32()) {  // the uncompressed cache: plain copies (bit-identical to no compression at all)
+    for (int32_t h = 0; h < g.num_kv_heads; ++h) {
+      std::memcpy(kv.k_head(l, slot, h), k_row + static_cast<size_t>(h) * g.head_dim_k, sizeof(float) * g.head_dim_k);
+      std::memcpy(kv.v_head(l, slot, h), v_row + static_cast<size_t>(h) * g.head_dim_v, sizeof(float) * g.head_dim_v);
+    }
+    return;
+  }
+  head_.resize(std::max(g.head_dim_k, g.head_dim_v));
+  const LayerProjection* lp = kv_proj_.empty() ? nullptr : &kv_proj_[l];
+  for (int32_t h = 0; h < g.num_kv_heads; ++h) {
+    for (int which = 0; which < 2; ++which) {
+      const int32_t hd = which == 0 ? g.head_dim_k : g.head_dim_v;
+      const float* src = (which == 0 ? k_row : v_row) + static_cast<size_t>(h) * hd;
+      const int32_t dim = which == 0 ? g.k_dim : g.v_dim;
+      const std::vector<float>* basis = lp ? (which == 0 ? &lp->k : &lp->v) : nullptr;
+      if (basis && !basis->empty()) {  // latent = P x, P: [dim, head_dim] for this head
+        const float* p = basis->data() + static_cast<size_t>(h) * dim * hd;
+        for (int32_t r = 0; r < dim; ++r) {
+          float acc = 0;
+          for (int32_t j = 0; j < hd; ++j) acc += p[static_cast<size_t>(r) * hd + j] * src[j];
+          head_[r] = acc;
+        }
+      } else {
+        std::copy(src, src + hd, head_.begin());
+      }
+      if (g.rotate) hadamard_rotate(head_.data(), dim);
+      uint8_t* dst = which == 0 ? kv.k_head(l, slot, h) : kv.v_head(l, slot, h);
+      encode_kv_head(head_.data(), dim, g.dtype, dst);
+    }
+  }
+}
+
+void DecoderForward::reserve(int32_t T, int32_t rows) {
+  const ModelConfig& c = model_.config;
+  if (T > capacity_) {
+    capacity_ = T;
+    const size_t t = T;
+    x_.resize(t * c.dim);
+    xb_.resize(t * c.dim);
+    q_.resize(t * c.max_q_dim());
+    k_.resize(t * c.max_kv_dim());
+    v_.resize(t * c.max_kv_dim());
+    att_.resize(t * c.max_q_dim());
+    proj_.resize(t * c.dim);
+    hb_.resize(t * c.max_ffn_dim());
+    hb2_.resize(t * c.max_ffn_dim());
+    if (c.moe.num_experts > 0) {
+      router_.resize(t * c.moe.num_experts);
+      sel_.resize(t * c.moe.num_experts_used);
+      selw_.resize(t * c.moe.num_experts_used);
+      ein_.resize(t * c.dim);
+      eout_.resize(t * c.dim);
+      etok_.resize(t);
+      ewt_.resize(t);
+    }
+  }
+  if (rows > logits_capacity_) {
+    logits_capacity_ = rows;
+    final_.resize(static_cast<size_t>(rows) * c.dim);
+  }
+}
+
+void DecoderForward::norm(float* out, const float* in, const float* w) {
+  const int32_t dim = model_.config.dim;
+  rmsnorm_rows(out, in, w, T_, dim, model_.config.rms_eps);
+}
+
+void DecoderForward::add_to_residual(const float* y) {
+  const size_t n = static_cast<size_t>(T_) * model_.config.dim;
+  for (size_t i = 0; i < n; ++i) x_[i] += y[i];
+}
+
+void DecoderForward::forward(const ForwardBatch& b, KvStorage& kv, float* logits_out) {
+  const ModelConfig& c = model_.config;
+  const int32_t T = b.num_tokens();
+  const KvLayout& layout = kv.layout();
+  SLIMKV_CHECK(T > 0, "forward: empty batch");
+  SLIMKV_CHECK(b.num_groups() == layout.num_groups(), "forward: batch has {} page tables for {} KV groups",
+               b.num_groups(), layout.num_groups());
+  SLIMKV_CHECK(layout.num_layers() == c.num_layers, "forward: KV layout has {} layers, the model {}",
+               layout.num_layers(), c.num_layers);
+  SLIMKV_CHECK(b.positions.size() == static_cast<size_t>(T), "forward: batch arrays differ in length");
+  const int64_t num_slots = static_cast<int64_t>(kv.num_blocks()) * layout.block_size_tokens;
+  for (int32_t g = 0; g < b.num_groups(); ++g) {
+    SLIMKV_CHECK(b.slots[g].size() == static_cast<size_t>(T), "forward: batch arrays differ in length");
+    for (int64_t s : b.slots[g]) SLIMKV_CHECK(s >= 0 && s < num_slots, "forward: KV slot {} out of range", s);
+  }
+  for (int32_t t = 0; t < T; ++t) {
+    SLIMKV_CHECK(b.token_ids[t] >= 0 && b.token_ids[t] < c.vocab_size,
+                 "token id {} is outside the vocabulary (0..{})", b.token_ids[t], c.vocab_size - 1);
+    SLIMKV_CHECK(b.positions[t] >= 0 && b.positions[t] < c.max_seq_len,
+                 "position {} exceeds the model context ({} tokens)", b.positions[t], c.max_seq_len);
+  }
+  reserve(T, static_cast<int32_t>(b.logits_rows.size()));
+  batch_ = &b;
+  kv_ = &kv;
+  T_ = T;
+  if (attention_.size() != static_cast<size_t>(layout.num_groups())) attention_.resize(layout.num_groups());
+  for (int32_t g = 0; g < layout.num_groups(); ++g) {
+    int32_t max_group = 1;
+    for (int32_t l : layout.groups[g].layers) {
+      max_group = std::max(max_group, c.layers[l].num_heads / c.layers[l].num_kv_heads);
+    }
+    attention_[g].plan(b.attn[g], max_group, pool_ ? pool_->num_threads() : 1);
+  }
+  const int32_t dim = c.dim;
+  for (int32_t t = 0; t < T; ++t) {
+    float* row = x_.data() + static_cast<size_t>(t) * dim;
+    dequantize_row(model_.tok_embd, b.token_ids[t], row);
+    if (c.embed_scale != 1.0f) {
+      for (int32_t i = 0; i < dim; ++i) row[i] *= c.embed_scale;
+    }
+  }
+  for (int32_t l = 0; l < c.num_layers; ++l) family_.layer(*this, l);
+  batch_ = nullptr;
+  kv_ = nullptr;
+  const int32_t rows = static_cast<int32_t>(b.logits_rows.size());
+  if (rows == 0) return;
+  for (int32_t r = 0; r < rows; ++r) {
+    const int32_t t = b.logits_rows[r];
+    SLIMKV_CHECK(t >= 0 && t < T, "forward: logits row {} outside the batch", t);
+    rmsnorm(final_.data() + static_cast<size_t>(r) * dim, x_.data() + static_cast<size_t>(t) * dim, model_.final_norm,
+            dim, c.rms_eps);
+  }
+  {
+    ProfScope ps(ProfKind::Matmul);
+    matmul(model_.output, final_.data(), rows, logits_out, pool_);
+  }
+  if (c.final_logit_softcap > 0) softcap(logits_out, static_cast<int64_t>(rows) * c.vocab_size, c.final_logit_softcap);
+}
+
+void pre_norm_layer(DecoderForward& f, int32_t l) {
+  const LayerWeights& w = f.weights(l);
+  f.norm(f.normed(), f.residual(), w.attn_norm);
+  f.attention(l, f.normed(), f.block_out());
+  f.add_to_residual(f.block_out());
+  f.norm(f.normed(), f.residual(), w.ffn_norm);
+  f.ffn(l, f.normed(), f.block_out());
+  f.add_to_residual(f.block_out());
+}
+
+}  // namespace slimkv

@@ -1,0 +1,97 @@
+// The decoder forward pass over a varlen batch of tokens from many sequences: embeddings (scaled), then each layer
+// through its family's recipe (model/family.h) built from the shared blocks below — RMSNorm, attention (QKV with
+// biases, per-head q/k norm, RoPE per layer, K/V rows written to their group's slots, paged GQA attention with the
+// layer's window), FFN (SwiGLU / GeGLU, or MoE with tokens grouped by expert) — then logits for the requested rows
+// (softcapped where the family says so).
+// Owns: scratch activations (grown only when a larger batch arrives; reserve() them up front), RoPE tables.
+// Must not know: tokenizers, sampling, requests, how blocks are chosen, or which family it runs (no arch branches).
+#pragma once
+#include <functional>
+#include <vector>
+
+#include "compress/calibration.h"
+#include "compress/compression_config.h"
+#include "core/thread_pool.h"
+#include "kv/kv_storage.h"
+#include "model/family.h"
+#include "model/forward_batch.h"
+#include "model/model.h"
+
+namespace slimkv {
+
+// The model's per-layer KV specs (heads, K/V head sizes, sliding windows): what compression configs transform.
+std::vector<KvLayerSpec> kv_layer_specs(const ModelConfig& c);
+
+class DecoderForward {
+ public:
+  DecoderForward(const Model& model, ThreadPool* pool);
+
+  void reserve(int32_t max_tokens, int32_t max_logits_rows);
+  // logits_out: [batch.logits_rows.size(), vocab]. The batch has one page table per group of kv's layout.
+  void forward(const ForwardBatch& batch, KvStorage& kv, float* logits_out);
+  // Writes one token's K and V rows ([k_dim], [v_dim] of the layer, post-RoPE) of `layer` into `slot` (of the
+  // layer's group) in the storage's format for that layer (projection, rotation, quantization). Also how
+  // benchmarks fill caches synthetically.
+  void write_kv(KvStorage& kv, int32_t layer, int64_t slot, const float* k_row, const float* v_row);
+
+  const Model& model() const { return model_; }
+  // Attention mass per page entry of group g's page table, summed since the step's plan (dynamic retention).
+  const std::vector<float>& page_importance(int32_t g) const { return attention_[g].page_importance(); }
+  // The KV layout this model needs under a compression config (default: full f32 K and V rows, model windows).
+  KvLayout kv_layout(int32_t block_size_tokens, const CompressionConfig& cc = CompressionConfig{}) const;
+  // Low-rank bases per layer (empty vectors = full rank), used when writing and reading the cache.
+  void set_kv_projection(std::vector<LayerProjection> proj) { kv_proj_ = std::move(proj); }
+  // Sees each layer's post-RoPE K and V rows ([T, k_dim] / [T, v_dim]) as they are computed (calibration).
+  using KvObserver = std::function<void(int32_t layer, const float* k, const float* v, int32_t num_tokens)>;
+  void set_kv_observer(KvObserver obs) { observer_ = std::move(obs); }
+
+  // ---- Shared blocks for the families' layer recipes (valid while forward() runs a layer) ----
+  const LayerWeights& weights(int32_t layer) const { return model_.layers[layer]; }
+  float* residual() { return x_.data(); }     // [T, dim] the residual stream
+  float* normed() { return xb_.data(); }      // [T, dim] scratch: a block's input
+  float* block_out() { return proj_.data(); } // [T, dim] scratch: a block's output
+  // out[t] = rmsnorm(in[t]) * w for every token (out may be in)
+  void norm(float* out, const float* in, const float* w);
+  // out[T, dim] = attention of layer over in[T, dim] (writes the layer's K/V rows into the cache)
+  void attention(int32_t layer, const float* in, float* out);
+  // out[T, dim] = the layer's FFN of in[T, dim]: a gated MLP, or the mixture of experts
+  void ffn(int32_t layer, const float* in, float* out);
+  void add_to_residual(const float* y);       // x += y
+
+ private:
+  void dense_ffn(const WeightView& gate, const WeightView& up, const WeightView& down, const float* in,
+                 int32_t num_tokens, float* out, float* h1, float* h2);
+  void moe_ffn(int32_t layer, const float* in, float* out);
+
+  const Model& model_;
+  const ModelFamily& family_;
+  ThreadPool* pool_;
+  std::vector<RopeTable> ropes_;       // distinct RoPE configurations
+  std::vector<int32_t> layer_rope_;    // [num_layers] index into ropes_
+  std::vector<PagedAttention> attention_;  // [groups] planned once per step
+  int32_t capacity_ = 0, logits_capacity_ = 0;
+  // The step being run.
+  const ForwardBatch* batch_ = nullptr;
+  KvStorage* kv_ = nullptr;
+  int32_t T_ = 0;
+  std::vector<float> x_;        // [T, dim] residual stream
+  std::vector<float> xb_;       // [T, dim] normed input
+  std::vector<float> q_;        // [T, max q_dim]
+  std::vector<float> k_, v_;    // [T, max kv_dim]
+  std::vector<float> att_;      // [T, max q_dim] attention output (num_heads * head_dim_v)
+  std::vector<float> proj_;     // [T, dim]
+  std::vector<float> hb_, hb2_; // [T, max ffn] gated MLP
+  std::vector<float> final_;    // [rows, dim] normed rows for the classifier
+  std::vector<float> head_;     // [head_dim] one head being encoded
+  // MoE scratch
+  std::vector<float> router_;   // [T, num_experts] router logits -> probabilities
+  std::vector<int32_t> sel_;    // [T, used] selected experts
+  std::vector<float> selw_;     // [T, used] their weights
+  std::vector<float> ein_, eout_;  // [T, dim] tokens routed to one expert, and its output
+  std::vector<int32_t> etok_;   // [T] their token indices
+  std::vector<float> ewt_;      // [T] their weights
+  std::vector<LayerProjection> kv_proj_;  // [num_layers] low-rank K/V bases, or empty
+  KvObserver observer_;
+};
+
+}  // namespace slimkv

@@ -1,0 +1,72 @@
+// The architecture seam: a registry from a file's architecture name (GGUF `general.architecture`, HF
+// `architectures[0]`) to a model family. A family is one file in families/ that declares its hyper-parameters
+// (read through HParams, so once for both formats), its tensor names (GGUF and HF) and its layer recipe, built from
+// DecoderForward's shared blocks. Loaders are per format and fill one Model through the family's name table.
+// Must not know: file formats (hparams.h, tensor_source.h) or KV caches.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "model/hparams.h"
+#include "model/model_config.h"
+
+namespace slimkv {
+
+class DecoderForward;
+
+enum class TensorRole {
+  TokEmbd, OutputNorm, Output, RopeFreqs,
+  AttnNorm, AttnQ, AttnK, AttnV, AttnQkv, AttnOut, AttnQBias, AttnKBias, AttnVBias, AttnOutBias, AttnQNorm,
+  AttnKNorm, AttnPostNorm,
+  FfnNorm, FfnGate, FfnUp, FfnDown, FfnGateUp, FfnPostNorm,
+  MoeRouter, MoeGateExps, MoeUpExps, MoeDownExps, ShexpGate, ShexpUp, ShexpDown,
+};
+
+enum class Need : uint8_t { Required, Optional };
+// What the loader does to a Hugging Face tensor so it means what the GGUF one does (llama.cpp's converter does the
+// same): PermuteHeads reorders each head's rows from rotate-half to adjacent pairs (Llama's NORM RoPE); AddOne
+// turns Gemma's (1 + w) norm weights into the plain multiplier.
+enum class HfFix : uint8_t { None, PermuteHeads, AddOne };
+
+// Names may hold {l} (layer) and {e} (expert). An empty name: this format has no such tensor. GGUF expert
+// tensors are 3-D ([experts, rows, cols]); HF ones are one tensor per expert ({e} in the name).
+struct TensorName {
+  TensorRole role;
+  std::string gguf, hf;
+  Need need = Need::Required;
+  HfFix hf_fix = HfFix::None;
+};
+
+using LayerRecipe = void (*)(DecoderForward& f, int32_t layer);
+
+struct ModelFamily {
+  std::string name;                   // "qwen3"
+  std::string gguf_arch;              // general.architecture
+  std::vector<std::string> hf_archs;  // config.json architectures
+  std::string features;               // one line: what the family file implements
+  void (*read_hparams)(const HParams& h, ModelConfig& c);  // fills c (model-wide and per layer)
+  std::vector<TensorName> tensors;
+  LayerRecipe layer;
+};
+
+const std::vector<const ModelFamily*>& model_families();
+// Throw an Error that names the architecture and lists the supported ones.
+const ModelFamily& family_for_gguf(const std::string& arch, const std::string& source);
+const ModelFamily& family_for_hf(const std::vector<std::string>& archs, const std::string& source);
+const ModelFamily& family_by_name(const std::string& name);
+
+// Shared pieces for family files.
+// The keys most decoders share: widths, heads (per layer where the file says so), head sizes (key_length /
+// head_dim, else dim / heads), eps, RoPE base and scaling, context, vocabulary.
+void read_common_hparams(const HParams& h, ModelConfig& c);
+// RoPE scaling (GGUF rope.scaling.*, HF rope_scaling): linear, yarn, llama3 (per-dimension factors, HF only;
+// GGUF files carry them as the rope_freqs tensor). Unknown types are an error naming them.
+RopeConfig read_rope_scaling(const HParams& h, float base, int32_t rotary_dim);
+// llama.cpp's names for a llama-style decoder (llama, qwen2, qwen3, ...) with HF's LlamaForCausalLM names.
+std::vector<TensorName> llama_style_tensor_names();
+// Replaces the entry for `role` (adds it when absent); removes it when both names are empty.
+void set_tensor_name(std::vector<TensorName>& t, TensorName name);
+// The pre-norm decoder layer: x += attn(norm(x)); x += ffn(norm(x)) (llama, qwen*, phi3, mistral).
+void pre_norm_layer(DecoderForward& f, int32_t layer);
+
+}  // namespace slimkv

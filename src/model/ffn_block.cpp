@@ -1,0 +1,91 @@
+// DecoderForward's FFN blocks: the gated MLP (SwiGLU or GeGLU, by the model's activation) and the mixture of
+// experts: softmax router, top-k (ties to the lower expert id), optional renormalisation and scale; tokens are
+// grouped by expert so each expert's weights are read once per step, and each token sums its experts in expert-id
+// order (the same whatever the batch).
+#include <algorithm>
+#include <cmath>
+
+#include "core/check.h"
+#include "core/profiler.h"
+#include "kernels/ops.h"
+#include "model/decoder_forward.h"
+
+namespace slimkv {
+
+void DecoderForward::dense_ffn(const WeightView& gate, const WeightView& up, const WeightView& down, const float* in,
+                               int32_t num_tokens, float* out, float* h1, float* h2) {
+  {
+    ProfScope ps(ProfKind::Matmul);
+    matmul(gate, in, num_tokens, h1, pool_);
+    matmul(up, in, num_tokens, h2, pool_);
+  }
+  const int64_t n = static_cast<int64_t>(num_tokens) * gate.rows;
+  if (model_.config.activation == FfnActivation::GeluTanh) geglu(h1, h2, n);
+  else swiglu(h1, h2, n);
+  ProfScope ps(ProfKind::Matmul);
+  matmul(down, h1, num_tokens, out, pool_);
+}
+
+void DecoderForward::ffn(int32_t l, const float* in, float* out) {
+  if (model_.config.layers[l].moe) {
+    moe_ffn(l, in, out);
+    return;
+  }
+  const LayerWeights& w = model_.layers[l];
+  dense_ffn(w.w1, w.w3, w.w2, in, T_, out, hb_.data(), hb2_.data());
+}
+
+void DecoderForward::moe_ffn(int32_t l, const float* in, float* out) {
+  const ModelConfig& c = model_.config;
+  const MoeConfig& mc = c.moe;
+  const LayerWeights& w = model_.layers[l];
+  const int32_t T = T_, E = mc.num_experts, K = mc.num_experts_used, dim = c.dim;
+  {
+    ProfScope ps(ProfKind::Matmul);
+    matmul(w.router, in, T, router_.data(), pool_);
+  }
+  std::vector<int32_t> order(E);
+  for (int32_t t = 0; t < T; ++t) {
+    float* p = router_.data() + static_cast<size_t>(t) * E;
+    softmax(p, E);
+    for (int32_t e = 0; e < E; ++e) order[e] = e;
+    std::partial_sort(order.begin(), order.begin() + K, order.end(), [p](int32_t a, int32_t b) {
+      return p[a] > p[b] || (p[a] == p[b] && a < b);
+    });
+    float sum = 0;
+    for (int32_t k = 0; k < K; ++k) sum += p[order[k]];
+    for (int32_t k = 0; k < K; ++k) {
+      sel_[static_cast<size_t>(t) * K + k] = order[k];
+      float wk = p[order[k]];
+      if (mc.norm_topk_prob) wk /= sum;
+      selw_[static_cast<size_t>(t) * K + k] = wk * mc.weights_scale;
+    }
+  }
+  std::fill(out, out + static_cast<size_t>(T) * dim, 0.0f);
+  for (int32_t e = 0; e < E; ++e) {  // each expert once, over the tokens routed to it
+    int32_t n = 0;
+    for (int32_t t = 0; t < T; ++t) {
+      for (int32_t k = 0; k < K; ++k) {
+        if (sel_[static_cast<size_t>(t) * K + k] != e) continue;
+        std::copy(in + static_cast<size_t>(t) * dim, in + static_cast<size_t>(t + 1) * dim,
+                  ein_.data() + static_cast<size_t>(n) * dim);
+        etok_[n] = t;
+        ewt_[n] = selw_[static_cast<size_t>(t) * K + k];
+        ++n;
+      }
+    }
+    if (n == 0) continue;
+    dense_ffn(w.exp_gate[e], w.exp_up[e], w.exp_down[e], ein_.data(), n, eout_.data(), hb_.data(), hb2_.data());
+    for (int32_t i = 0; i < n; ++i) {
+      float* dst = out + static_cast<size_t>(etok_[i]) * dim;
+      const float* src = eout_.data() + static_cast<size_t>(i) * dim;
+      for (int32_t d = 0; d < dim; ++d) dst[d] += ewt_[i] * src[d];
+    }
+  }
+  if (mc.num_shared_experts > 0) {  // every token through the shared experts (fused into one MLP)
+    dense_ffn(w.shexp_gate, w.shexp_up, w.shexp_down, in, T, eout_.data(), hb_.data(), hb2_.data());
+    for (size_t i = 0; i < static_cast<size_t>(T) * dim; ++i) out[i] += eout_[i];
+  }
+}
+
+}  // namespace slimkv

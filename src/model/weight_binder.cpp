@@ -1,0 +1,199 @@
+#include "model/weight_binder.h"
+
+#include <cstring>
+
+#include "core/check.h"
+
+namespace slimkv {
+namespace {
+
+std::string expand(std::string s, int32_t layer, int32_t expert) {
+  auto sub = [&](const std::string& key, int32_t v) {
+    for (size_t p; (p = s.find(key)) != std::string::npos;) s.replace(p, key.size(), std::to_string(v));
+  };
+  sub("{l}", layer);
+  sub("{e}", expert);
+  return s;
+}
+
+std::string shape_str(const std::vector<int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
+
+class Binder {
+ public:
+  Binder(const TensorSource& src, const ModelFamily& f, ModelConfig& c, Model& m)
+      : src_(src), family_(f), c_(c), m_(m) {}
+
+  const TensorName* entry(TensorRole r) const {
+    for (const TensorName& t : family_.tensors) {
+      if (t.role == r && !(src_.is_gguf() ? t.gguf : t.hf).empty()) return &t;
+    }
+    return nullptr;
+  }
+  std::string name_of(const TensorName& t, int32_t l = 0, int32_t e = 0) const {
+    return expand(src_.is_gguf() ? t.gguf : t.hf, l, e);
+  }
+  // The tensor for role (layer l, expert e), or null when the family does not name it or the file lacks an
+  // optional one; a required one that is missing is an error.
+  const TensorRef* find(TensorRole r, int32_t l = 0, int32_t e = 0, bool required_here = true) const {
+    const TensorName* t = entry(r);
+    if (!t) return nullptr;
+    const std::string n = name_of(*t, l, e);
+    const TensorRef* ref = src_.find(n);
+    SLIMKV_CHECK(ref || t->need == Need::Optional || !required_here, "{}: missing tensor '{}'", src_.source(), n);
+    return ref;
+  }
+  HfFix fix(TensorRole r) const {
+    const TensorName* t = entry(r);
+    return t && !src_.is_gguf() ? t->hf_fix : HfFix::None;
+  }
+
+  // A row-major [rows, cols] matrix; BF16 becomes F32 (no BF16 matmul kernel).
+  WeightView matrix(const TensorRef& t, int64_t rows, int64_t cols, HfFix fx = HfFix::None, int32_t heads = 0) {
+    SLIMKV_CHECK(t.shape.size() == 2 && t.shape[0] == rows && t.shape[1] == cols,
+                 "{}: tensor '{}' has shape {} but the hyper-parameters need [{}, {}]", src_.source(), t.name,
+                 shape_str(t.shape), rows, cols);
+    return convert(make_weight(t.dtype, rows, cols, t.data, t.size_bytes, t.name), fx, heads);
+  }
+  WeightView matrix(TensorRole r, int32_t l, int64_t rows, int64_t cols, int32_t heads = 0) {
+    const TensorRef* t = find(r, l);
+    return t ? matrix(*t, rows, cols, fix(r), heads) : WeightView{};
+  }
+  WeightView convert(WeightView w, HfFix fx, int32_t heads) {
+    if (w.dtype == DType::BF16 || fx == HfFix::PermuteHeads) {
+      std::vector<float> f(static_cast<size_t>(w.rows * w.cols));
+      for (int64_t r = 0; r < w.rows; ++r) dequantize_row(w, source_row(r, w.rows, fx, heads), f.data() + r * w.cols);
+      w = WeightView{DType::F32, w.rows, w.cols, m_.own_f32(std::move(f))};
+    }
+    return w;
+  }
+  // PermuteHeads: GGUF row 2i+j of a head comes from HF row j*half+i (llama.cpp's LlamaModel.permute, inverted).
+  static int64_t source_row(int64_t r, int64_t rows, HfFix fx, int32_t heads) {
+    if (fx != HfFix::PermuteHeads) return r;
+    const int64_t hd = rows / heads, half = hd / 2, h = r / hd, i = (r % hd) / 2, j = r % 2;
+    return h * hd + j * half + i;
+  }
+  const float* vector(TensorRole r, int32_t l, int64_t n, int32_t heads = 0) {
+    const TensorRef* t = find(r, l);
+    if (!t) return nullptr;
+    SLIMKV_CHECK(t->shape.size() == 1 && t->shape[0] == n, "{}: tensor '{}' has shape {} but should be a vector of {}",
+                 src_.source(), t->name, shape_str(t->shape), n);
+    const HfFix fx = fix(r);
+    if (t->dtype == DType::F32 && fx == HfFix::None) return reinterpret_cast<const float*>(t->data);
+    WeightView w = make_weight(t->dtype, 1, n, t->data, t->size_bytes, t->name);
+    std::vector<float> f(n), out(n);
+    dequantize_row(w, 0, f.data());
+    for (int64_t i = 0; i < n; ++i) {
+      out[i] = f[source_row(i, n, fx, heads)] + (fx == HfFix::AddOne ? 1.0f : 0.0f);
+    }
+    return m_.own_f32(std::move(out));
+  }
+  static WeightView slice_rows(const WeightView& w, int64_t r0, int64_t n) {
+    return WeightView{w.dtype, n, w.cols, w.row(r0)};
+  }
+  // Experts: GGUF one 3-D [E, rows, cols] tensor, HF one tensor per expert.
+  std::vector<WeightView> experts(TensorRole r, int32_t l, int64_t rows, int64_t cols) {
+    const int32_t E = c_.moe.num_experts;
+    std::vector<WeightView> out;
+    if (src_.is_gguf()) {
+      const TensorRef* t = find(r, l);
+      SLIMKV_CHECK(t->shape.size() == 3 && t->shape[0] == E && t->shape[1] == rows && t->shape[2] == cols,
+                   "{}: tensor '{}' has shape {} but the hyper-parameters need [{}, {}, {}]", src_.source(), t->name,
+                   shape_str(t->shape), E, rows, cols);
+      WeightView all = convert(make_weight(t->dtype, E * rows, cols, t->data, t->size_bytes, t->name), HfFix::None, 0);
+      for (int32_t e = 0; e < E; ++e) out.push_back(slice_rows(all, e * rows, rows));
+    } else {
+      for (int32_t e = 0; e < E; ++e) out.push_back(matrix(*find(r, l, e), rows, cols));
+    }
+    return out;
+  }
+
+  void bind() {
+    const TensorRef* emb = find(TensorRole::TokEmbd);
+    SLIMKV_CHECK(emb->shape.size() == 2, "{}: tensor '{}' must be a matrix", src_.source(), emb->name);
+    if (c_.vocab_size == 0) c_.vocab_size = static_cast<int32_t>(emb->shape[0]);
+    const int64_t dim = c_.dim, vocab = c_.vocab_size;
+    m_.tok_embd = matrix(*emb, vocab, dim);
+    m_.final_norm = vector(TensorRole::OutputNorm, 0, dim);
+    const TensorRef* out = find(TensorRole::Output);
+    const bool tied_hf = !src_.is_gguf() && c_tied_;
+    m_.output = out && !tied_hf ? matrix(*out, vocab, dim) : m_.tok_embd;
+    if (entry(TensorRole::RopeFreqs) && find(TensorRole::RopeFreqs)) {
+      const float* ff = vector(TensorRole::RopeFreqs, 0, c_.layers.front().rotary_dim / 2);
+      for (LayerConfig& lc : c_.layers) {
+        if (lc.sliding_window == 0) lc.rope.freq_factors.assign(ff, ff + lc.rotary_dim / 2);
+      }
+    }
+    m_.layers.resize(c_.num_layers);
+    for (int32_t l = 0; l < c_.num_layers; ++l) bind_layer(l);
+  }
+
+  void bind_layer(int32_t l) {
+    const LayerConfig& lc = c_.layers[l];
+    LayerWeights& w = m_.layers[l];
+    const int64_t dim = c_.dim, q = lc.q_dim(), k = lc.k_dim(), v = lc.v_dim();
+    w.attn_norm = vector(TensorRole::AttnNorm, l, dim);
+    if (entry(TensorRole::AttnQkv)) {
+      const TensorRef* t = find(TensorRole::AttnQkv, l);
+      WeightView all = matrix(*t, q + k + v, dim);
+      w.wq = slice_rows(all, 0, q);
+      w.wk = slice_rows(all, q, k);
+      w.wv = slice_rows(all, q + k, v);
+    } else {
+      w.wq = matrix(TensorRole::AttnQ, l, q, dim, lc.num_heads);
+      w.wk = matrix(TensorRole::AttnK, l, k, dim, lc.num_kv_heads);
+      w.wv = matrix(TensorRole::AttnV, l, v, dim);
+    }
+    w.wo = matrix(TensorRole::AttnOut, l, dim, lc.attn_out_dim());
+    w.bq = vector(TensorRole::AttnQBias, l, q, lc.num_heads);
+    w.bk = vector(TensorRole::AttnKBias, l, k, lc.num_kv_heads);
+    w.bv = vector(TensorRole::AttnVBias, l, v);
+    w.bo = vector(TensorRole::AttnOutBias, l, dim);
+    w.q_norm = vector(TensorRole::AttnQNorm, l, lc.head_dim_k);
+    w.k_norm = vector(TensorRole::AttnKNorm, l, lc.head_dim_k);
+    w.attn_post_norm = vector(TensorRole::AttnPostNorm, l, dim);
+    w.ffn_norm = vector(TensorRole::FfnNorm, l, dim);
+    w.ffn_post_norm = vector(TensorRole::FfnPostNorm, l, dim);
+    if (lc.moe) {
+      const int64_t E = c_.moe.num_experts, eff = c_.moe.expert_ffn_dim;
+      w.router = matrix(TensorRole::MoeRouter, l, E, dim);
+      w.exp_gate = experts(TensorRole::MoeGateExps, l, eff, dim);
+      w.exp_up = experts(TensorRole::MoeUpExps, l, eff, dim);
+      w.exp_down = experts(TensorRole::MoeDownExps, l, dim, eff);
+      if (c_.moe.num_shared_experts > 0) {
+        const int64_t sff = c_.moe.shared_ffn_dim;
+        w.shexp_gate = matrix(TensorRole::ShexpGate, l, sff, dim);
+        w.shexp_up = matrix(TensorRole::ShexpUp, l, sff, dim);
+        w.shexp_down = matrix(TensorRole::ShexpDown, l, dim, sff);
+      }
+    } else if (entry(TensorRole::FfnGateUp)) {
+      const int64_t ff = lc.ffn_dim;
+      WeightView all = matrix(*find(TensorRole::FfnGateUp, l), 2 * ff, dim);
+      w.w1 = slice_rows(all, 0, ff);
+      w.w3 = slice_rows(all, ff, ff);
+      w.w2 = matrix(TensorRole::FfnDown, l, dim, ff);
+    } else {
+      const int64_t ff = lc.ffn_dim;
+      w.w1 = matrix(TensorRole::FfnGate, l, ff, dim);
+      w.w3 = matrix(TensorRole::FfnUp, l, ff, dim);
+      w.w2 = matrix(TensorRole::FfnDown, l, dim, ff);
+    }
+  }
+
+  bool c_tied_ = false;
+
+ private:
+  const TensorSource& src_;
+  const ModelFamily& family_;
+  ModelConfig& c_;
+  Model& m_;
+};
+
+}  // namespace
+
+void bind_weights(const TensorSource& src, const ModelFamily& family, ModelConfig& c, Model& m) {
+  Binder b(src, family, c, m);
+  b.c_tied_ = c.tie_word_embeddings;
+  b.bind();
+}
+
+}  // namespace slimkv
