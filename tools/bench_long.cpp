@@ -32,7 +32,8 @@ void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }  // VmH
 
 struct Row {
   std::string name;
-  int64_t kv_bytes_per_token = 0, peak_kv_bytes = 0, steady_kv_bytes = 0;
+  int64_t kv_bytes_per_token = 0, peak_kv_bytes = 0;
+  int64_t end_kv_bytes_per_seq = 0;  // KV bytes each sequence holds at its last decode step (every group)
   double decode_tps = 0, ms_per_step = 0, peak_rss_mib = 0, sparse_share = 0, fill_s = 0;
   nlohmann::json decode_shares;  // share of decode time per kernel family
 };
@@ -71,7 +72,11 @@ Row run_one(const Model& model, EngineConfig cfg, const std::string& name, const
   const auto t1 = std::chrono::steady_clock::now();
   int64_t steps = 0;
   const int64_t tokens0 = engine.metrics().generation_tokens;
+  const int64_t block_bytes = engine.kv_layout().bytes_per_block();
   while (engine.has_unfinished()) {
+    if (engine.metrics().num_running == f.batch) {  // all still running: the blocks they hold now
+      row.end_kv_bytes_per_seq = engine.kv_manager().num_used_blocks() * block_bytes / f.batch;
+    }
     engine.step();
     ++steps;
   }
@@ -132,6 +137,7 @@ int run_long_context(const LongContextFlags& f, const ModelFlags& mf, EngineConf
   for (const auto& r : rows) {
     j["rows"].push_back({{"config", r.name}, {"decode_tokens_per_s", r.decode_tps}, {"ms_per_step", r.ms_per_step},
                          {"kv_bytes_per_token", r.kv_bytes_per_token}, {"peak_kv_bytes", r.peak_kv_bytes},
+                         {"end_kv_bytes_per_seq", r.end_kv_bytes_per_seq},
                          {"peak_rss_mib", r.peak_rss_mib}, {"sparse_share", r.sparse_share},
                          {"decode_shares", r.decode_shares},
                          {"speedup", r.decode_tps / rows[0].decode_tps},
@@ -143,13 +149,14 @@ int run_long_context(const LongContextFlags& f, const ModelFlags& mf, EngineConf
   }
   std::printf("%s, context %d x batch %d, %d decode steps, %s fill, %d threads\n", what.c_str(), f.context_len, f.batch,
               f.output_len, f.fill.c_str(), base.threads);
-  std::printf("| config | decode tok/s | ms/step | speedup | peak KV MiB | KV smaller | peak RSS MiB | sparse share |\n");
-  std::printf("|---|---|---|---|---|---|---|---|\n");
+  std::printf("| config | decode tok/s | ms/step | speedup | peak KV MiB | KV smaller | KV/seq at end (bytes) | "
+              "peak RSS MiB | sparse share |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|\n");
   for (const auto& r : rows) {
-    std::printf("| %s | %.1f | %.2f | %.2fx | %.1f | %.2fx | %.0f | %.1f%% |\n", r.name.c_str(), r.decode_tps,
+    std::printf("| %s | %.1f | %.2f | %.2fx | %.1f | %.2fx | %lld | %.0f | %.1f%% |\n", r.name.c_str(), r.decode_tps,
                 r.ms_per_step, r.decode_tps / rows[0].decode_tps, r.peak_kv_bytes / 1048576.0,
-                static_cast<double>(rows[0].peak_kv_bytes) / std::max<int64_t>(1, r.peak_kv_bytes), r.peak_rss_mib,
-                100 * r.sparse_share);
+                static_cast<double>(rows[0].peak_kv_bytes) / std::max<int64_t>(1, r.peak_kv_bytes),
+                static_cast<long long>(r.end_kv_bytes_per_seq), r.peak_rss_mib, 100 * r.sparse_share);
   }
   return 0;
 }

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/decoder_forward.h"
 #include "ops/memory_plan.h"
 #include "ops/svg_chart.h"
 #include "tools/commands.h"
@@ -24,12 +25,17 @@ struct PlanFlags {
   std::string svg;
 };
 
-std::string gb(int64_t bytes) { return fmt::format("{:.2f} GB", static_cast<double>(bytes) / 1e9); }
+std::string gb(int64_t bytes) {  // GB, or MB / kB for small models
+  const double b = static_cast<double>(bytes);
+  if (b >= 1e9 || b == 0) return fmt::format("{:.2f} GB", b / 1e9);
+  return b >= 1e6 ? fmt::format("{:.2f} MB", b / 1e6) : fmt::format("{:.1f} kB", b / 1e3);
+}
 std::string gib(int64_t bytes) { return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / 1073741824.0); }
 
 nlohmann::json breakdown_json(const MemoryBreakdown& b) {
   return {{"kv_bytes_per_token", b.kv_bytes_per_token}, {"kv_bytes_per_token_layer", b.kv_bytes_per_token_layer},
-          {"kv_tokens_per_seq", b.kv_tokens_per_seq}, {"kv_bytes", b.kv_bytes}, {"weights_bytes", b.weights_bytes},
+          {"kv_tokens_per_seq", b.kv_tokens_per_seq}, {"kv_tokens_per_layer", b.kv_tokens_per_layer},
+          {"kv_bytes_per_seq", b.kv_bytes_per_seq}, {"kv_bytes", b.kv_bytes}, {"weights_bytes", b.weights_bytes},
           {"activation_bytes", b.activation_bytes}, {"total_bytes", b.total_bytes}, {"kv_share", b.kv_share()}};
 }
 
@@ -39,8 +45,20 @@ void print_plan(const PlanInput& in, const PlanResult& r) {
               (long long)s.num_layers, (long long)s.num_heads, (long long)s.num_kv_heads, (long long)s.head_dim,
               (long long)s.hidden_dim, (long long)s.vocab_size,
               static_cast<double>(s.num_params ? s.num_params : s.estimated_params()), s.weights_dtype.c_str());
-  std::printf("context %lld tokens x batch %lld, baseline KV dtype %s\n\n", (long long)in.context_tokens,
+  std::printf("context %lld tokens x batch %lld, baseline KV dtype %s\n", (long long)in.context_tokens,
               (long long)in.batch, in.baseline_kv_dtype.c_str());
+  int64_t windowed = 0, window = 0;
+  for (const KvLayerSpec& l : s.kv_layers) {
+    windowed += l.window_tokens > 0;
+    window = std::max<int64_t>(window, l.window_tokens);
+  }
+  if (windowed > 0) {
+    std::printf("KV layers: %lld full attention, %lld sliding-window (%lld tokens: each holds only its window)\n",
+                (long long)(s.num_layers - windowed), (long long)windowed, (long long)window);
+  }
+  std::printf("KV bytes per sequence: %s before", gb(r.before.kv_bytes_per_seq).c_str());
+  if (r.compressed) std::printf(", %s after", gb(r.after.kv_bytes_per_seq).c_str());
+  std::printf(" (%lld bytes before)\n\n", (long long)r.before.kv_bytes_per_seq);
   std::printf("KV bytes per token per layer: %lld (baseline)", (long long)r.before.kv_bytes_per_token_layer[0]);
   if (r.compressed) {
     std::printf(" -> compressed:");
@@ -101,6 +119,7 @@ int run_plan(PlanFlags f) {
     auto model = load_model_from_flags(f.model);
     const ModelConfig& c = model->config;
     in.shape = {c.num_layers, c.num_heads, c.num_kv_heads, c.head_dim, c.dim, c.hidden_dim, c.vocab_size, 0, "f16"};
+    in.shape.kv_layers = kv_layer_specs(c);  // per-layer heads, head sizes and sliding windows
     std::string wd(dtype_name(model->layers[0].wq.dtype));
     for (auto& ch : wd) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     in.shape.weights_dtype = f.shape.weights_dtype != "f16" ? f.shape.weights_dtype : wd;

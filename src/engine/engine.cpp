@@ -96,6 +96,8 @@ std::variant<RequestId, std::string> Engine::add_synthetic_prefilled_request(std
       fwd_.write_kv(storage_, l, static_cast<int64_t>(block) * bs + p % bs, k.data(), v.data());
     }
   }
+  Request* req = scheduler_.find(id);
+  kv_manager_.cache_full_blocks(req->kv, req->tokens, n);  // windowed groups free what no query will see
   refresh_gauges();
   return id;
 }

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "core/half.h"
 #include "kernels/dot.h"
 
 namespace slimkv {
@@ -31,11 +32,32 @@ void rmsnorm_rows(float* out, const float* x, const float* w, int64_t num_rows, 
   for (int64_t r = 0; r < num_rows; ++r) rmsnorm(out + r * n, x + r * n, w, n, eps);
 }
 
-void geglu(float* gate, const float* up, int64_t n) {
+float gelu_tanh(float x) {
   constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f, kCoefA = 0.044715f;
+  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoefA * x * x)));
+}
+
+namespace {
+
+// GELU at every f16 input, rounded to f16: ggml's CPU backend evaluates GELU through this table (GGML_GELU_FP16),
+// and so do llama.cpp's reference logits.
+const std::vector<float>& gelu_f16_table() {
+  static const std::vector<float> t = [] {
+    std::vector<float> v(65536);
+    for (uint32_t h = 0; h < 65536; ++h) v[h] = fp16_to_fp32(fp32_to_fp16(gelu_tanh(fp16_to_fp32(static_cast<uint16_t>(h)))));
+    return v;
+  }();
+  return t;
+}
+
+}  // namespace
+
+void geglu(float* gate, const float* up, int64_t n) {
+  const std::vector<float>& table = gelu_f16_table();
   for (int64_t i = 0; i < n; ++i) {
     const float x = gate[i];
-    gate[i] = 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoefA * x * x))) * up[i];
+    const float g = x <= -10.0f ? 0.0f : x >= 10.0f ? x : table[fp32_to_fp16(x)];
+    gate[i] = g * up[i];
   }
 }
 

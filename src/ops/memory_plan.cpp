@@ -27,18 +27,25 @@ int64_t add(int64_t a, int64_t b) {
   return r;
 }
 
-MemoryBreakdown breakdown(const PlanInput& in, const KvLayout* layout, int64_t kept_tokens) {
+// Tokens a sequence of ctx tokens holds in a layer whose block table has this spec (the retention rules of
+// KvCacheManager, rounded up by one partial block).
+int64_t held_tokens(const KvGroupSpec& g, int64_t ctx, int64_t block) {
+  if (g.dynamic()) return std::min(ctx, static_cast<int64_t>(g.dyn_topk_tokens) + (g.dyn_merge ? block : 0));
+  if (g.window_tokens > 0) return std::min(ctx, static_cast<int64_t>(g.sink_tokens) + g.window_tokens + block);
+  return ctx;
+}
+
+MemoryBreakdown breakdown(const PlanInput& in, const KvLayout& layout) {
   const ModelShape& s = in.shape;
   MemoryBreakdown b;
-  if (layout) {
-    for (const auto& g : layout->layers) b.kv_bytes_per_token_layer.push_back(g.bytes_per_token());
-  } else {
-    const int64_t x2 = kv_dtype_bytes_x2(in.baseline_kv_dtype);
-    b.kv_bytes_per_token_layer.assign(s.num_layers, mul(mul(2, s.num_kv_heads), s.head_dim) * x2 / 2);
+  for (const auto& g : layout.layers) {
+    b.kv_bytes_per_token_layer.push_back(g.bytes_per_token());
+    b.kv_tokens_per_layer.push_back(held_tokens(g.spec, in.context_tokens, layout.block_size_tokens));
+    b.kv_bytes_per_token = add(b.kv_bytes_per_token, g.bytes_per_token());
+    b.kv_bytes_per_seq = add(b.kv_bytes_per_seq, mul(g.bytes_per_token(), b.kv_tokens_per_layer.back()));
+    b.kv_tokens_per_seq = std::max(b.kv_tokens_per_seq, b.kv_tokens_per_layer.back());
   }
-  for (int64_t x : b.kv_bytes_per_token_layer) b.kv_bytes_per_token = add(b.kv_bytes_per_token, x);
-  b.kv_tokens_per_seq = kept_tokens;
-  b.kv_bytes = mul(mul(b.kv_bytes_per_token, kept_tokens), in.batch);
+  b.kv_bytes = mul(b.kv_bytes_per_seq, in.batch);
   const int64_t params = s.num_params > 0 ? s.num_params : s.estimated_params();
   b.weights_bytes = mul(params, weight_bits_x32(s.weights_dtype)) / (8 * 32);
   // One step of T tokens: ~6 hidden-sized and 3 ffn-sized f32 rows per token, plus the batch's logits.
@@ -47,12 +54,6 @@ MemoryBreakdown breakdown(const PlanInput& in, const KvLayout* layout, int64_t k
                            mul(mul(std::min<int64_t>(in.batch, t), s.vocab_size), 4));
   b.total_bytes = add(add(b.kv_bytes, b.weights_bytes), b.activation_bytes);
   return b;
-}
-
-int64_t kept_tokens(const CompressionConfig& c, int64_t ctx, int64_t block) {
-  if (c.dynamic()) return std::min(ctx, static_cast<int64_t>(c.kv_sparse_topk) + (c.merge() ? block : 0));
-  if (c.sparse()) return std::min(ctx, static_cast<int64_t>(c.kv_sink_tokens) + c.kv_recent_window + block);
-  return ctx;
 }
 
 // Largest x in [0, hi] with fixed + x × per_x ≤ budget (per_x may depend on x through `cost`).
@@ -89,6 +90,13 @@ void ModelShape::validate() const {
   weight_bits_x32(weights_dtype);
 }
 
+std::vector<KvLayerSpec> ModelShape::layer_specs() const {
+  if (!kv_layers.empty()) return kv_layers;
+  return std::vector<KvLayerSpec>(num_layers, KvLayerSpec{static_cast<int32_t>(num_kv_heads),
+                                                          static_cast<int32_t>(head_dim),
+                                                          static_cast<int32_t>(head_dim), 0});
+}
+
 int64_t ModelShape::estimated_params() const {
   const int64_t h = hidden(), f = ffn();
   const int64_t attn = add(mul(mul(2, h), num_heads * head_dim), mul(mul(2, h), num_kv_heads * head_dim));
@@ -109,22 +117,25 @@ PlanResult make_plan(const PlanInput& in) {
   SLIMKV_CHECK(in.batch >= 1 && in.batch <= (int64_t{1} << 30), "--batch must be in 1..2^30 (got {})", in.batch);
   SLIMKV_CHECK(in.memory_gib >= 0 && in.memory_gib < 1e9, "--memory must be >= 0 GiB (got {})", in.memory_gib);
   SLIMKV_CHECK(in.max_batched_tokens >= 1, "--max-num-batched-tokens must be >= 1");
+  SLIMKV_CHECK(in.shape.kv_layers.empty() || static_cast<int64_t>(in.shape.kv_layers.size()) == in.shape.num_layers,
+               "memory plan: {} layer specs for {} layers", in.shape.kv_layers.size(), in.shape.num_layers);
   PlanResult r;
-  r.before = breakdown(in, nullptr, in.context_tokens);
+  const int32_t block = 8;
+  const std::vector<KvLayerSpec> specs = in.shape.layer_specs();
   CompressionConfig cc = in.compress;  // "auto" plans as the baseline dtype; planning needs no calibration file
   const std::string base = in.baseline_kv_dtype == "bf16" ? "f16" : in.baseline_kv_dtype;  // same bytes
   kv_dtype_bytes_x2(base);
+  SLIMKV_CHECK(base == "f16" || base == "f32", "--baseline-kv-dtype must be f16, bf16 or f32 (got {})",
+               in.baseline_kv_dtype);
+  CompressionConfig baseline;
+  baseline.kv_cache_dtype = base;
+  r.before = breakdown(in, baseline.layout(specs, block));  // the model's own windows count, uncompressed
   if (cc.kv_cache_dtype == "auto") cc.kv_cache_dtype = base;
   if (cc.low_rank() && cc.kv_calibration.empty()) cc.kv_calibration = "(not needed to plan)";
   r.compressed = cc.enabled && (cc.kv_cache_dtype != base || cc.low_rank() || cc.sparse() ||
                                 cc.dynamic());
   if (r.compressed) {
-    const int32_t block = 8;
-    cc.validate(static_cast<int32_t>(in.shape.num_layers), static_cast<int32_t>(in.shape.head_dim));
-    const KvLayout layout = cc.layout(static_cast<int32_t>(in.shape.num_layers),
-                                               static_cast<int32_t>(in.shape.num_kv_heads),
-                                               static_cast<int32_t>(in.shape.head_dim), block);
-    r.after = breakdown(in, &layout, kept_tokens(cc, in.context_tokens, block));
+    r.after = breakdown(in, cc.layout(specs, block));
   } else {
     r.after = r.before;
   }

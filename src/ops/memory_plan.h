@@ -15,7 +15,9 @@ struct ModelShape {
   int64_t hidden_dim = 0, ffn_dim = 0, vocab_size = 0;
   int64_t num_params = 0;                 // 0 = estimated from the shape (Llama layout)
   std::string weights_dtype = "f16";      // f32 | f16 | bf16 | q8_0 | q4_0
+  std::vector<KvLayerSpec> kv_layers;     // per-layer KV specs (a model file's); empty = uniform from the above
   void validate() const;
+  std::vector<KvLayerSpec> layer_specs() const;  // kv_layers, or num_layers uniform full-attention layers
   int64_t estimated_params() const;       // embeddings + output + layers (attention with GQA, SwiGLU MLP, norms)
   int64_t hidden() const { return hidden_dim > 0 ? hidden_dim : num_heads * head_dim; }
   int64_t ffn() const { return ffn_dim > 0 ? ffn_dim : (8 * hidden() / 3 + 255) / 256 * 256; }
@@ -34,7 +36,10 @@ struct PlanInput {
 struct MemoryBreakdown {
   std::vector<int64_t> kv_bytes_per_token_layer;  // [layers]
   int64_t kv_bytes_per_token = 0;       // summed over layers
-  int64_t kv_tokens_per_seq = 0;        // tokens a sequence holds (sparse retention keeps fewer than the context)
+  std::vector<int64_t> kv_tokens_per_layer;  // [layers] tokens a sequence holds in each layer (windows and
+                                            // retention keep fewer than the context)
+  int64_t kv_tokens_per_seq = 0;        // the most any layer holds
+  int64_t kv_bytes_per_seq = 0;         // summed over layers
   int64_t kv_bytes = 0, weights_bytes = 0, activation_bytes = 0, total_bytes = 0;
   double kv_share() const { return total_bytes ? static_cast<double>(kv_bytes) / static_cast<double>(total_bytes) : 0; }
 };
