@@ -8,12 +8,6 @@
 namespace slimkv {
 namespace {
 
-struct HpName {
-  Hp key;
-  const char* gguf;  // after "<arch>."; empty = not a GGUF key
-  std::vector<const char*> hf;  // config.json paths ("a.b" = nested), first present wins; empty = not an HF key
-};
-
 const std::vector<HpName>& names() {
   static const std::vector<HpName> t = {
       {Hp::ContextLength, "context_length", {"max_position_embeddings"}},
@@ -178,6 +172,8 @@ class HfHParams : public HParams {
 };
 
 }  // namespace
+
+const std::vector<HpName>& hparam_names() { return names(); }
 
 int32_t HParams::integer(Hp k, std::optional<int64_t> fallback, int64_t lo, int64_t hi) const {
   std::optional<double> v = number(k);

@@ -44,6 +44,14 @@ class HParams {
   std::vector<int32_t> layer_ints(Hp k, int32_t num_layers, std::optional<int64_t> fallback = std::nullopt) const;
 };
 
+// The key table: each key's GGUF suffix and HF config.json paths ("" / empty when the format has none).
+struct HpName {
+  Hp key;
+  const char* gguf;             // after "<arch>."
+  std::vector<const char*> hf;  // config.json paths ("a.b" = nested), first present wins
+};
+const std::vector<HpName>& hparam_names();
+
 std::unique_ptr<HParams> gguf_hparams(const GgufFile& g, const std::string& arch);
 // config.json's object (Gemma 3's multimodal configs keep the text model under "text_config": pass that).
 std::unique_ptr<HParams> hf_hparams(const std::string& json_text, const std::string& source);

@@ -63,6 +63,8 @@ std::unique_ptr<Model> load_llama2c_model(const std::string& path, const std::st
 // Weights only (no tokenizer), straight from bytes: what the llama2.c fuzz target exercises.
 std::unique_ptr<Model> llama2c_model_from_bytes(std::span<const uint8_t> bytes, const std::string& what);
 std::unique_ptr<Model> load_gguf_model(const std::string& path);
+// Weights only (no tokenizer, no packing) from a parsed GGUF: what the GGUF fuzz target exercises.
+std::unique_ptr<Model> gguf_model_weights(std::shared_ptr<const class GgufFile> g);
 // A Hugging Face directory: config.json, model.safetensors or model.safetensors.index.json (sharded), and
 // tokenizer.json (optional: without it the model runs on token ids only).
 std::unique_ptr<Model> load_hf_model(const std::string& dir);

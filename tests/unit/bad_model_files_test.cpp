@@ -193,5 +193,85 @@ TEST(BadModelPath, MissingFileAndDirectoryWithoutConfig) {
   EXPECT_NE(expect_error([&] { load_model(o); }).find("config.json"), std::string::npos);
 }
 
+// A GGUF of `arch` with the keys a llama-style family reads, minus `drop`, and its tensors (shapes from the keys).
+std::vector<uint8_t> family_gguf(const std::string& arch, const std::string& drop = "", int64_t k_rows = 16) {
+  GgufWriter w;
+  w.add_string("general.architecture", arch);
+  auto u32 = [&](const std::string& k, uint32_t v) {
+    if (k != drop) w.add_u32(arch + "." + k, v);
+  };
+  u32("embedding_length", 32);
+  u32("block_count", 1);
+  u32("context_length", 64);
+  u32("feed_forward_length", 64);
+  u32("attention.head_count", 2);
+  u32("attention.head_count_kv", 1);
+  std::vector<float> z(64 * 64, 0.01f);
+  auto t = [&](const std::string& n, std::vector<int64_t> dims) {
+    int64_t e = 1;
+    for (int64_t d : dims) e *= d;
+    w.add_tensor(n, DType::F32, dims, z.data(), e * 4);
+  };
+  t("token_embd.weight", {32, 8});
+  t("output_norm.weight", {32});
+  t("blk.0.attn_norm.weight", {32});
+  t("blk.0.attn_q.weight", {32, 32});
+  t("blk.0.attn_k.weight", {32, k_rows});
+  t("blk.0.attn_v.weight", {32, 16});
+  t("blk.0.attn_output.weight", {32, 32});
+  t("blk.0.ffn_norm.weight", {32});
+  t("blk.0.ffn_gate.weight", {32, 64});
+  t("blk.0.ffn_up.weight", {32, 64});
+  t("blk.0.ffn_down.weight", {64, 32});
+  return w.bytes();
+}
+
+std::string family_error(const std::vector<uint8_t>& bytes) {
+  std::shared_ptr<GgufFile> g = GgufFile::from_bytes(bytes, "fam.gguf");
+  return expect_error([&] { gguf_model_weights(g); });
+}
+
+TEST(BadFamilyFiles, UnsupportedArchitectureNamesItselfAndTheSupportedOnes) {
+  const std::string e = family_error(family_gguf("mamba"));
+  EXPECT_NE(e.find("'mamba'"), std::string::npos) << e;
+  for (const char* f : {"llama", "qwen2", "qwen3", "qwen3moe", "gemma3", "phi3"}) {
+    EXPECT_NE(e.find(f), std::string::npos) << e;
+  }
+}
+
+TEST(BadFamilyFiles, MissingKeyIsNamedAsTheFileSpellsIt) {
+  EXPECT_NO_THROW(gguf_model_weights(GgufFile::from_bytes(family_gguf("llama"), "ok.gguf")));
+  EXPECT_NE(family_error(family_gguf("qwen2", "attention.head_count")).find("missing 'qwen2.attention.head_count'"),
+            std::string::npos);
+  // qwen2 needs q/k/v biases; qwen3 per-head norms; gemma3 a sliding window key.
+  EXPECT_NE(family_error(family_gguf("qwen2")).find("missing tensor 'blk.0.attn_q.bias'"), std::string::npos);
+  EXPECT_NE(family_error(family_gguf("qwen3")).find("missing tensor 'blk.0.attn_q_norm.weight'"), std::string::npos);
+  EXPECT_NE(family_error(family_gguf("gemma3")).find("missing 'gemma3.attention.sliding_window'"), std::string::npos);
+}
+
+TEST(BadFamilyFiles, WrongTensorShapeNamesTheTensorAndTheNeededShape) {
+  const std::string e = family_error(family_gguf("llama", "", 24));
+  EXPECT_NE(e.find("'blk.0.attn_k.weight' has shape [24, 32] but the hyper-parameters need [16, 32]"),
+            std::string::npos)
+      << e;
+}
+
+TEST(BadFamilyFiles, HfUnsupportedArchitectureAndRopeScaling) {
+  const std::string dir = ::testing::TempDir() + "/hfbad_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/config.json") << R"({"architectures": ["MambaForCausalLM"], "hidden_size": 32})";
+  ModelLoadOptions o;
+  o.model_path = dir;
+  std::string e = expect_error([&] { load_model(o); });
+  EXPECT_NE(e.find("'MambaForCausalLM'"), std::string::npos) << e;
+  EXPECT_NE(e.find("Qwen3MoeForCausalLM"), std::string::npos) << e;
+  std::ofstream(dir + "/config.json") << R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 32,
+      "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64,
+      "rope_scaling": {"rope_type": "longrope", "factor": 2.0}})";
+  e = expect_error([&] { load_model(o); });
+  EXPECT_NE(e.find("RoPE scaling type 'longrope' is not supported"), std::string::npos) << e;
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace slimkv

@@ -1,0 +1,269 @@
+// KV groups (vLLM's KVCacheSpec idea): layers with equal block-table behaviour share one block table per sequence,
+// over one pool. A sliding-window group frees the blocks behind its window while a full group keeps its own;
+// prefix hits need only the blocks a windowed group's next query sees; allocation is all or nothing over the
+// groups; batched == single for a windowed model (Gemma 3) with and without compression; per-layer retention
+// budgets (pyramid) make per-layer groups.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "engine_helpers.h"
+#include "model/decoder_forward.h"
+#include "model_helpers.h"
+
+namespace slimkv::test {
+namespace {
+
+KvGroupSpec window(int32_t w) {
+  KvGroupSpec s;
+  s.window_tokens = w;
+  return s;
+}
+
+TEST(KvGroups, LayoutGroupsLayersBySpecAndSharesTensorsAcrossGroups) {
+  // Gemma 3's pattern: 5 local layers, 1 global: groups of min(5, 1) = 1 layer, one storage tensor for all.
+  std::vector<KvLayerSpec> specs(6, KvLayerSpec{1, 64, 64, 16});
+  specs[5].window_tokens = 0;
+  const KvLayout l = KvLayout::from_specs(specs, 8);
+  ASSERT_EQ(l.num_groups(), 6);
+  EXPECT_EQ(l.num_tensors(), 1);
+  EXPECT_EQ(l.bytes_per_block(), 8 * 2 * 64 * 4);  // one layer's K and V rows for 8 tokens
+  // A uniform model: one group of every layer, a tensor per layer (the layout before groups existed).
+  const KvLayout u = KvLayout::uniform(4, 2, 8, 16);
+  ASSERT_EQ(u.num_groups(), 1);
+  EXPECT_EQ(u.num_tensors(), 4);
+  EXPECT_TRUE(u.uniform_full());
+  // 10 local + 2 global: groups of 2 layers (5 local groups + 1 global), 2 tensors.
+  std::vector<KvLayerSpec> s12(12, KvLayerSpec{2, 32, 32, 64});
+  s12[5].window_tokens = s12[11].window_tokens = 0;
+  const KvLayout g12 = KvLayout::from_specs(s12, 16);
+  EXPECT_EQ(g12.num_groups(), 6);
+  EXPECT_EQ(g12.num_tensors(), 2);
+  for (const KvGroup& g : g12.groups) EXPECT_EQ(g.layers.size(), 2u);
+}
+
+TEST(KvGroups, WindowGroupFreesBlocksBehindItsWindowFullGroupKeepsThem) {
+  KvCacheManager kv(32, 4, false, 1, {KvGroupSpec{}, window(8)});
+  SeqKv s;
+  std::vector<int32_t> toks(20, 5);
+  ASSERT_TRUE(kv.allocate_slots(s, 20));
+  EXPECT_EQ(kv.num_used_blocks(), 10);  // 5 per group
+  kv.cache_full_blocks(s, toks, 20);    // the next query (position 20) sees 13..20: blocks 0-2 are never read again
+  kv.check_integrity();
+  EXPECT_EQ(kv.num_used_blocks(), 7);
+  EXPECT_EQ(s.groups[0].blocks.size(), 5u);
+  EXPECT_EQ(std::count(s.groups[1].blocks.begin(), s.groups[1].blocks.end(), -1), 3);
+  EXPECT_EQ(KvCacheManager::held_blocks(s), 7);
+  kv.free(s);
+  kv.check_integrity();
+  EXPECT_EQ(kv.num_used_blocks(), 0);
+}
+
+TEST(KvGroups, AllocationIsAllOrNothingOverTheGroups) {
+  KvCacheManager kv(9, 4, false, 1, {KvGroupSpec{}, window(8)});
+  SeqKv s;
+  EXPECT_FALSE(kv.allocate_slots(s, 20));  // needs 10 blocks, 9 exist
+  EXPECT_EQ(kv.num_used_blocks(), 0);
+  ASSERT_TRUE(kv.allocate_slots(s, 16));
+  EXPECT_EQ(kv.num_used_blocks(), 8);
+  kv.free(s);
+  kv.check_integrity();
+}
+
+TEST(KvGroups, PrefixHitNeedsOnlyTheWindowOfAWindowedGroup) {
+  KvCacheManager kv(64, 4, true, 1, {KvGroupSpec{}, window(8)});
+  std::vector<int32_t> toks(24);
+  for (int i = 0; i < 24; ++i) toks[i] = 10 + i;
+  SeqKv a;
+  ASSERT_TRUE(kv.allocate_slots(a, 24));
+  kv.cache_full_blocks(a, toks, 24);  // window group frees blocks 0-3 (they stay findable by hash)
+  std::vector<int32_t> longer = toks;
+  longer.push_back(99);
+  PrefixHit hit = kv.find_cached_prefix(longer);
+  EXPECT_EQ(hit.num_tokens, 24);
+  ASSERT_EQ(hit.blocks.size(), 2u);
+  EXPECT_EQ(hit.blocks[0], a.groups[0].blocks);  // the full group reuses every block
+  // The query at position 24 sees 17..24: the window group needs blocks 4 and 5 only.
+  EXPECT_EQ(hit.blocks[1], (std::vector<BlockId>{-1, -1, -1, -1, a.groups[1].blocks[4], a.groups[1].blocks[5]}));
+  SeqKv b;
+  ASSERT_TRUE(kv.allocate_slots(b, 25, &hit));
+  kv.check_integrity();
+  EXPECT_EQ(kv.pool().ref_count(a.groups[1].blocks[4]), 2);
+  kv.free(a);
+  kv.free(b);
+  kv.check_integrity();
+  EXPECT_EQ(kv.num_used_blocks(), 0);
+}
+
+TEST(KvGroups, PrefixHitShrinksWhenAWindowBlockWasReused) {
+  KvCacheManager kv(14, 4, true, 1, {KvGroupSpec{}, window(8)});
+  std::vector<int32_t> toks(24);
+  for (int i = 0; i < 24; ++i) toks[i] = 10 + i;
+  SeqKv a;
+  ASSERT_TRUE(kv.allocate_slots(a, 24));
+  kv.cache_full_blocks(a, toks, 24);
+  const BlockId w5 = a.groups[1].blocks[5];
+  kv.free(a);  // everything cached-evictable; tail first in the LRU
+  SeqKv other;  // takes blocks from the front of the free queue: the window group's tail blocks go first
+  ASSERT_TRUE(kv.allocate_slots(other, 4 * 4));
+  std::vector<int32_t> longer = toks;
+  longer.push_back(99);
+  PrefixHit hit = kv.find_cached_prefix(longer);
+  bool w5_reused = false;
+  for (const auto& g : other.groups) w5_reused |= std::count(g.blocks.begin(), g.blocks.end(), w5) > 0;
+  if (w5_reused) EXPECT_LT(hit.num_tokens, 24);
+  for (int32_t g = 0; g < 2; ++g) {
+    for (BlockId id : hit.blocks[g]) EXPECT_TRUE(id < 0 || kv.pool().is_cached(id));
+  }
+  kv.free(other);
+  kv.check_integrity();
+}
+
+std::vector<TestRequest> gemma_jobs(int32_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> shared(60);
+  for (auto& t : shared) t = 3 + static_cast<int32_t>(rng() % 509);
+  std::vector<TestRequest> jobs;
+  for (int32_t i = 0; i < n; ++i) {
+    TestRequest j;
+    const int32_t len = 1 + static_cast<int32_t>(rng() % 120);
+    j.prompt.push_back(1);
+    if (i % 3 == 0) j.prompt.insert(j.prompt.end(), shared.begin(), shared.begin() + std::min<int32_t>(len, 60));
+    while (static_cast<int32_t>(j.prompt.size()) < len) j.prompt.push_back(3 + static_cast<int32_t>(rng() % 509));
+    j.max_tokens = 1 + static_cast<int32_t>(rng() % 30);
+    j.arrival_step = static_cast<int32_t>(rng() % 20);
+    jobs.push_back(std::move(j));
+  }
+  return jobs;
+}
+
+const std::string kGemma = models_dir() + "/synthetic/gemma3/gemma3-f32.gguf";
+
+class Gemma3BatchedEqualsSingle : public ::testing::TestWithParam<std::tuple<int32_t, int32_t, bool>> {};
+
+TEST_P(Gemma3BatchedEqualsSingle, MixedRequestsWithWindowsPrefixHitsAndPreemption) {
+  SKIP_IF_MISSING(kGemma);
+  static auto m = load(kGemma);
+  static auto jobs = gemma_jobs(12, 3);
+  static std::vector<std::vector<int32_t>> expected = [] {
+    std::vector<std::vector<int32_t>> e;
+    for (const auto& j : jobs) e.push_back(greedy(*m, j.prompt, j.max_tokens));
+    return e;
+  }();
+  auto [bs, chunk, tight] = GetParam();
+  EngineConfig c = small_engine_config();
+  c.cache.block_size = bs;
+  c.sched.max_num_batched_tokens = chunk;
+  if (tight) {  // room for one longest sequence and a little more: preemption
+    c.sched.max_model_len = 256;
+    const KvLayout layout = DecoderForward(*m, nullptr).kv_layout(bs);
+    const int64_t blocks = layout.blocks_for_sequence(256, chunk) + 24;
+    c.cache.kv_cache_memory_gib = static_cast<double>(blocks * layout.bytes_per_block()) / (1 << 30);
+  }
+  EngineRun r = run_requests(*m, c, jobs);
+  for (size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(r.tokens[i], expected[i]) << "job " << i;
+  EXPECT_GT(r.evicted_blocks, 0) << "window groups free their blocks";
+  if (tight && chunk > 1) EXPECT_GT(r.metrics.num_preemptions, 0);  // one token a step admits too slowly
+  else EXPECT_GT(r.metrics.prefix_hit_tokens, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(BlockChunkTight, Gemma3BatchedEqualsSingle,
+                         ::testing::Combine(::testing::Values(4, 8), ::testing::Values(1, 7, 64), ::testing::Bool()),
+                         [](const auto& info) {
+                           return fmt::format("bs{}_chunk{}_{}", std::get<0>(info.param), std::get<1>(info.param),
+                                              std::get<2>(info.param) ? "tight" : "roomy");
+                         });
+
+// Compression on a windowed model: a transform on the specs. The window layers keep their window; the global
+// layer gets the retention; batched == single under int8 + dynamic top-K + merge.
+TEST(KvGroups, CompressionTransformsOnlyTheFullAttentionLayersOfGemma3) {
+  SKIP_IF_MISSING(kGemma);
+  auto m = load(kGemma);
+  EngineConfig c = small_engine_config();
+  c.compress.kv_cache_dtype = "int8";
+  c.compress.kv_sparse_mode = "dynamic";
+  c.compress.kv_sparse_topk = 48;
+  c.compress.kv_sink_tokens = 4;
+  c.compress.kv_recent_window = 16;
+  c.compress.kv_evict_policy = "merge";
+  c.cache.block_size = 4;
+  const KvLayout layout = DecoderForward(*m, nullptr).kv_layout(4, c.compress);
+  for (int32_t l = 0; l < 6; ++l) {
+    EXPECT_EQ(layout.layers[l].dtype, KvDtype::Int8);
+    if (l == 5) EXPECT_EQ(layout.layers[l].spec.dyn_topk_tokens, 48);
+    else EXPECT_EQ(layout.layers[l].spec, window(16)) << l;
+  }
+  auto jobs = gemma_jobs(8, 11);
+  for (auto& j : jobs) j.max_tokens = 40, j.arrival_step = 0;
+  const EngineRun batched = run_requests(*m, c, jobs);
+  EXPECT_GT(batched.evicted_blocks, 0);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    EngineConfig one = c;
+    one.sched.max_num_seqs = 1;
+    one.sched.max_num_batched_tokens = 7;
+    one.cache.enable_prefix_caching = false;
+    EXPECT_EQ(run_requests(*m, one, {jobs[i]}).tokens[0], batched.tokens[i]) << "job " << i;
+  }
+  // Off is the uncompressed engine, bit for bit (here: token for token with the windows).
+  EngineConfig off = small_engine_config();
+  off.compress.enabled = false;
+  EXPECT_EQ(run_requests(*m, off, jobs).tokens, run_requests(*m, small_engine_config(), jobs).tokens);
+}
+
+TEST(KvGroups, PyramidBudgetsKeepTheMeanAndFallWithDepth) {
+  CompressionConfig cc;
+  cc.kv_sparse_mode = "dynamic";
+  cc.kv_sparse_topk = 256;
+  cc.kv_sink_tokens = 4;
+  cc.kv_recent_window = 60;
+  cc.kv_sparse_schedule = "pyramid";
+  const std::vector<KvLayerSpec> specs(5, KvLayerSpec{4, 8, 8, 0});
+  const std::vector<int32_t> k = cc.layer_topk(specs);
+  ASSERT_EQ(k.size(), 5u);
+  int64_t sum = 0;
+  for (size_t l = 0; l < k.size(); ++l) {
+    sum += k[l];
+    if (l > 0) EXPECT_LT(k[l], k[l - 1]);
+    EXPECT_GE(k[l], 64);
+  }
+  EXPECT_EQ(sum, 5 * 256);
+  EXPECT_EQ(k.front(), 64 + 288);  // 1.5x the selectable 192
+  EXPECT_EQ(k.back(), 64 + 96);    // 0.5x
+  const KvLayout l = cc.layout(specs, 8);
+  EXPECT_EQ(l.num_groups(), 5) << "each budget is its own block table";
+}
+
+TEST(KvGroups, PyramidRetentionKeepsBatchedEqualToSingleAndMemoryBounded) {
+  const std::string k260 = models_dir() + "/stories260K/stories260K.bin";
+  SKIP_IF_MISSING(k260);
+  auto m = load(k260);
+  EngineConfig c = small_engine_config();
+  c.compress.kv_sparse_mode = "dynamic";
+  c.compress.kv_sparse_topk = 96;
+  c.compress.kv_sink_tokens = 4;
+  c.compress.kv_recent_window = 32;
+  c.compress.kv_sparse_schedule = "pyramid";
+  c.compress.kv_evict_policy = "merge";
+  std::vector<TestRequest> jobs;
+  for (int i = 0; i < 4; ++i) {
+    TestRequest j;
+    j.prompt = {1};
+    for (int t = 0; t < 100 + 37 * i; ++t) j.prompt.push_back(3 + (t * 31 + i * 7) % 509);
+    j.max_tokens = 120;
+    jobs.push_back(j);
+  }
+  const EngineRun batched = run_requests(*m, c, jobs);
+  EXPECT_GT(batched.evicted_blocks, 0);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    EngineConfig one = c;
+    one.sched.max_num_seqs = 1;
+    one.sched.max_num_batched_tokens = 7;
+    one.cache.enable_prefix_caching = false;
+    EXPECT_EQ(run_requests(*m, one, {jobs[i]}).tokens[0], batched.tokens[i]) << "job " << i;
+  }
+  // Held per sequence: the budgets, not the context (5 layers, each its group, plus summaries).
+  EXPECT_LT(batched.peak_blocks, 4 * (5 * (96 + 16) / 8 + 40));
+}
+
+}  // namespace
+}  // namespace slimkv::test
