@@ -163,8 +163,8 @@ TEST_P(Gemma3BatchedEqualsSingle, MixedRequestsWithWindowsPrefixHitsAndPreemptio
   EngineRun r = run_requests(*m, c, jobs);
   for (size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(r.tokens[i], expected[i]) << "job " << i;
   EXPECT_GT(r.evicted_blocks, 0) << "window groups free their blocks";
+  if (!tight) EXPECT_GT(r.metrics.prefix_hit_tokens, 0);
   if (tight && chunk > 1) EXPECT_GT(r.metrics.num_preemptions, 0);  // one token a step admits too slowly
-  else EXPECT_GT(r.metrics.prefix_hit_tokens, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(BlockChunkTight, Gemma3BatchedEqualsSingle,
