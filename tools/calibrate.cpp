@@ -1,6 +1,7 @@
 // `slimkv calibrate`: runs the model over real text, accumulates the second moments of post-RoPE keys and of
 // values per layer and KV head, and writes their eigenbases (largest first) with the explained-variance curve to a
-// versioned file bound to the model's fingerprint. Low-rank K/V (--kv-compression-rank ...) read it.
+// versioned file bound to the model's fingerprint, with the per-layer attention profile and retention sensitivity.
+// Low-rank K/V (--kv-compression-rank ...) and --kv-sparse-schedule auto read it.
 #include <unistd.h>
 
 #include <cstdio>
@@ -48,6 +49,20 @@ int run_calibrate(const CalibrateFlags& f) {
     std::printf("%5d", l);
     for (int32_t r : ranks) std::printf("  %5.3f %5.3f", cal.explained(l, r, true), cal.explained(l, r, false));
     std::printf("\n");
+  }
+  if (!cal.attention.empty()) {
+    std::printf("\nattention profile (mean mass of the k most-attended %d-token blocks, per query head) and retention "
+                "sensitivity (mean KL when only that layer keeps %d tokens; --kv-sparse-schedule auto):\nlayer",
+                cal.attention.block_tokens, cal.sensitivity_tokens);
+    const std::vector<int32_t> ks = {1, 4, 16, 64};
+    for (int32_t k : ks) std::printf("  k=%-3d", k);
+    std::printf("  sensitivity\n");
+    for (int32_t l = 0; l < c.num_layers; ++l) {
+      std::printf("%5d", l);
+      for (int32_t k : ks) std::printf("  %5.3f", cal.attention.mass_at(l, static_cast<double>(k) * cal.attention.block_tokens));
+      if (!cal.layer_sensitivity.empty()) std::printf("  %.5f", cal.layer_sensitivity[l]);
+      std::printf("\n");
+    }
   }
   return 0;
 }

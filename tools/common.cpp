@@ -48,7 +48,12 @@ void add_engine_flags(CLI::App* app, EngineConfig& c) {
   app->add_option("--kv-sparse-topk", c.compress.kv_sparse_topk, "Dynamic mode: tokens kept in all");
   app->add_option("--kv-evict-policy", c.compress.kv_evict_policy,
                   "drop|merge (merge: evicted blocks fold into per-sequence summary rows)");
-  app->add_option("--kv-sparse-schedule", c.compress.kv_sparse_schedule, "uniform (pyramid|auto not implemented yet)");
+  app->add_option("--kv-sparse-schedule", c.compress.kv_sparse_schedule,
+                  "Per-layer top-K budgets with the same total: uniform | pyramid (1.5x at the first layer to 0.5x at "
+                  "the last) | auto (from the calibration file's attention profile, --kv-calibration)");
+  app->add_option("--kv-sparse-layer-topk", c.compress.kv_sparse_layer_topk,
+                  "Explicit per-layer budgets k1,k2,... (one per layer; overrides --kv-sparse-schedule)")
+      ->delimiter(',');
   app->add_option("--kv-sink-tokens", c.compress.kv_sink_tokens, "Attention-sink tokens kept (default 4)");
   app->add_option("--kv-recent-window", c.compress.kv_recent_window, "Recent tokens kept (static sparse mode)");
 }

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/mapped_file.h"
+#include "model/kv_projection.h"
 #include "ops/quality_eval.h"
 #include "tools/commands.h"
 #include "tools/common.h"
@@ -40,7 +41,7 @@ int run_eval(const EvalFlags& f) {
     const CompressionConfig cc = CompressionConfig::from_json_file(path);
     if (!f.json) {
       std::fprintf(stderr, "[%s]\n%s\n", path.c_str(),
-                   describe_plan(cc.layout(c.num_layers, c.num_kv_heads, c.head_dim, 16)).c_str());
+                   describe_plan(model_kv_layout(*model, f.block_size, cc)).c_str());
     }
     results.push_back(ev.evaluate(path, cc));
   }

@@ -81,6 +81,14 @@ void Calibration::save(const std::string& path) const {
   }
   h["explained_variance_k"] = ev_k;
   h["explained_variance_v"] = ev_v;
+  if (!layer_sensitivity.empty()) {
+    h["layer_sensitivity"] = layer_sensitivity;
+    h["sensitivity_tokens"] = sensitivity_tokens;
+  }
+  if (!attention.empty()) {
+    h["attention_profile"] = {{"block_tokens", attention.block_tokens}, {"num_queries", attention.num_queries},
+                              {"mass", attention.mass}};
+  }
   const std::string header = h.dump();
   std::ofstream out(path, std::ios::binary);
   SLIMKV_CHECK(out.good(), "cannot write '{}'", path);
@@ -106,8 +114,8 @@ Calibration Calibration::load(const std::string& path) {
     SLIMKV_CHECK(h.contains(k) && h[k].is_number_integer(), "{}: calibration header lacks '{}'", path, k);
     return h[k].get<int64_t>();
   };
-  SLIMKV_CHECK(geti("version") == kVersion, "{}: calibration version {} (this build reads {})", path, geti("version"),
-               kVersion);
+  SLIMKV_CHECK(geti("version") == 1 || geti("version") == kVersion, "{}: calibration version {} (this build reads 1 "
+               "and {})", path, geti("version"), kVersion);
   Calibration c;
   c.num_layers = static_cast<int32_t>(geti("num_layers"));
   c.num_kv_heads = static_cast<int32_t>(geti("num_kv_heads"));
@@ -129,6 +137,39 @@ Calibration Calibration::load(const std::string& path) {
   take(c.v_eig, n * D);
   take(c.v_basis, n * D * D);
   SLIMKV_CHECK(r.remaining() == 0, "{}: {} trailing bytes", path, r.remaining());
+  if (h.contains("layer_sensitivity")) {
+    const auto& a = h["layer_sensitivity"];
+    SLIMKV_CHECK(a.is_array() && static_cast<int32_t>(a.size()) == c.num_layers && h.contains("sensitivity_tokens") &&
+                     h["sensitivity_tokens"].is_number_integer(),
+                 "{}: malformed layer_sensitivity", path);
+    for (const auto& x : a) {
+      SLIMKV_CHECK(x.is_number() && x.get<double>() >= 0 && x.get<double>() < 1e6, "{}: malformed layer_sensitivity",
+                   path);
+      c.layer_sensitivity.push_back(x.get<float>());
+    }
+    c.sensitivity_tokens = h["sensitivity_tokens"].get<int32_t>();
+  }
+  if (h.contains("attention_profile")) {
+    const auto& a = h["attention_profile"];
+    auto bad = [&] { fail("{}: malformed attention_profile", path); };
+    if (!a.is_object() || !a.contains("block_tokens") || !a["block_tokens"].is_number_integer() ||
+        !a.contains("mass") || !a["mass"].is_array() || static_cast<int32_t>(a["mass"].size()) != c.num_layers) {
+      bad();
+    }
+    c.attention.block_tokens = a["block_tokens"].get<int32_t>();
+    if (c.attention.block_tokens < 1 || c.attention.block_tokens > 4096) bad();
+    c.attention.num_queries = a.contains("num_queries") && a["num_queries"].is_number_integer() ? a["num_queries"].get<int64_t>() : 0;
+    for (const auto& row : a["mass"]) {
+      if (!row.is_array() || row.size() < 2 || row.size() > (1u << 20)) bad();
+      std::vector<float> m;
+      for (const auto& x : row) {
+        if (!x.is_number() || !(x.get<double>() >= 0 && x.get<double>() <= 1.0001)) bad();
+        m.push_back(x.get<float>());
+        if (m.size() > 1 && m.back() < m[m.size() - 2]) bad();
+      }
+      c.attention.mass.push_back(std::move(m));
+    }
+  }
   return c;
 }
 

@@ -1,12 +1,13 @@
-// Offline calibration of low-rank K/V bases: per layer and KV head, the eigenvectors of the second-moment matrix
-// of post-RoPE keys and of values collected on real text (largest first), with their eigenvalues (the
-// explained-variance curve). Versioned file bound to a model fingerprint.
+// Offline calibration on real text, one versioned file bound to a model fingerprint: low-rank K/V bases (per layer
+// and KV head, the eigenvectors of the second-moment matrix of post-RoPE keys and of values, largest first, with
+// their eigenvalues: the explained-variance curve) and the per-layer attention profile (attention_profile.h).
 // Must not know: how the model runs (the calibrate tool feeds it rows).
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "compress/attention_profile.h"
 #include "kv/kv_layout.h"
 
 namespace slimkv {
@@ -30,12 +31,17 @@ class KvCovariance {           // accumulates sum x xᵀ per (layer, head) for K
 };
 
 struct Calibration {
-  static constexpr uint32_t kVersion = 1;
+  static constexpr uint32_t kVersion = 2;  // 2 adds the attention profile (version 1 files still load, without it)
   std::string model_fingerprint;
   int32_t num_layers = 0, num_kv_heads = 0, head_dim = 0;
   int64_t num_tokens = 0;
   std::vector<float> k_eig, v_eig;      // [L, H, D] eigenvalues, largest first
   std::vector<float> k_basis, v_basis;  // [L, H, D, D] row r = r-th eigenvector
+  AttentionProfile attention;           // per-layer attention concentration (diagnostic)
+  // Per-layer retention sensitivity (the `auto` schedule): the mean KL(full || compressed) over the calibration
+  // text when only layer l keeps sensitivity_tokens tokens (sinks + window + selected; the others keep all).
+  std::vector<float> layer_sensitivity;  // [L], empty when not measured
+  int32_t sensitivity_tokens = 0;
 
   static Calibration from_covariance(const KvCovariance& cov, const std::string& fingerprint);  // Eigen
   void save(const std::string& path) const;

@@ -69,10 +69,24 @@ void CompressionConfig::validate(const std::vector<KvLayerSpec>& layers) const {
                "--kv-evict-policy must be drop or merge (got '{}')", kv_evict_policy);
   SLIMKV_CHECK(kv_evict_policy == "drop" || dynamic() || !sparse(),
                "--kv-evict-policy merge needs --kv-sparse-mode dynamic (a static window evicts by position)");
-  SLIMKV_CHECK(kv_sparse_schedule == "uniform" || kv_sparse_schedule == "pyramid",
-               "--kv-sparse-schedule must be uniform or pyramid (got '{}')", kv_sparse_schedule);
+  SLIMKV_CHECK(kv_sparse_schedule == "uniform" || kv_sparse_schedule == "pyramid" || kv_sparse_schedule == "auto",
+               "--kv-sparse-schedule must be uniform, pyramid or auto (got '{}')", kv_sparse_schedule);
   SLIMKV_CHECK(kv_sparse_schedule == "uniform" || dynamic(),
                "--kv-sparse-schedule {} needs --kv-sparse-mode dynamic", kv_sparse_schedule);
+  SLIMKV_CHECK(kv_sparse_schedule != "auto" || !kv_calibration.empty() || !kv_sparse_layer_topk.empty(),
+               "--kv-sparse-schedule auto needs --kv-calibration FILE (from `slimkv calibrate`: its attention "
+               "profile)");
+  SLIMKV_CHECK(kv_sparse_layer_topk.empty() || dynamic(), "--kv-sparse-layer-topk needs --kv-sparse-mode dynamic");
+  if (!kv_sparse_layer_topk.empty()) {
+    SLIMKV_CHECK(static_cast<int32_t>(kv_sparse_layer_topk.size()) == num_layers,
+                 "--kv-sparse-layer-topk has {} entries but the model has {} layers", kv_sparse_layer_topk.size(),
+                 num_layers);
+    for (int32_t l = 0; l < num_layers; ++l) {
+      SLIMKV_CHECK(layers[l].window_tokens > 0 || kv_sparse_layer_topk[l] >= kv_sink_tokens + kv_recent_window,
+                   "--kv-sparse-layer-topk entry {} (layer {}) is smaller than --kv-sink-tokens {} + "
+                   "--kv-recent-window {}", kv_sparse_layer_topk[l], l, kv_sink_tokens, kv_recent_window);
+    }
+  }
   if (dynamic()) {
     SLIMKV_CHECK(kv_recent_window >= 1, "--kv-sparse-mode dynamic needs --kv-recent-window W >= 1");
     SLIMKV_CHECK(kv_sparse_topk >= kv_sink_tokens + kv_recent_window,
@@ -127,6 +141,12 @@ std::vector<int32_t> CompressionConfig::layer_topk(const std::vector<KvLayerSpec
   }
   if (full.empty()) return out;
   const int32_t fixed = kv_sink_tokens + kv_recent_window, free_tokens = kv_sparse_topk - fixed;
+  if (!kv_sparse_layer_topk.empty()) {
+    for (size_t l : full) out[l] = kv_sparse_layer_topk[l];
+    return out;
+  }
+  SLIMKV_CHECK(kv_sparse_schedule != "auto", "--kv-sparse-schedule auto: budgets not resolved from the calibration "
+               "file (resolve_sparse_schedule)");
   if (kv_sparse_schedule == "uniform" || full.size() == 1) {
     for (size_t l : full) out[l] = kv_sparse_topk;
     return out;
@@ -182,8 +202,10 @@ std::string CompressionConfig::fingerprint() const {  // what the stored bytes d
                         kv_compression_rank_v, fmt::join(kv_layer_compress_ratio, ","), kv_calibration);
   }
   std::string sparse_part = sparse() || dynamic()
-                                ? fmt::format(" sparse={} sinks={} window={} topk={} evict={}", kv_sparse_mode,
-                                              kv_sink_tokens, kv_recent_window, kv_sparse_topk, kv_evict_policy)
+                                ? fmt::format(" sparse={} sinks={} window={} topk={} evict={} schedule={} layers={}",
+                                              kv_sparse_mode, kv_sink_tokens, kv_recent_window, kv_sparse_topk,
+                                              kv_evict_policy, kv_sparse_schedule,
+                                              fmt::join(kv_sparse_layer_topk, ","))
                                 : "";
   return fmt::format("kv dtype={} rotation={}{}{}", kv_dtype_name(dtype()), rotate(), ranks, sparse_part);
 }
@@ -206,6 +228,7 @@ std::string CompressionConfig::to_json(const std::string& description) const {
   if (kv_recent_window != d.kv_recent_window) j["kv_recent_window"] = kv_recent_window;
   if (kv_evict_policy != d.kv_evict_policy) j["kv_evict_policy"] = kv_evict_policy;
   if (kv_sparse_schedule != d.kv_sparse_schedule) j["kv_sparse_schedule"] = kv_sparse_schedule;
+  if (!kv_sparse_layer_topk.empty()) j["kv_sparse_layer_topk"] = kv_sparse_layer_topk;
   return j.dump(2) + "\n";
 }
 
@@ -236,7 +259,13 @@ CompressionConfig CompressionConfig::from_json_file(const std::string& path) {
     else if (k == "kv_sparse_schedule") c.kv_sparse_schedule = str();
     else if (k == "kv_sink_tokens") c.kv_sink_tokens = integer();
     else if (k == "kv_recent_window") c.kv_recent_window = integer();
-    else if (k == "kv_layer_compress_ratio") {
+    else if (k == "kv_sparse_layer_topk") {
+      SLIMKV_CHECK(v.is_array(), "{}: kv_sparse_layer_topk must be a list of integers", path);
+      for (auto& x : v) {
+        SLIMKV_CHECK(x.is_number_integer(), "{}: kv_sparse_layer_topk must be a list of integers", path);
+        c.kv_sparse_layer_topk.push_back(x.get<int32_t>());
+      }
+    } else if (k == "kv_layer_compress_ratio") {
       SLIMKV_CHECK(v.is_array(), "{}: kv_layer_compress_ratio must be a list of integers", path);
       for (auto& x : v) {
         SLIMKV_CHECK(x.is_number_integer(), "{}: kv_layer_compress_ratio must be a list of integers", path);
@@ -253,7 +282,7 @@ CompressionConfig CompressionConfig::from_json_file(const std::string& path) {
       fail("{}: unknown or not yet supported key '{}' (supported: kv_cache_compression, kv_cache_dtype, "
            "kv_quant_rotation, kv_compression_rank, kv_compression_rank_k, kv_compression_rank_v, "
            "kv_layer_compress_ratio, kv_calibration, kv_sparse_mode, kv_sparse_topk, kv_sink_tokens, kv_recent_window, kv_evict_policy, "
-           "kv_sparse_schedule)", path, k);
+           "kv_sparse_schedule, kv_sparse_layer_topk)", path, k);
     }
   }
   return c;

@@ -26,7 +26,10 @@ struct CompressionConfig {
   int32_t kv_sink_tokens = 4;            // --kv-sink-tokens S
   int32_t kv_recent_window = 0;          // --kv-recent-window W (tokens, including the current one)
   std::string kv_evict_policy = "drop";  // --kv-evict-policy drop|merge (merge: evicted blocks fold into summaries)
-  std::string kv_sparse_schedule = "uniform";  // --kv-sparse-schedule uniform|pyramid: per-layer top-K budgets
+  std::string kv_sparse_schedule = "uniform";  // --kv-sparse-schedule uniform|pyramid|auto: per-layer top-K budgets
+                                               // (auto: from the calibration's attention profile; resolved into
+                                               // kv_sparse_layer_topk when a model's layout is made)
+  std::vector<int32_t> kv_sparse_layer_topk;   // --kv-sparse-layer-topk k1,k2,..: explicit per-layer budgets
 
   // Throws one clear Error per contradiction against the model's per-layer KV specs.
   void validate(const std::vector<KvLayerSpec>& layers) const;

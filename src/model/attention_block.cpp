@@ -44,6 +44,7 @@ void DecoderForward::attention(int32_t l, const float* in, float* out) {
     rope.apply(k_.data() + static_cast<size_t>(t) * kd, lc.num_kv_heads, b.positions[t], hd);
     write_kv(kv, l, slots[t], k_.data() + static_cast<size_t>(t) * kd, v_.data() + static_cast<size_t>(t) * vd);
   }
+  if (q_observer_) q_observer_(l, q_.data(), T);
   if (observer_) observer_(l, k_.data(), v_.data(), T);
   PagedAttention::LayerKv lk{kv.k_base(l), kv.v_base(l), g.k_dim, g.v_dim, g.k_head_bytes(), g.v_head_bytes(),
                              kv.k_head_stride_bytes(l), kv.v_head_stride_bytes(l), g.dtype, g.rotate};

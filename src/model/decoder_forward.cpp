@@ -6,6 +6,7 @@
 #include "core/check.h"
 #include "core/profiler.h"
 #include "kernels/kv_codec.h"
+#include "model/kv_projection.h"
 
 namespace slimkv {
 
@@ -41,7 +42,7 @@ DecoderForward::DecoderForward(const Model& model, ThreadPool* pool)
 }
 
 KvLayout DecoderForward::kv_layout(int32_t block_size_tokens, const CompressionConfig& cc) const {
-  return cc.layout(kv_layer_specs(model_.config), block_size_tokens);
+  return model_kv_layout(model_, block_size_tokens, cc);
 }
 
 void DecoderForward::write_kv(KvStorage& kv, int32_t l, int64_t slot, const float* k_row, const float* v_row) {

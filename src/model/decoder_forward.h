@@ -44,6 +44,9 @@ class DecoderForward {
   // Sees each layer's post-RoPE K and V rows ([T, k_dim] / [T, v_dim]) as they are computed (calibration).
   using KvObserver = std::function<void(int32_t layer, const float* k, const float* v, int32_t num_tokens)>;
   void set_kv_observer(KvObserver obs) { observer_ = std::move(obs); }
+  // Sees each layer's post-RoPE queries ([T, q_dim]) just before the layer's K/V observer (attention profiles).
+  using QObserver = std::function<void(int32_t layer, const float* q, int32_t num_tokens)>;
+  void set_q_observer(QObserver obs) { q_observer_ = std::move(obs); }
 
   // ---- Shared blocks for the families' layer recipes (valid while forward() runs a layer) ----
   const LayerWeights& weights(int32_t layer) const { return model_.layers[layer]; }
@@ -92,6 +95,7 @@ class DecoderForward {
   std::vector<float> ewt_;      // [T] their weights
   std::vector<LayerProjection> kv_proj_;  // [num_layers] low-rank K/V bases, or empty
   KvObserver observer_;
+  QObserver q_observer_;
 };
 
 }  // namespace slimkv

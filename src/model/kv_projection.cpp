@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "model/decoder_forward.h"
+
 namespace slimkv {
 
 std::string model_fingerprint(const Model& m) {
@@ -28,6 +30,37 @@ std::vector<LayerProjection> load_kv_projection(const CompressionConfig& cc, con
   SLIMKV_CHECK(cal.model_fingerprint == fp, "{}: calibration file was made for another model (fingerprint {}, this "
                "model {})", cc.kv_calibration, cal.model_fingerprint, fp);
   return cal.projections(layout);
+}
+
+CompressionConfig resolve_sparse_schedule(const CompressionConfig& cc, const Model& m, int32_t block_size) {
+  if (!cc.dynamic() || cc.kv_sparse_schedule != "auto" || !cc.kv_sparse_layer_topk.empty()) return cc;
+  SLIMKV_CHECK(!cc.kv_calibration.empty(), "--kv-sparse-schedule auto needs --kv-calibration FILE");
+  const Calibration cal = Calibration::load(cc.kv_calibration);
+  const std::string fp = model_fingerprint(m);
+  SLIMKV_CHECK(cal.model_fingerprint == fp, "{}: calibration file was made for another model (fingerprint {}, this "
+               "model {})", cc.kv_calibration, cal.model_fingerprint, fp);
+  SLIMKV_CHECK(!cal.layer_sensitivity.empty(), "{}: no layer sensitivities in this calibration file (made by an "
+               "older `slimkv calibrate`): recalibrate for --kv-sparse-schedule auto", cc.kv_calibration);
+  const std::vector<KvLayerSpec> specs = kv_layer_specs(m.config);
+  std::vector<float> sens;  // of the layers retention applies to
+  std::vector<size_t> index;
+  for (size_t l = 0; l < specs.size(); ++l) {
+    if (specs[l].window_tokens > 0) continue;
+    index.push_back(l);
+    sens.push_back(cal.layer_sensitivity[l]);
+  }
+  CompressionConfig out = cc;
+  out.kv_sparse_layer_topk.assign(specs.size(), 0);
+  if (index.empty()) return out;
+  const int32_t fixed = cc.kv_sink_tokens + cc.kv_recent_window;
+  const int64_t selectable = static_cast<int64_t>(index.size()) * std::max(cc.kv_sparse_topk - fixed, block_size);
+  const std::vector<int32_t> k = allocate_by_sensitivity(sens, selectable, block_size, block_size);
+  for (size_t i = 0; i < index.size(); ++i) out.kv_sparse_layer_topk[index[i]] = fixed + k[i];
+  return out;
+}
+
+KvLayout model_kv_layout(const Model& m, int32_t block_size, const CompressionConfig& cc) {
+  return resolve_sparse_schedule(cc, m, block_size).layout(kv_layer_specs(m.config), block_size);
 }
 
 }  // namespace slimkv

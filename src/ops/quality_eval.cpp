@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/decoder_forward.h"
+#include "model/kv_projection.h"
 #include "runner/generator.h"
 #include "runner/sequence_forward.h"
 #include "runner/teacher_forced.h"
@@ -45,7 +47,7 @@ QualityEvaluator::QualityEvaluator(const Model& model, ThreadPool* pool, std::ve
 }
 
 QualityResult QualityEvaluator::evaluate(const std::string& name, const CompressionConfig& cc) {
-  cc.validate(model_.config.num_layers, model_.config.head_dim);
+  cc.validate(kv_layer_specs(model_.config));
   return run(name, cc, false);
 }
 
@@ -54,12 +56,18 @@ QualityResult QualityEvaluator::run(const std::string& name, const CompressionCo
   const int32_t V = c.vocab_size;
   QualityResult r;
   r.name = name;
-  const KvLayout layout = cc.layout(c.num_layers, c.num_kv_heads, c.head_dim, block_size_);
-  const int64_t kept = cc.sparse()    ? std::min<int64_t>(ctx_, cc.sink_tokens() + cc.window_tokens())
-                       : cc.dynamic() ? std::min<int64_t>(ctx_, cc.kv_sparse_topk + (cc.merge() ? block_size_ : 0))
-                                      : ctx_;
-  r.kv_bytes_per_token = layout.bytes_per_token() * kept / ctx_;
-  r.ratio_vs_f16 = static_cast<double>(r.kv_bytes_per_token) / (2.0 * c.num_layers * c.kv_dim() * 2);
+  const KvLayout layout = model_kv_layout(model_, block_size_, cc);
+  int64_t held = 0, f16 = 0;  // bytes a full window holds, summed over layers, and an f16 cache's per token
+  for (const KvLayerGeometry& g : layout.layers) {
+    const KvGroupSpec& s = g.spec;
+    const int64_t kept = s.dynamic()           ? std::min<int64_t>(ctx_, s.dyn_topk_tokens + (s.dyn_merge ? block_size_ : 0))
+                         : s.window_tokens > 0 ? std::min<int64_t>(ctx_, s.sink_tokens + s.window_tokens)
+                                               : ctx_;
+    held += g.bytes_per_token() * kept;
+    f16 += 2LL * g.num_kv_heads * (g.head_dim_k + g.head_dim_v);
+  }
+  r.kv_bytes_per_token = held / ctx_;
+  r.ratio_vs_f16 = static_cast<double>(r.kv_bytes_per_token) / static_cast<double>(f16);
   std::vector<float> logits(static_cast<size_t>(ctx_) * V);  // [ctx, vocab]
   std::vector<double> lp_b, lp_c, kl;
   double nll = 0;

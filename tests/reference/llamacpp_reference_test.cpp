@@ -47,7 +47,9 @@ TEST_P(LlamaCppReference, LogitsAndGreedyMatch) {
     const LogitsDiff d = compare_logits(all_logits(*m, ids, 0, &pool), read_f32_file(row.path("dequant_logits")), V);
     line += fmt::format(" dequant:max={:.2g}", d.worst());
     const bool f32_math = row.ftype() == "F16" || row.ftype() == "BF16";  // Q8_0/Q4_0 quantize activations
-    if (f32_math) EXPECT_LE(d.worst(), c["dequant_max_abs_logit"].get<double>());
+    if (f32_math) {
+      EXPECT_LE(d.worst(), c["dequant_max_abs_logit"].get<double>());
+    }
   }
   // Greedy continuation: identical while llama.cpp's own margin is above the threshold.
   const auto g = nlohmann::json::parse(read_text_file(row.path("file").substr(0, row.path("file").size() - 5) +

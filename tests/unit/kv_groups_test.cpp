@@ -9,6 +9,7 @@
 
 #include "engine_helpers.h"
 #include "model/decoder_forward.h"
+
 #include "model_helpers.h"
 
 namespace slimkv::test {
@@ -263,6 +264,17 @@ TEST(KvGroups, PyramidRetentionKeepsBatchedEqualToSingleAndMemoryBounded) {
   }
   // Held per sequence: the budgets, not the context (5 layers, each its group, plus summaries).
   EXPECT_LT(batched.peak_blocks, 4 * (5 * (96 + 16) / 8 + 40));
+}
+
+TEST(KvGroups, SensitivityBudgetsGrowWithTheSquareRootOfSensitivityAndKeepTheTotal) {
+  const std::vector<int32_t> k = allocate_by_sensitivity({0.04f, 0.01f, 0.0f}, 3 * 160, 16, 16);
+  ASSERT_EQ(k.size(), 3u);
+  EXPECT_EQ(k[0] + k[1] + k[2], 480);
+  for (int32_t x : k) EXPECT_EQ(x % 16, 0);
+  EXPECT_GT(k[0], k[1]);
+  EXPECT_EQ(k[2], 16) << "an insensitive layer keeps the minimum";
+  // sqrt(0.04) = 2 sqrt(0.01): the spare 432 tokens split about 2:1.
+  EXPECT_NEAR(static_cast<double>(k[0] - 16) / (k[1] - 16), 2.0, 0.2);
 }
 
 }  // namespace

@@ -1,0 +1,129 @@
+#include "compress/attention_profile.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/check.h"
+
+namespace slimkv {
+
+double AttentionProfile::mass_at(int32_t layer, double tokens) const {
+  const std::vector<float>& m = mass[layer];
+  const double b = tokens / block_tokens;
+  if (b >= static_cast<double>(m.size() - 1)) return 1.0;
+  const size_t i = static_cast<size_t>(b);
+  const double f = b - static_cast<double>(i);
+  return m[i] * (1 - f) + m[i + 1] * f;
+}
+
+AttentionProfiler::AttentionProfiler(int32_t L, int32_t block_tokens, int32_t max_blocks, int32_t min_query_pos)
+    : block_tokens_(block_tokens), max_blocks_(max_blocks), min_pos_(min_query_pos), keys_(L),
+      sum_(L, std::vector<double>(max_blocks + 1, 0.0)), count_(L, 0) {
+  SLIMKV_CHECK(block_tokens >= 1 && max_blocks >= 1, "attention profile: bad block geometry");
+}
+
+void AttentionProfiler::begin_sequence() {
+  for (auto& k : keys_) k.clear();
+}
+
+void AttentionProfiler::add(int32_t l, const float* q, const float* k, int32_t T, int32_t H, int32_t KVH, int32_t D,
+                            float scale) {
+  std::vector<float>& keys = keys_[l];
+  const size_t kv_dim = static_cast<size_t>(KVH) * D;
+  const int32_t start = static_cast<int32_t>(keys.size() / kv_dim);
+  keys.insert(keys.end(), k, k + static_cast<size_t>(T) * kv_dim);
+  std::vector<double> p, blocks;
+  for (int32_t t = 0; t < T; ++t) {
+    const int32_t pos = start + t;
+    if (pos < min_pos_) continue;
+    const int32_t n = pos + 1, nb = (n + block_tokens_ - 1) / block_tokens_;
+    for (int32_t h = 0; h < H; ++h) {
+      const float* qh = q + (static_cast<size_t>(t) * H + h) * D;
+      const int32_t kvh = h / (H / KVH);
+      p.resize(n);
+      double mx = -1e300;
+      for (int32_t j = 0; j < n; ++j) {
+        const float* kj = keys.data() + static_cast<size_t>(j) * kv_dim + static_cast<size_t>(kvh) * D;
+        double s = 0;
+        for (int32_t d = 0; d < D; ++d) s += static_cast<double>(qh[d]) * kj[d];
+        p[j] = s * scale;
+        mx = std::max(mx, p[j]);
+      }
+      double z = 0;
+      for (int32_t j = 0; j < n; ++j) z += (p[j] = std::exp(p[j] - mx));
+      blocks.assign(nb, 0.0);
+      for (int32_t j = 0; j < n; ++j) blocks[j / block_tokens_] += p[j] / z;
+      std::sort(blocks.begin(), blocks.end(), std::greater<double>());
+      double acc = 0;
+      for (int32_t b = 1; b <= max_blocks_; ++b) {
+        if (b <= nb) acc += blocks[b - 1];
+        sum_[l][b] += std::min(1.0, acc);
+      }
+      ++count_[l];
+    }
+  }
+}
+
+AttentionProfile AttentionProfiler::result() const {
+  AttentionProfile r;
+  r.block_tokens = block_tokens_;
+  r.num_queries = count_.empty() ? 0 : *std::min_element(count_.begin(), count_.end());
+  for (size_t l = 0; l < sum_.size(); ++l) {
+    std::vector<float> m(sum_[l].size(), 0.0f);
+    for (size_t b = 0; b < m.size(); ++b) m[b] = count_[l] ? static_cast<float>(sum_[l][b] / count_[l]) : 1.0f;
+    m[0] = 0.0f;
+    for (size_t b = 1; b < m.size(); ++b) m[b] = std::max(m[b], m[b - 1]);
+    r.mass.push_back(std::move(m));
+  }
+  return r;
+}
+
+std::vector<int32_t> allocate_budgets(const AttentionProfile& p, int64_t total, int32_t min_tokens, int32_t unit) {
+  const int32_t L = static_cast<int32_t>(p.mass.size());
+  SLIMKV_CHECK(L > 0 && unit >= 1, "auto budgets: empty attention profile");
+  SLIMKV_CHECK(total >= static_cast<int64_t>(min_tokens) * L, "auto budgets: {} tokens cannot give {} layers {} each",
+               total, L, min_tokens);
+  std::vector<int32_t> k(L, min_tokens);
+  int64_t left = total - static_cast<int64_t>(min_tokens) * L;
+  while (left >= unit) {
+    int32_t best = 0;
+    double best_gain = -1;
+    for (int32_t l = 0; l < L; ++l) {  // ties: the lower layer
+      const double gain = p.mass_at(l, k[l] + unit) - p.mass_at(l, k[l]);
+      if (gain > best_gain + 1e-12) best_gain = gain, best = l;
+    }
+    k[best] += unit;
+    left -= unit;
+  }
+  return k;
+}
+
+std::vector<int32_t> allocate_by_sensitivity(const std::vector<float>& sens, int64_t total, int32_t min_tokens,
+                                             int32_t unit) {
+  const size_t L = sens.size();
+  SLIMKV_CHECK(L > 0 && unit >= 1 && min_tokens >= 0, "sensitivity budgets: no layers");
+  const int64_t min_units = (min_tokens + unit - 1) / unit, total_units = total / unit;
+  SLIMKV_CHECK(total_units >= min_units * static_cast<int64_t>(L), "sensitivity budgets: {} tokens cannot give {} "
+               "layers {} each", total, L, min_tokens);
+  std::vector<double> w(L);
+  double sum = 0;
+  for (size_t l = 0; l < L; ++l) sum += (w[l] = std::sqrt(std::max(1e-9, static_cast<double>(sens[l]))));
+  // Units above the minimum, split by weight; largest remainders get the leftovers.
+  const int64_t spare = total_units - min_units * static_cast<int64_t>(L);
+  std::vector<int64_t> units(L, min_units);
+  std::vector<std::pair<double, size_t>> rem;
+  int64_t given = 0;
+  for (size_t l = 0; l < L; ++l) {
+    const double share = static_cast<double>(spare) * w[l] / sum;
+    units[l] += static_cast<int64_t>(share);
+    given += static_cast<int64_t>(share);
+    rem.push_back({share - std::floor(share), l});
+  }
+  std::stable_sort(rem.begin(), rem.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t i = 0; given < spare; ++i, ++given) ++units[rem[i % L].second];
+  std::vector<int32_t> out(L);
+  for (size_t l = 0; l < L; ++l) out[l] = static_cast<int32_t>(units[l] * unit);
+  return out;
+}
+
+}  // namespace slimkv
