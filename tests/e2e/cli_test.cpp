@@ -3,7 +3,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 
@@ -57,6 +59,42 @@ TEST(Cli, GenerateFromGgufV1AndVerboseStatsGoToStderr) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.substr(0, 40), "Once upon a time, there was a little gir");
   EXPECT_NE(r.err.find("tokens/s"), std::string::npos);
+}
+
+// The engine-comparison commands of issue G on a family other than llama: ids in, llama.cpp's greedy ids and logits
+// out (the prompt and references are ../shared/models/synthetic's).
+TEST(Cli, GeneratePromptIdsPrintsLlamaCppGreedyIdsAndLogitsWritesEveryPosition) {
+  const std::string dir = models_dir() + "/synthetic/qwen3";
+  if (!exists(dir + "/qwen3-f32.gguf")) GTEST_SKIP();
+  std::ifstream in(models_dir() + "/synthetic/prompts/p64.ids");
+  std::string ids((std::istreambuf_iterator<char>(in)), {});
+  while (!ids.empty() && (ids.back() == '\n' || ids.back() == ' ')) ids.pop_back();
+  Result r = run("generate -m " + dir + "/qwen3-f32.gguf --prompt-ids " + ids + " -n 16 --temp 0 --print-ids");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream g(dir + "/qwen3-f32.greedy.json");
+  std::string greedy((std::istreambuf_iterator<char>(g)), {});
+  const size_t a = greedy.find('['), b = greedy.find(']');
+  std::string want = greedy.substr(a, b - a + 1);
+  want.erase(std::remove(want.begin(), want.end(), ' '), want.end());
+  EXPECT_EQ(r.out, want + "\n");
+  const std::string out = ::testing::TempDir() + "/qwen3_logits_" + std::to_string(::getpid()) + ".f32";
+  r = run("logits -m " + dir + "/qwen3-f32.gguf --ids-file " + models_dir() + "/synthetic/prompts/p64.ids -o " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream o(out, std::ios::binary), ref(dir + "/qwen3-f32.logits.f32", std::ios::binary);
+  std::vector<float> x(64 * 512), y(64 * 512);
+  o.read(reinterpret_cast<char*>(x.data()), x.size() * 4);
+  ref.read(reinterpret_cast<char*>(y.data()), y.size() * 4);
+  ASSERT_TRUE(o.good() && ref.good());
+  EXPECT_EQ(o.peek(), EOF) << "exactly [64][512] floats";
+  float worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::fabs(x[i] - y[i]));
+  EXPECT_LE(worst, 1e-3f);
+  std::remove(out.c_str());
+  r = run("logits -m " + dir + "/qwen3-f32.gguf --ids 1,5,99999 -o " + out);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("token id 99999 is outside the vocabulary"), std::string::npos) << r.err;
+  r = run("generate -m " + dir + "/qwen3-f32.gguf --print-ids -p hi");
+  EXPECT_NE(r.err.find("--print-ids needs --prompt-ids"), std::string::npos) << r.err;
 }
 
 TEST(Cli, SeededSamplingIsReproducible) {
