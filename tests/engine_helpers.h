@@ -74,4 +74,19 @@ inline EngineRun run_prompts(const Model& m, const EngineConfig& cfg, const std:
   return run_requests(m, cfg, reqs);
 }
 
+// Runs each request alone (one sequence, 7-token chunks, no prefix cache) under cfg and expects the tokens the
+// batched run gave it: batched == single whatever the chunking.
+inline void expect_each_alone_equal(const Model& m, const EngineConfig& cfg, const std::vector<TestRequest>& reqs,
+                                    const EngineRun& batched, const std::string& what = "") {
+  EngineConfig one = cfg;
+  one.sched.max_num_seqs = 1;
+  one.sched.max_num_batched_tokens = 7;
+  one.cache.enable_prefix_caching = false;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    TestRequest r = reqs[i];
+    r.arrival_step = 0;
+    EXPECT_EQ(run_requests(m, one, {r}).tokens[0], batched.tokens[i]) << what << " request " << i;
+  }
+}
+
 }  // namespace slimkv::test

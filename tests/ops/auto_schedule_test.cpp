@@ -55,13 +55,7 @@ TEST(AutoSchedule, ReadsTheCalibrationAndKeepsBatchedEqualToSingle) {
   }
   const EngineRun batched = run_requests(*m, c, jobs);
   EXPECT_GT(batched.evicted_blocks, 0);
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    EngineConfig one = c;
-    one.sched.max_num_seqs = 1;
-    one.sched.max_num_batched_tokens = 7;
-    one.cache.enable_prefix_caching = false;
-    EXPECT_EQ(run_requests(*m, one, {jobs[i]}).tokens[0], batched.tokens[i]) << "job " << i;
-  }
+  expect_each_alone_equal(*m, c, jobs, batched);
   // Errors: a calibration without sensitivities, or none at all.
   Calibration old = cal;
   old.layer_sensitivity.clear();

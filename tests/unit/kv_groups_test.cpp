@@ -198,13 +198,7 @@ TEST(KvGroups, CompressionTransformsOnlyTheFullAttentionLayersOfGemma3) {
   for (auto& j : jobs) j.max_tokens = 40, j.arrival_step = 0;
   const EngineRun batched = run_requests(*m, c, jobs);
   EXPECT_GT(batched.evicted_blocks, 0);
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    EngineConfig one = c;
-    one.sched.max_num_seqs = 1;
-    one.sched.max_num_batched_tokens = 7;
-    one.cache.enable_prefix_caching = false;
-    EXPECT_EQ(run_requests(*m, one, {jobs[i]}).tokens[0], batched.tokens[i]) << "job " << i;
-  }
+  expect_each_alone_equal(*m, c, jobs, batched);
   // Off is the uncompressed engine, bit for bit (here: token for token with the windows).
   EngineConfig off = small_engine_config();
   off.compress.enabled = false;
@@ -255,13 +249,7 @@ TEST(KvGroups, PyramidRetentionKeepsBatchedEqualToSingleAndMemoryBounded) {
   }
   const EngineRun batched = run_requests(*m, c, jobs);
   EXPECT_GT(batched.evicted_blocks, 0);
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    EngineConfig one = c;
-    one.sched.max_num_seqs = 1;
-    one.sched.max_num_batched_tokens = 7;
-    one.cache.enable_prefix_caching = false;
-    EXPECT_EQ(run_requests(*m, one, {jobs[i]}).tokens[0], batched.tokens[i]) << "job " << i;
-  }
+  expect_each_alone_equal(*m, c, jobs, batched);
   // Held per sequence: the budgets, not the context (5 layers, each its group, plus summaries).
   EXPECT_LT(batched.peak_blocks, 4 * (5 * (96 + 16) / 8 + 40));
 }

@@ -120,13 +120,9 @@ TEST(DynamicRetention, MergingIntoSummariesKeepsBatchedEqualToSingleAndFreesEver
     c.compress.kv_cache_dtype = dtype;
     auto batched = run(*m, c, ps, 60);  // run() checks integrity every step and that every block is free at the end
     EXPECT_GT(batched.evicted_blocks, 0);
-    for (size_t i = 0; i < ps.size(); ++i) {
-      EngineConfig one = c;
-      one.sched.max_num_seqs = 1;
-      one.sched.max_num_batched_tokens = 7;
-      one.cache.enable_prefix_caching = false;
-      EXPECT_EQ(run(*m, one, {ps[i]}, 60).tokens[0], batched.tokens[i]) << dtype << " prompt " << i;
-    }
+    std::vector<TestRequest> reqs;
+    for (const auto& p : ps) reqs.push_back({p, 60, 0});
+    expect_each_alone_equal(*m, c, reqs, batched, dtype);
     // Merged summaries change the output relative to dropping (they are attended to).
     EngineConfig drop = c;
     drop.compress.kv_evict_policy = "drop";
