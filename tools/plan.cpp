@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/decoder_forward.h"
+#include "model/kv_projection.h"
 #include "ops/memory_plan.h"
 #include "ops/svg_chart.h"
 #include "tools/commands.h"
@@ -112,14 +113,18 @@ int run_plan(PlanFlags f) {
   in.compress = f.engine.compress;
   if (!f.engine.kv_config_file.empty()) in.compress = CompressionConfig::from_json_file(f.engine.kv_config_file);
   if (f.shape.num_layers > 0) {  // explicit hyper-parameters
+    SLIMKV_CHECK(in.compress.kv_sparse_schedule != "auto" || !in.compress.kv_sparse_layer_topk.empty(),
+                 "plan: --kv-sparse-schedule auto needs -m MODEL (its calibration file decides the per-layer budgets; "
+                 "the total equals uniform's)");
     in.shape = f.shape;
     if (in.shape.num_kv_heads == 0) in.shape.num_kv_heads = in.shape.num_heads;
     in.shape.num_params = static_cast<int64_t>(f.params);
   } else {
     auto model = load_model_from_flags(f.model);
     const ModelConfig& c = model->config;
-    in.shape = {c.num_layers, c.num_heads, c.num_kv_heads, c.head_dim, c.dim, c.hidden_dim, c.vocab_size, 0, "f16"};
+    in.shape = {c.num_layers, c.num_heads, c.num_kv_heads, c.head_dim, c.dim, c.hidden_dim, c.vocab_size, 0, "f16", {}};
     in.shape.kv_layers = kv_layer_specs(c);  // per-layer heads, head sizes and sliding windows
+    in.compress = resolve_sparse_schedule(in.compress, *model, 8);
     std::string wd(dtype_name(model->layers[0].wq.dtype));
     for (auto& ch : wd) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     in.shape.weights_dtype = f.shape.weights_dtype != "f16" ? f.shape.weights_dtype : wd;

@@ -29,20 +29,32 @@ void RopeTable::init(int32_t max_pos, int32_t head_dim_, int32_t rotary_dim_, co
                "rope: {} frequency factors for rotary dim {}", cfg.freq_factors.size(), rotary_dim_);
   head_dim = head_dim_;
   rotary_dim = rotary_dim_;
+  max_positions = max_pos;
   layout = layout_;
   config = cfg;
-  const int32_t half = rotary_dim / 2;
-  cos_.resize(static_cast<size_t>(max_pos) * half);
-  sin_.resize(static_cast<size_t>(max_pos) * half);
-  const float theta_scale = std::pow(cfg.base, -2.0f / static_cast<float>(rotary_dim));
-  float corr[2] = {0, 0};
-  if (cfg.ext_factor != 0.0f) {
+  cos_.clear();
+  sin_.clear();
+  corr_[0] = corr_[1] = 0;
+  if (cfg.ext_factor != 0.0f) {  // ggml_rope_yarn_corr_dims with n_ctx_orig = the trained context
     const int32_t n_ctx_orig = cfg.orig_ctx > 0 ? cfg.orig_ctx : max_pos;
-    corr[0] = std::max(0.0f, std::floor(yarn_corr_dim(rotary_dim, n_ctx_orig, cfg.beta_fast, cfg.base)));
-    corr[1] = std::min(static_cast<float>(rotary_dim - 1),
-                       std::ceil(yarn_corr_dim(rotary_dim, n_ctx_orig, cfg.beta_slow, cfg.base)));
+    corr_[0] = std::max(0.0f, std::floor(yarn_corr_dim(rotary_dim, n_ctx_orig, cfg.beta_fast, cfg.base)));
+    corr_[1] = std::min(static_cast<float>(rotary_dim - 1),
+                        std::ceil(yarn_corr_dim(rotary_dim, n_ctx_orig, cfg.beta_slow, cfg.base)));
   }
-  for (int32_t p = 0; p < max_pos; ++p) {
+  ensure(std::min(max_pos, 256));
+}
+
+void RopeTable::ensure(int32_t n) {
+  const int32_t have = max_pos();
+  if (n <= have) return;
+  SLIMKV_CHECK(n <= max_positions, "rope: position {} beyond the context of {}", n - 1, max_positions);
+  const int32_t to = std::min(max_positions, std::max(n, 2 * have));
+  const int32_t half = rotary_dim / 2;
+  const RopeConfig& cfg = config;
+  cos_.resize(static_cast<size_t>(to) * half);
+  sin_.resize(static_cast<size_t>(to) * half);
+  const float theta_scale = std::pow(cfg.base, -2.0f / static_cast<float>(rotary_dim));
+  for (int32_t p = have; p < to; ++p) {
     float theta = static_cast<float>(p);
     for (int32_t i = 0; i < half; ++i) {
       const float ff = cfg.freq_factors.empty() ? 1.0f : cfg.freq_factors[i];
@@ -50,7 +62,7 @@ void RopeTable::init(int32_t max_pos, int32_t head_dim_, int32_t rotary_dim_, co
       const float theta_interp = cfg.freq_scale * theta_extrap;
       float t = theta_interp, mscale = cfg.attn_factor;
       if (cfg.ext_factor != 0.0f) {  // ggml's rope_yarn
-        const float ramp_mix = yarn_ramp(corr[0], corr[1], 2 * i) * cfg.ext_factor;
+        const float ramp_mix = yarn_ramp(corr_[0], corr_[1], 2 * i) * cfg.ext_factor;
         t = theta_interp * (1 - ramp_mix) + theta_extrap * ramp_mix;
         mscale *= 1.0f + 0.1f * std::log(1.0f / cfg.freq_scale);
       }

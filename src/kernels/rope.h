@@ -23,13 +23,18 @@ struct RopeConfig {
 };
 
 // Precomputed cos/sin per position, in ggml's float arithmetic (theta advanced by repeated multiplication), so
-// long positions agree with llama.cpp.
+// long positions agree with llama.cpp. Positions are computed as needed (ensure), up to the model's context.
 struct RopeTable {
   int32_t head_dim = 0, rotary_dim = 0;
+  int32_t max_positions = 0;      // the model's context: the most ensure() computes
   RopeLayout layout = RopeLayout::Interleaved;
   RopeConfig config;
-  std::vector<float> cos_, sin_;  // [max_pos, rotary_dim/2]
+  float corr_[2] = {0, 0};        // YaRN correction dims
+  std::vector<float> cos_, sin_;  // [computed positions, rotary_dim/2]
+  // Up to 256 positions are computed at once; the rest on demand.
   void init(int32_t max_pos, int32_t head_dim, int32_t rotary_dim, const RopeConfig& config, RopeLayout layout);
+  // Makes positions [0, n) available (n <= max_positions); grows by at least doubling.
+  void ensure(int32_t n);
   void init(int32_t max_pos, int32_t head_dim, int32_t rotary_dim, float theta, RopeLayout layout) {
     RopeConfig c;
     c.base = theta;

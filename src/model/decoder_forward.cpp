@@ -1,6 +1,7 @@
 #include "kernels/ops.h"
 #include "model/decoder_forward.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/check.h"
@@ -141,6 +142,8 @@ void DecoderForward::forward(const ForwardBatch& b, KvStorage& kv, float* logits
                  "position {} exceeds the model context ({} tokens)", b.positions[t], c.max_seq_len);
   }
   reserve(T, static_cast<int32_t>(b.logits_rows.size()));
+  const int32_t max_pos = *std::max_element(b.positions.begin(), b.positions.end());
+  for (RopeTable& r : ropes_) r.ensure(max_pos + 1);
   batch_ = &b;
   kv_ = &kv;
   T_ = T;

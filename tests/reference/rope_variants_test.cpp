@@ -61,18 +61,20 @@ std::vector<Variant> variants() {
   std::vector<float> factors(32);
   for (auto& f : factors) f = 1.0f + static_cast<float>(rng() % 4000) / 100.0f;  // 1..41: strong on purpose
   return {
-      {"llama3_rope_freqs", "llama/llama-f32", [](GgufWriter&) {}, {{"rope_freqs.weight", factors}}},
+      {"llama3_rope_freqs", "llama/llama-f32", [](GgufWriter&) {}, {{"rope_freqs.weight", factors}}, 1e-3},
       {"linear_x4", "llama/llama-f32",
        [](GgufWriter& w) {
          w.add_string("llama.rope.scaling.type", "linear");
          w.add_f32("llama.rope.scaling.factor", 4.0f);
-       }},
+       },
+       {}, 1e-3},
       {"yarn_x8", "qwen3/qwen3-f32",
        [](GgufWriter& w) {
          w.add_string("qwen3.rope.scaling.type", "yarn");
          w.add_f32("qwen3.rope.scaling.factor", 8.0f);
          w.add_u32("qwen3.rope.scaling.original_context_length", 256);
-       }},
+       },
+       {}, 1e-3},
       // Of these families llama.cpp allows n_rot < head size only for gemma3 (its GELU table: the file's 6.1e-3).
       {"partial_rotary_32", "gemma3/gemma3-f32", [](GgufWriter& w) { w.add_u32("gemma3.rope.dimension_count", 32); },
        {}, 6.1e-3},
