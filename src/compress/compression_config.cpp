@@ -119,6 +119,10 @@ void CompressionConfig::validate(const std::vector<KvLayerSpec>& layers) const {
     }
     SLIMKV_CHECK(kv_compression_rank == 0, "give either --kv-compression-rank or --kv-layer-compress-ratio, not both");
   }
+  for (int32_t l = 0; l < num_layers && low_rank(); ++l) {
+    SLIMKV_CHECK(!layers[l].v_in_k, "low-rank K/V does not apply to a latent (MLA) cache: it is already low rank "
+                 "(layer {})", l);
+  }
   if (low_rank()) {
     SLIMKV_CHECK(!kv_calibration.empty(), "low-rank K/V needs a calibration file (--kv-calibration FILE from "
                                           "`slimkv calibrate`)");

@@ -43,6 +43,7 @@ KvLayout KvLayout::from_specs(const std::vector<KvLayerSpec>& specs, int32_t blo
     g.head_dim_k = g.k_dim = s.head_dim_k;
     g.head_dim_v = g.v_dim = s.head_dim_v;
     g.spec.window_tokens = s.window_tokens;
+    g.v_in_k = s.v_in_k;
     l.layers.push_back(g);
   }
   l.assign_groups();

@@ -19,6 +19,8 @@ struct KvLayerSpec {
   int32_t num_kv_heads = 0;
   int32_t head_dim_k = 0, head_dim_v = 0;
   int32_t window_tokens = 0;  // sliding-window attention: a query at p sees p0 with p - p0 < window; 0 = full
+  bool v_in_k = false;        // the value is the first head_dim_v values of the key record (MLA's latent cache:
+                              // one record of [latent | rope key] per token, no separate V)
 };
 
 // How a group's block table keeps blocks (a compression config may turn full-attention specs into these).
@@ -41,18 +43,20 @@ struct KvLayerGeometry {
   int32_t v_dim = 0;         // ... for values
   KvDtype dtype = KvDtype::F32;
   bool rotate = false;       // rows stored after a fixed randomized Hadamard rotation per head
+  bool v_in_k = false;       // no V rows: the value is the first v_dim values of the K record (KvLayerSpec)
   KvGroupSpec spec;          // how its block table behaves
   int32_t group = 0;         // set by KvLayout::assign_groups
   int32_t tensor = 0;        // storage tensor (KvStorage region) its rows live in
   int64_t k_head_bytes() const { return kv_head_record_bytes(dtype, k_dim); }
-  int64_t v_head_bytes() const { return kv_head_record_bytes(dtype, v_dim); }
+  int64_t v_head_bytes() const { return v_in_k ? 0 : kv_head_record_bytes(dtype, v_dim); }  // stored V bytes
   int64_t k_row_bytes() const { return k_head_bytes() * num_kv_heads; }  // one token's keys, all KV heads
   int64_t v_row_bytes() const { return v_head_bytes() * num_kv_heads; }
   int64_t bytes_per_token() const { return k_row_bytes() + v_row_bytes(); }
   bool low_rank() const { return k_dim != head_dim_k || v_dim != head_dim_v; }
   bool is_plain_f32() const { return dtype == KvDtype::F32 && !rotate && !low_rank(); }
   bool same_record(const KvLayerGeometry& o) const {
-    return num_kv_heads == o.num_kv_heads && k_head_bytes() == o.k_head_bytes() && v_head_bytes() == o.v_head_bytes();
+    return num_kv_heads == o.num_kv_heads && k_head_bytes() == o.k_head_bytes() && v_head_bytes() == o.v_head_bytes() &&
+           v_in_k == o.v_in_k;
   }
 };
 

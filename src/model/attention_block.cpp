@@ -17,9 +17,32 @@ void add_bias(float* y, const float* b, int32_t num_tokens, int32_t n) {
 
 }  // namespace
 
+PagedAttention::LayerKv DecoderForward::layer_kv(int32_t l) const {
+  const KvStorage& kv = *kv_;
+  const KvLayerGeometry& g = kv.layout().layers[l];
+  PagedAttention::LayerKv lk{kv.k_base(l), kv.v_base(l), g.k_dim, g.v_dim, g.k_head_bytes(), g.v_head_bytes(),
+                             kv.k_head_stride_bytes(l), kv.v_head_stride_bytes(l), g.dtype, g.rotate};
+  if (g.v_in_k) {  // the value is the leading v_dim values of each key record
+    lk.v = lk.k;
+    lk.v_head_bytes = lk.k_head_bytes;
+    lk.v_head_stride_bytes = lk.k_head_stride_bytes;
+  }
+  lk.sink_tokens = g.spec.sink_tokens;  // a window (sliding-window layer or static retention); 0 = every row
+  lk.window_tokens = g.spec.window_tokens;
+  if (!kv_proj_.empty()) {
+    if (!kv_proj_[l].k.empty()) lk.k_proj = kv_proj_[l].k.data();
+    if (!kv_proj_[l].v.empty()) lk.v_proj = kv_proj_[l].v.data();
+  }
+  return lk;
+}
+
 void DecoderForward::attention(int32_t l, const float* in, float* out) {
   const ModelConfig& c = model_.config;
   const LayerConfig& lc = c.layers[l];
+  if (lc.mla) {
+    mla_attention(l, in, out);
+    return;
+  }
   const LayerWeights& w = model_.layers[l];
   const ForwardBatch& b = *batch_;
   KvStorage& kv = *kv_;
@@ -46,14 +69,7 @@ void DecoderForward::attention(int32_t l, const float* in, float* out) {
   }
   if (q_observer_) q_observer_(l, q_.data(), T);
   if (observer_) observer_(l, k_.data(), v_.data(), T);
-  PagedAttention::LayerKv lk{kv.k_base(l), kv.v_base(l), g.k_dim, g.v_dim, g.k_head_bytes(), g.v_head_bytes(),
-                             kv.k_head_stride_bytes(l), kv.v_head_stride_bytes(l), g.dtype, g.rotate};
-  lk.sink_tokens = g.spec.sink_tokens;  // a window (sliding-window layer or static retention); 0 = every row
-  lk.window_tokens = g.spec.window_tokens;
-  if (!kv_proj_.empty()) {
-    if (!kv_proj_[l].k.empty()) lk.k_proj = kv_proj_[l].k.data();
-    if (!kv_proj_[l].v.empty()) lk.v_proj = kv_proj_[l].v.data();
-  }
+  const PagedAttention::LayerKv lk = layer_kv(l);
   const AttentionDims dims{lc.num_heads, lc.num_kv_heads, lc.head_dim_k, lc.head_dim_v, c.attn_scale};
   {
     ProfScope ps(ProfKind::Attention);

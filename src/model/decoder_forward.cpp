@@ -15,7 +15,7 @@ std::vector<KvLayerSpec> kv_layer_specs(const ModelConfig& c) {
   std::vector<KvLayerSpec> out;
   for (const LayerConfig& l : c.layers) {
     const int32_t w = l.sliding_window > 0 && l.sliding_window < c.max_seq_len ? l.sliding_window : 0;
-    out.push_back({l.num_kv_heads, l.head_dim_k, l.head_dim_v, w});
+    out.push_back({l.num_kv_heads, l.head_dim_k, l.head_dim_v, w, l.mla});
   }
   return out;
 }
@@ -51,6 +51,7 @@ void DecoderForward::write_kv(KvStorage& kv, int32_t l, int64_t slot, const floa
   if (g.is_plain_f32()) {  // the uncompressed cache: plain copies (bit-identical to no compression at all)
     for (int32_t h = 0; h < g.num_kv_heads; ++h) {
       std::memcpy(kv.k_head(l, slot, h), k_row + static_cast<size_t>(h) * g.head_dim_k, sizeof(float) * g.head_dim_k);
+      if (g.v_in_k) continue;
       std::memcpy(kv.v_head(l, slot, h), v_row + static_cast<size_t>(h) * g.head_dim_v, sizeof(float) * g.head_dim_v);
     }
     return;
@@ -58,7 +59,7 @@ void DecoderForward::write_kv(KvStorage& kv, int32_t l, int64_t slot, const floa
   head_.resize(std::max(g.head_dim_k, g.head_dim_v));
   const LayerProjection* lp = kv_proj_.empty() ? nullptr : &kv_proj_[l];
   for (int32_t h = 0; h < g.num_kv_heads; ++h) {
-    for (int which = 0; which < 2; ++which) {
+    for (int which = 0; which < (g.v_in_k ? 1 : 2); ++which) {  // a latent cache stores only its key record
       const int32_t hd = which == 0 ? g.head_dim_k : g.head_dim_v;
       const float* src = (which == 0 ? k_row : v_row) + static_cast<size_t>(h) * hd;
       const int32_t dim = which == 0 ? g.k_dim : g.v_dim;

@@ -55,7 +55,8 @@ class DecoderForward {
   float* block_out() { return proj_.data(); } // [T, dim] scratch: a block's output
   // out[t] = rmsnorm(in[t]) * w for every token (out may be in)
   void norm(float* out, const float* in, const float* w);
-  // out[T, dim] = attention of layer over in[T, dim] (writes the layer's K/V rows into the cache)
+  // out[T, dim] = attention of layer over in[T, dim] (writes the layer's K/V rows into the cache); MLA layers
+  // (LayerConfig::mla) take the latent path (mla_block.cpp)
   void attention(int32_t layer, const float* in, float* out);
   // out[T, dim] = the layer's FFN of in[T, dim]: a gated MLP, or the mixture of experts
   void ffn(int32_t layer, const float* in, float* out);
@@ -65,6 +66,9 @@ class DecoderForward {
   void dense_ffn(const WeightView& gate, const WeightView& up, const WeightView& down, const float* in,
                  int32_t num_tokens, float* out, float* h1, float* h2);
   void moe_ffn(int32_t layer, const float* in, float* out);
+  void route_experts(int32_t layer);  // router_ -> sel_, selw_ for the step's tokens
+  void mla_attention(int32_t layer, const float* in, float* out);
+  PagedAttention::LayerKv layer_kv(int32_t layer) const;  // how the step's storage holds the layer's rows
 
   const Model& model_;
   const ModelFamily& family_;
@@ -93,6 +97,12 @@ class DecoderForward {
   std::vector<float> ein_, eout_;  // [T, dim] tokens routed to one expert, and its output
   std::vector<int32_t> etok_;   // [T] their token indices
   std::vector<float> ewt_;      // [T] their weights
+  // MLA scratch (mla_block.cpp)
+  std::vector<float> mla_qa_;   // [T, q_lora] q LoRA
+  std::vector<float> mla_q_;    // [T, heads * (nope + rope)] projected queries
+  std::vector<float> mla_kv_;   // [T, kv_lora + rope] latent | rope key = the cache record
+  std::vector<float> mla_in_, mla_out_;  // [T, max(nope, kv_lora)] one head's rows in / [T, max(kv_lora, v)] out
+  std::vector<float> mla_o_;    // [T, heads * v_head_dim] per-head outputs before the output projection
   std::vector<LayerProjection> kv_proj_;  // [num_layers] low-rank K/V bases, or empty
   KvObserver observer_;
   QObserver q_observer_;

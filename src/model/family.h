@@ -19,7 +19,9 @@ enum class TensorRole {
   AttnNorm, AttnQ, AttnK, AttnV, AttnQkv, AttnOut, AttnQBias, AttnKBias, AttnVBias, AttnOutBias, AttnQNorm,
   AttnKNorm, AttnPostNorm,
   FfnNorm, FfnGate, FfnUp, FfnDown, FfnGateUp, FfnPostNorm,
-  MoeRouter, MoeGateExps, MoeUpExps, MoeDownExps, ShexpGate, ShexpUp, ShexpDown,
+  MoeRouter, MoeGateExps, MoeUpExps, MoeDownExps, ShexpGate, ShexpUp, ShexpDown, MoeExpProbsB,
+  // MLA
+  AttnQA, AttnQANorm, AttnQB, AttnKvAMqa, AttnKvANorm, AttnKB, AttnVB,
 };
 
 enum class Need : uint8_t { Required, Optional };

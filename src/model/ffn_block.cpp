@@ -1,7 +1,8 @@
 // DecoderForward's FFN blocks: the gated MLP (SwiGLU or GeGLU, by the model's activation) and the mixture of
-// experts: softmax router, top-k (ties to the lower expert id), optional renormalisation and scale; tokens are
-// grouped by expert so each expert's weights are read once per step, and each token sums its experts in expert-id
-// order (the same whatever the batch).
+// experts: softmax or sigmoid router, an optional selection bias and group limit (DeepSeek-V3), top-k (ties to the
+// lower expert id), optional renormalisation and scale, shared experts; tokens are grouped by expert so each
+// expert's weights are read once per step, and each token sums its experts in expert-id order (the same whatever
+// the batch).
 #include <algorithm>
 #include <cmath>
 
@@ -35,6 +36,53 @@ void DecoderForward::ffn(int32_t l, const float* in, float* out) {
   dense_ffn(w.w1, w.w3, w.w2, in, T_, out, hb_.data(), hb2_.data());
 }
 
+void DecoderForward::route_experts(int32_t l) {
+  const MoeConfig& mc = model_.config.moe;
+  const LayerWeights& w = model_.layers[l];
+  const int32_t E = mc.num_experts, K = mc.num_experts_used, G = mc.num_groups, per_group = E / G;
+  std::vector<int32_t> order(E), gorder(G);
+  std::vector<float> sel(E), gscore(G);
+  for (int32_t t = 0; t < T_; ++t) {
+    float* p = router_.data() + static_cast<size_t>(t) * E;  // logits -> probabilities
+    if (mc.gating == MoeGating::Sigmoid) {
+      for (int32_t e = 0; e < E; ++e) p[e] = 1.0f / (1.0f + std::exp(-p[e]));
+    } else {
+      softmax(p, E);
+    }
+    for (int32_t e = 0; e < E; ++e) sel[e] = p[e] + (w.exp_probs_b ? w.exp_probs_b[e] : 0.0f);  // selection only
+    if (G > 1) {  // group-limited: a group scores its two best; the best groups_used groups stay eligible
+      for (int32_t gi = 0; gi < G; ++gi) {
+        float b1 = -INFINITY, b2 = -INFINITY;
+        for (int32_t e = gi * per_group; e < (gi + 1) * per_group; ++e) {
+          if (sel[e] > b1) b2 = b1, b1 = sel[e];
+          else if (sel[e] > b2) b2 = sel[e];
+        }
+        gscore[gi] = b1 + b2;
+        gorder[gi] = gi;
+      }
+      std::partial_sort(gorder.begin(), gorder.begin() + mc.groups_used, gorder.end(), [&](int32_t x, int32_t y) {
+        return gscore[x] > gscore[y] || (gscore[x] == gscore[y] && x < y);
+      });
+      for (int32_t k = mc.groups_used; k < G; ++k) {
+        for (int32_t e = gorder[k] * per_group; e < (gorder[k] + 1) * per_group; ++e) sel[e] = -INFINITY;
+      }
+    }
+    for (int32_t e = 0; e < E; ++e) order[e] = e;
+    std::partial_sort(order.begin(), order.begin() + K, order.end(), [&](int32_t a, int32_t b) {
+      return sel[a] > sel[b] || (sel[a] == sel[b] && a < b);
+    });
+    float sum = 0;
+    for (int32_t k = 0; k < K; ++k) sum += p[order[k]];
+    sum = std::max(sum, 6.103515625e-5f);  // as llama.cpp clamps the normaliser
+    for (int32_t k = 0; k < K; ++k) {
+      sel_[static_cast<size_t>(t) * K + k] = order[k];
+      float wk = p[order[k]];
+      if (mc.norm_topk_prob) wk /= sum;
+      selw_[static_cast<size_t>(t) * K + k] = wk * mc.weights_scale;
+    }
+  }
+}
+
 void DecoderForward::moe_ffn(int32_t l, const float* in, float* out) {
   const ModelConfig& c = model_.config;
   const MoeConfig& mc = c.moe;
@@ -44,23 +92,7 @@ void DecoderForward::moe_ffn(int32_t l, const float* in, float* out) {
     ProfScope ps(ProfKind::Matmul);
     matmul(w.router, in, T, router_.data(), pool_);
   }
-  std::vector<int32_t> order(E);
-  for (int32_t t = 0; t < T; ++t) {
-    float* p = router_.data() + static_cast<size_t>(t) * E;
-    softmax(p, E);
-    for (int32_t e = 0; e < E; ++e) order[e] = e;
-    std::partial_sort(order.begin(), order.begin() + K, order.end(), [p](int32_t a, int32_t b) {
-      return p[a] > p[b] || (p[a] == p[b] && a < b);
-    });
-    float sum = 0;
-    for (int32_t k = 0; k < K; ++k) sum += p[order[k]];
-    for (int32_t k = 0; k < K; ++k) {
-      sel_[static_cast<size_t>(t) * K + k] = order[k];
-      float wk = p[order[k]];
-      if (mc.norm_topk_prob) wk /= sum;
-      selw_[static_cast<size_t>(t) * K + k] = wk * mc.weights_scale;
-    }
-  }
+  route_experts(l);
   std::fill(out, out + static_cast<size_t>(T) * dim, 0.0f);
   for (int32_t e = 0; e < E; ++e) {  // each expert once, over the tokens routed to it
     int32_t n = 0;

@@ -20,6 +20,10 @@ enum class Hp {
   RopeScalingBetaFast, RopeScalingBetaSlow, RopeScalingAttnFactor, PartialRotaryFactor,
   ExpertCount, ExpertUsedCount, ExpertFeedForwardLength, ExpertSharedFeedForwardLength, ExpertWeightsNorm,
   FinalLogitSoftcap, QueryPreAttnScalar, TieWordEmbeddings,
+  // DeepSeek (MLA, DeepSeekMoE)
+  QLoraRank, KvLoraRank, KeyLengthMla, ValueLengthMla, QkRopeHeadDim, QkNopeHeadDim, LeadingDenseBlockCount,
+  ExpertSharedCount, ExpertWeightsScale, ExpertGatingFunc, ExpertGroupCount, ExpertGroupUsedCount,
+  RopeScalingYarnLogMul, RopeScalingMscaleAllDim, ScoringFunc,
 };
 
 class HParams {

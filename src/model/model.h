@@ -29,6 +29,12 @@ struct LayerWeights {
   WeightView router;                      // [num_experts, dim]
   std::vector<WeightView> exp_gate, exp_up, exp_down;  // [num_experts] of [eff, dim], [eff, dim], [dim, eff]
   WeightView shexp_gate, shexp_up, shexp_down;         // shared experts, fused: [sff, dim], [sff, dim], [dim, sff]
+  const float* exp_probs_b = nullptr;                  // [num_experts] selection bias (DeepSeek-V3), or null
+  // MLA (LayerConfig::mla): q = wq_b · norm(wq_a · x) (or wq · x), [latent | rope key] = wkv_a · x.
+  WeightView wq_a, wq_b, wkv_a;                        // [q_lora, dim], [heads * (nope + rope), q_lora],
+                                                       // [kv_lora + rope, dim]
+  const float *q_a_norm = nullptr, *kv_a_norm = nullptr;  // [q_lora], [kv_lora]
+  std::vector<WeightView> k_b, v_b;                    // per head: [kv_lora, nope] (absorbs q), [v, kv_lora]
 
   // Every matrix of the layer, in the order a forward pass reads them (weight packing walks it).
   std::vector<WeightView*> matrices();

@@ -37,15 +37,31 @@ void ModelConfig::validate() const {
                  moe.num_experts);
     SLIMKV_CHECK(in(moe.expert_ffn_dim, 1, 1 << 18), "model: bad expert width {}", moe.expert_ffn_dim);
     SLIMKV_CHECK(moe.num_shared_experts == 0 || in(moe.shared_ffn_dim, 1, 1 << 18), "model: bad shared expert width");
+    SLIMKV_CHECK(in(moe.num_groups, 1, moe.num_experts) && moe.num_experts % moe.num_groups == 0 &&
+                     in(moe.groups_used, 1, moe.num_groups),
+                 "model: {} expert groups ({} used) for {} experts", moe.num_groups, moe.groups_used, moe.num_experts);
+    SLIMKV_CHECK(moe.num_groups == 1 || moe.num_experts / moe.num_groups >= 2, "model: expert groups need 2 experts each");
+    SLIMKV_CHECK(moe.num_experts_used <= moe.groups_used * (moe.num_experts / moe.num_groups),
+                 "model: {} experts used but the {} groups used hold fewer", moe.num_experts_used, moe.groups_used);
+  }
+  if (mla.enabled()) {
+    SLIMKV_CHECK(in(mla.kv_lora_rank, 1, 8192) && in(mla.q_lora_rank, 0, 8192) && in(mla.nope_dim, 1, 1024) &&
+                     in(mla.rope_dim, 2, 1024) && mla.rope_dim % 2 == 0 && in(mla.v_head_dim, 1, 1024),
+                 "model: bad MLA dims (q lora {}, kv lora {}, nope {}, rope {}, v {})", mla.q_lora_rank,
+                 mla.kv_lora_rank, mla.nope_dim, mla.rope_dim, mla.v_head_dim);
   }
   for (int32_t i = 0; i < num_layers; ++i) {
     const LayerConfig& l = layers[i];
     SLIMKV_CHECK(in(l.num_heads, 1, 1024), "model: layer {}: bad head count {}", i, l.num_heads);
     SLIMKV_CHECK(in(l.num_kv_heads, 1, l.num_heads) && l.num_heads % l.num_kv_heads == 0,
                  "model: layer {}: {} KV heads do not divide {} heads", i, l.num_kv_heads, l.num_heads);
-    SLIMKV_CHECK(in(l.head_dim_k, 2, 1024) && l.head_dim_k % 2 == 0, "model: layer {}: bad head dim {}", i,
+    SLIMKV_CHECK(in(l.head_dim_k, 2, 8192) && l.head_dim_k % 2 == 0, "model: layer {}: bad head dim {}", i,
                  l.head_dim_k);
-    SLIMKV_CHECK(in(l.head_dim_v, 1, 1024), "model: layer {}: bad value head dim {}", i, l.head_dim_v);
+    SLIMKV_CHECK(!l.mla || (mla.enabled() && l.num_kv_heads == 1 &&
+                            l.head_dim_k == mla.kv_lora_rank + mla.rope_dim && l.head_dim_v == mla.kv_lora_rank &&
+                            l.rotary_dim == mla.rope_dim),
+                 "model: layer {}: MLA layer shapes disagree with the MLA config", i);
+    SLIMKV_CHECK(in(l.head_dim_v, 1, 8192), "model: layer {}: bad value head dim {}", i, l.head_dim_v);
     SLIMKV_CHECK(in(l.rotary_dim, 2, l.head_dim_k) && l.rotary_dim % 2 == 0, "model: layer {}: bad rotary dim {}", i,
                  l.rotary_dim);
     SLIMKV_CHECK(l.rope.base > 0 && l.rope.base < 1e12f, "model: layer {}: bad rope base {}", i, l.rope.base);
@@ -70,7 +86,10 @@ bool ModelConfig::uniform_kv() const {
 
 int32_t ModelConfig::max_q_dim() const {
   int32_t m = 0;
-  for (const LayerConfig& l : layers) m = std::max({m, l.q_dim(), l.attn_out_dim()});
+  for (const LayerConfig& l : layers) {
+    m = std::max({m, l.q_dim(), l.attn_out_dim()});
+    if (l.mla) m = std::max(m, l.num_heads * std::max(mla.q_head_dim(), mla.v_head_dim));
+  }
   return m;
 }
 

@@ -11,7 +11,7 @@
 namespace slimkv {
 
 enum class FfnActivation : uint8_t { Silu, GeluTanh };  // gate activation of the gated MLP (SwiGLU / GeGLU)
-enum class MoeGating : uint8_t { Softmax };
+enum class MoeGating : uint8_t { Softmax, Sigmoid };  // expert probabilities from the router logits
 
 struct MoeConfig {
   int32_t num_experts = 0;           // 0 = no MoE layer in the model
@@ -22,6 +22,21 @@ struct MoeConfig {
   bool norm_topk_prob = true;        // renormalise the selected experts' probabilities to sum 1
   float weights_scale = 1.0f;        // multiplies the selected weights
   MoeGating gating = MoeGating::Softmax;
+  // Group-limited routing (DeepSeek-V3): experts in num_groups consecutive groups; a group scores the sum of its
+  // two best selection scores; only the best groups_used groups' experts can be chosen. 1 = off.
+  int32_t num_groups = 1, groups_used = 1;
+};
+
+// Multi-head latent attention (DeepSeek-V2/V3): the cache holds, per token, one latent of kv_lora_rank values plus a
+// decoupled RoPE key of rope_dim; queries are absorbed into the latent space (k_b), outputs leave it through v_b.
+struct MlaConfig {
+  int32_t q_lora_rank = 0;    // 0: a plain q projection (V2-Lite)
+  int32_t kv_lora_rank = 0;   // 0: no MLA in the model
+  int32_t nope_dim = 0;       // per-head query/key dims without RoPE
+  int32_t rope_dim = 0;       // per-head RoPE dims (shared rope key)
+  int32_t v_head_dim = 0;     // per-head value size after v_b
+  bool enabled() const { return kv_lora_rank > 0; }
+  int32_t q_head_dim() const { return nope_dim + rope_dim; }
 };
 
 struct LayerConfig {
@@ -31,11 +46,13 @@ struct LayerConfig {
   int32_t sliding_window = 0;              // a query at p sees keys p0 with p - p0 < window; 0 = full attention
   RopeConfig rope;
   bool moe = false;                        // FFN: MoE (ModelConfig::moe) or dense of width ffn_dim
+  bool mla = false;                        // attention: MLA (ModelConfig::mla); the cache's one "head" is
+                                           // [latent | rope key] (head_dim_k) and its value the latent (head_dim_v)
   int32_t ffn_dim = 0;
   int32_t q_dim() const { return num_heads * head_dim_k; }
   int32_t k_dim() const { return num_kv_heads * head_dim_k; }
   int32_t v_dim() const { return num_kv_heads * head_dim_v; }
-  int32_t attn_out_dim() const { return num_heads * head_dim_v; }
+  int32_t attn_out_dim() const { return num_heads * head_dim_v; }  // (MLA layers: heads * v_head_dim)
 };
 
 struct ModelConfig {
@@ -51,6 +68,7 @@ struct ModelConfig {
   float attn_scale = 0.0f;       // softmax scale of q·k; 0 = 1/sqrt(head_dim_k)
   float final_logit_softcap = 0.0f;  // logits = c * tanh(logits / c) when > 0
   MoeConfig moe;
+  MlaConfig mla;
   bool tie_word_embeddings = false;  // HF: the classifier is the embedding even when lm_head is stored
   std::string format;            // "llama2c", "gguf v3", "safetensors"
   std::vector<LayerConfig> layers;  // [num_layers]; filled from the uniform values below by finalize() if empty

@@ -9,7 +9,11 @@
 namespace slimkv {
 
 std::vector<WeightView*> LayerWeights::matrices() {
-  std::vector<WeightView*> v = {&wq, &wk, &wv, &wo, &w1, &w3, &w2, &router};
+  std::vector<WeightView*> v = {&wq_a, &wq_b, &wq, &wkv_a, &wk, &wv};
+  for (auto* list : {&k_b, &v_b}) {
+    for (WeightView& w : *list) v.push_back(&w);
+  }
+  for (WeightView* w : {&wo, &w1, &w3, &w2, &router}) v.push_back(w);
   for (size_t e = 0; e < exp_gate.size(); ++e) {
     for (auto* list : {&exp_gate, &exp_up, &exp_down}) {
       if (e < list->size()) v.push_back(&(*list)[e]);

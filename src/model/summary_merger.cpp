@@ -20,7 +20,7 @@ void merge_into_summaries(KvStorage& kv, KvCacheManager& mgr, SeqKv& seq, int32_
     const int64_t dst_slot = static_cast<int64_t>(gk.summary_block) * bs + slot;
     for (int32_t l : layout.groups[group].layers) {
       const KvLayerGeometry& g = layout.layers[l];
-      for (int which = 0; which < 2; ++which) {
+      for (int which = 0; which < (g.v_in_k ? 1 : 2); ++which) {  // a latent cache's value is its key
         const int32_t dim = which == 0 ? g.k_dim : g.v_dim;
         acc.assign(dim, 0.0f);
         row.resize(dim);

@@ -90,9 +90,9 @@ class Binder {
   static WeightView slice_rows(const WeightView& w, int64_t r0, int64_t n) {
     return WeightView{w.dtype, n, w.cols, w.row(r0)};
   }
-  // Experts: GGUF one 3-D [E, rows, cols] tensor, HF one tensor per expert.
-  std::vector<WeightView> experts(TensorRole r, int32_t l, int64_t rows, int64_t cols) {
-    const int32_t E = c_.moe.num_experts;
+  // Experts (or heads): GGUF one 3-D [E, rows, cols] tensor, HF one tensor per expert.
+  std::vector<WeightView> experts(TensorRole r, int32_t l, int64_t rows, int64_t cols, int32_t count = 0) {
+    const int32_t E = count > 0 ? count : c_.moe.num_experts;
     std::vector<WeightView> out;
     if (src_.is_gguf()) {
       const TensorRef* t = find(r, l);
@@ -132,7 +132,9 @@ class Binder {
     LayerWeights& w = m_.layers[l];
     const int64_t dim = c_.dim, q = lc.q_dim(), k = lc.k_dim(), v = lc.v_dim();
     w.attn_norm = vector(TensorRole::AttnNorm, l, dim);
-    if (entry(TensorRole::AttnQkv)) {
+    if (lc.mla) {
+      bind_mla(l);
+    } else if (entry(TensorRole::AttnQkv)) {
       const TensorRef* t = find(TensorRole::AttnQkv, l);
       WeightView all = matrix(*t, q + k + v, dim);
       w.wq = slice_rows(all, 0, q);
@@ -143,7 +145,7 @@ class Binder {
       w.wk = matrix(TensorRole::AttnK, l, k, dim, lc.num_kv_heads);
       w.wv = matrix(TensorRole::AttnV, l, v, dim);
     }
-    w.wo = matrix(TensorRole::AttnOut, l, dim, lc.attn_out_dim());
+    w.wo = matrix(TensorRole::AttnOut, l, dim, lc.mla ? lc.num_heads * c_.mla.v_head_dim : lc.attn_out_dim());
     w.bq = vector(TensorRole::AttnQBias, l, q, lc.num_heads);
     w.bk = vector(TensorRole::AttnKBias, l, k, lc.num_kv_heads);
     w.bv = vector(TensorRole::AttnVBias, l, v);
@@ -159,6 +161,7 @@ class Binder {
       w.exp_gate = experts(TensorRole::MoeGateExps, l, eff, dim);
       w.exp_up = experts(TensorRole::MoeUpExps, l, eff, dim);
       w.exp_down = experts(TensorRole::MoeDownExps, l, dim, eff);
+      w.exp_probs_b = vector(TensorRole::MoeExpProbsB, l, E);
       if (c_.moe.num_shared_experts > 0) {
         const int64_t sff = c_.moe.shared_ffn_dim;
         w.shexp_gate = matrix(TensorRole::ShexpGate, l, sff, dim);
@@ -177,6 +180,24 @@ class Binder {
       w.w3 = matrix(TensorRole::FfnUp, l, ff, dim);
       w.w2 = matrix(TensorRole::FfnDown, l, dim, ff);
     }
+  }
+
+  void bind_mla(int32_t l) {
+    const LayerConfig& lc = c_.layers[l];
+    const MlaConfig& a = c_.mla;
+    LayerWeights& w = m_.layers[l];
+    const int64_t dim = c_.dim, H = lc.num_heads, qh = a.q_head_dim();
+    if (a.q_lora_rank > 0) {
+      w.wq_a = matrix(TensorRole::AttnQA, l, a.q_lora_rank, dim);
+      w.q_a_norm = vector(TensorRole::AttnQANorm, l, a.q_lora_rank);
+      w.wq_b = matrix(TensorRole::AttnQB, l, H * qh, a.q_lora_rank);
+    } else {
+      w.wq = matrix(TensorRole::AttnQ, l, H * qh, dim);
+    }
+    w.wkv_a = matrix(TensorRole::AttnKvAMqa, l, a.kv_lora_rank + a.rope_dim, dim);
+    w.kv_a_norm = vector(TensorRole::AttnKvANorm, l, a.kv_lora_rank);
+    w.k_b = experts(TensorRole::AttnKB, l, a.kv_lora_rank, a.nope_dim, static_cast<int32_t>(H));
+    w.v_b = experts(TensorRole::AttnVB, l, a.v_head_dim, a.kv_lora_rank, static_cast<int32_t>(H));
   }
 
   bool c_tied_ = false;

@@ -13,13 +13,14 @@
 namespace slimkv::test {
 namespace {
 
-const std::set<std::string> kGFamilies = {"llama", "qwen2", "qwen3", "qwen3moe", "gemma3", "phi3"};
+// Issue G's families and issue H's deepseek2.
+const std::set<std::string> kGFamilies = {"llama", "qwen2", "qwen3", "qwen3moe", "gemma3", "phi3", "deepseek2"};
 
 class LlamaCppReference : public ::testing::TestWithParam<ManifestRow> {};
 
 TEST_P(LlamaCppReference, LogitsAndGreedyMatch) {
   const ManifestRow& row = GetParam();
-  if (!kGFamilies.count(row.family())) GTEST_SKIP() << row.family() << " is another issue's family (H/V)";
+  if (!kGFamilies.count(row.family())) GTEST_SKIP() << row.family() << " is another issue's family (V)";
   const auto missing = row.unsupported_types();
   if (!missing.empty()) GTEST_SKIP() << "tensor types not supported yet (issue Q): " << fmt::format("{}", fmt::join(missing, ", "));
   auto m = load(row.path("file"));
@@ -33,7 +34,13 @@ TEST_P(LlamaCppReference, LogitsAndGreedyMatch) {
     const LogitsDiff d = compare_logits(all_logits(*m, ids, chunk, chunk == 0 ? &pool : nullptr), ref, V);
     const std::string path = chunk == 0 ? "batch" : chunk == 1 ? "seq" : "ubatch7";
     line += fmt::format(" {}:max={:.2g},kl={:.2g},agree={:.3f}", path, d.worst(), d.mean_kl, d.argmax_agree);
-    if (row.is_f32()) {
+    if (row.is_f32() && c.value("statistical", false)) {
+      // MoE routing near-ties: at least 90% of positions within the q90 value (README's criterion).
+      const double tol = c["max_abs_logit_q90"].get<double>();
+      size_t within = 0;
+      for (double x : d.max_abs) within += x <= tol;
+      EXPECT_GE(static_cast<double>(within), 0.9 * static_cast<double>(d.max_abs.size())) << path;
+    } else if (row.is_f32()) {
       const double tol = c["max_abs_logit"].get<double>();
       for (size_t p = 0; p < d.max_abs.size(); ++p) {
         ASSERT_LE(d.max_abs[p], tol) << path << " position " << p;
@@ -83,6 +90,7 @@ TEST_P(LlamaCppReference, EngineGreedyMatchesWithChunkingAndPrefixHits) {
   EngineConfig cfg = small_engine_config();
   cfg.cache.block_size = 4;
   cfg.sched.max_num_batched_tokens = 7;
+  cfg.sched.max_model_len = 512;  // DeepSeek files declare 163,840 tokens
   std::vector<int32_t> other(ids.begin(), ids.begin() + 20);
   const EngineRun r = run_requests(*m, cfg, {{ids, 16, 0}, {other, 16, 0}, {ids, 16, 30}});
   for (int which : {0, 2}) {

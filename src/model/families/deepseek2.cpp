@@ -1,0 +1,110 @@
+// Family `deepseek2`: DeepSeek-V2 / V2-Lite / V3 / R1 and Kimi-K2 (GGUF `deepseek2`, as llama.cpp's converter
+// writes it). Multi-head latent attention, absorbed (model/mla_block.cpp): q LoRA with its norm (or a plain q
+// projection when q_lora_rank is 0: V2-Lite), the cache holds [latent | rope key] per token; RoPE NORM on the rope
+// dims with YaRN, whose magnitude factor is cancelled in the rotation and applied to the softmax scale instead:
+// scale = mscale^2 / sqrt(nope + rope), mscale = 1 + yarn_log_multiplier * ln(factor). FFN: leading dense layers,
+// then DeepSeekMoE — softmax (V2) or sigmoid (V3) gating, the selection bias exp_probs_b, group-limited routing,
+// expert_weights_norm and _scale, shared experts. HF checkpoints are not read yet (kv_b_proj must be split into
+// k_b / v_b: convert with llama.cpp's converter).
+#include <cmath>
+
+#include "core/check.h"
+#include "model/decoder_forward.h"
+#include "model/family.h"
+
+namespace slimkv {
+namespace {
+
+void read(const HParams& h, ModelConfig& c) {
+  read_common_hparams(h, c);
+  c.family = "deepseek2";
+  c.rope_layout = RopeLayout::Interleaved;
+  MlaConfig& a = c.mla;
+  a.q_lora_rank = h.integer(Hp::QLoraRank, 0, 0, 1 << 16);
+  a.kv_lora_rank = h.integer(Hp::KvLoraRank, std::nullopt, 1, 1 << 16);
+  a.rope_dim = c.rotary_dim;
+  a.nope_dim = h.integer(Hp::KeyLengthMla, std::nullopt, 2, 4096) - a.rope_dim;
+  a.v_head_dim = h.integer(Hp::ValueLengthMla, std::nullopt, 1, 4096);
+  SLIMKV_CHECK(a.nope_dim > 0, "{}: '{}' must exceed the rope dims {}", h.source(), h.key_name(Hp::KeyLengthMla),
+               a.rope_dim);
+  SLIMKV_CHECK(c.head_dim == a.kv_lora_rank + a.rope_dim && c.head_dim_v == a.kv_lora_rank,
+               "{}: key_length {} / value_length {} should be kv_lora_rank + rope {} / kv_lora_rank {}", h.source(),
+               c.head_dim, c.head_dim_v, a.kv_lora_rank + a.rope_dim, a.kv_lora_rank);
+  // YaRN: llama.cpp hands RoPE attn_factor = 1 / (1 + 0.1 ln(1/freq_scale)), cancelling its magnitude factor, and
+  // scales the softmax by mscale^2 instead.
+  RopeConfig rope = c.layers.front().rope;
+  float mscale = 1.0f;
+  if (rope.ext_factor != 0.0f) {
+    const float lnf = std::log(1.0f / rope.freq_scale);
+    rope.attn_factor = 1.0f / (1.0f + 0.1f * lnf);
+    mscale = 1.0f + h.real(Hp::RopeScalingYarnLogMul, 0.0) * lnf;
+  }
+  c.attn_scale = mscale * mscale / std::sqrt(static_cast<float>(a.nope_dim + a.rope_dim));
+  // DeepSeekMoE
+  const int32_t dense = h.integer(Hp::LeadingDenseBlockCount, 0, 0, c.num_layers);
+  MoeConfig& m = c.moe;
+  m.num_experts = h.integer(Hp::ExpertCount, std::nullopt, 1, 4096);
+  m.num_experts_used = h.integer(Hp::ExpertUsedCount, std::nullopt, 1, m.num_experts);
+  m.expert_ffn_dim = h.integer(Hp::ExpertFeedForwardLength, std::nullopt, 1, 1 << 18);
+  m.num_shared_experts = h.integer(Hp::ExpertSharedCount, 0, 0, 64);
+  m.shared_ffn_dim = m.num_shared_experts * m.expert_ffn_dim;
+  const float scale = h.real(Hp::ExpertWeightsScale, 1.0);
+  m.weights_scale = scale == 0.0f ? 1.0f : scale;
+  m.norm_topk_prob = h.boolean(Hp::ExpertWeightsNorm).value_or(false);
+  const int32_t gating = h.integer(Hp::ExpertGatingFunc, 1, 1, 3);  // llama.cpp: 1 softmax, 2 sigmoid
+  SLIMKV_CHECK(gating <= 2, "{}: expert gating function {} is not supported (1 softmax, 2 sigmoid)", h.source(),
+               gating);
+  m.gating = gating == 2 ? MoeGating::Sigmoid : MoeGating::Softmax;
+  m.num_groups = std::max(1, h.integer(Hp::ExpertGroupCount, 1, 0, 4096));
+  m.groups_used = std::max(1, h.integer(Hp::ExpertGroupUsedCount, 1, 0, 4096));
+  for (int32_t l = 0; l < c.num_layers; ++l) {
+    LayerConfig& lc = c.layers[l];
+    lc.mla = true;
+    lc.rope = rope;
+    lc.moe = l >= dense;
+  }
+}
+
+std::vector<TensorName> names() {
+  const std::string b = "blk.{l}.";
+  return {
+      {TensorRole::TokEmbd, "token_embd.weight", ""},
+      {TensorRole::OutputNorm, "output_norm.weight", ""},
+      {TensorRole::Output, "output.weight", "", Need::Optional},
+      {TensorRole::AttnNorm, b + "attn_norm.weight", ""},
+      {TensorRole::AttnQ, b + "attn_q.weight", ""},
+      {TensorRole::AttnQA, b + "attn_q_a.weight", ""},
+      {TensorRole::AttnQANorm, b + "attn_q_a_norm.weight", ""},
+      {TensorRole::AttnQB, b + "attn_q_b.weight", ""},
+      {TensorRole::AttnKvAMqa, b + "attn_kv_a_mqa.weight", ""},
+      {TensorRole::AttnKvANorm, b + "attn_kv_a_norm.weight", ""},
+      {TensorRole::AttnKB, b + "attn_k_b.weight", ""},
+      {TensorRole::AttnVB, b + "attn_v_b.weight", ""},
+      {TensorRole::AttnOut, b + "attn_output.weight", ""},
+      {TensorRole::FfnNorm, b + "ffn_norm.weight", ""},
+      {TensorRole::FfnGate, b + "ffn_gate.weight", ""},
+      {TensorRole::FfnUp, b + "ffn_up.weight", ""},
+      {TensorRole::FfnDown, b + "ffn_down.weight", ""},
+      {TensorRole::MoeRouter, b + "ffn_gate_inp.weight", ""},
+      {TensorRole::MoeExpProbsB, b + "exp_probs_b.bias", "", Need::Optional},
+      {TensorRole::MoeGateExps, b + "ffn_gate_exps.weight", ""},
+      {TensorRole::MoeUpExps, b + "ffn_up_exps.weight", ""},
+      {TensorRole::MoeDownExps, b + "ffn_down_exps.weight", ""},
+      {TensorRole::ShexpGate, b + "ffn_gate_shexp.weight", ""},
+      {TensorRole::ShexpUp, b + "ffn_up_shexp.weight", ""},
+      {TensorRole::ShexpDown, b + "ffn_down_shexp.weight", ""},
+  };
+}
+
+}  // namespace
+
+const ModelFamily& deepseek2_family() {
+  static const ModelFamily f{"deepseek2", "deepseek2", {},
+                             "MLA (q LoRA or plain q, latent + rope-key cache, absorbed attention, YaRN mscale), "
+                             "leading dense layers, DeepSeekMoE (softmax/sigmoid gating, selection bias, groups, "
+                             "norm and scale, shared experts)",
+                             read, names(), pre_norm_layer};
+  return f;
+}
+
+}  // namespace slimkv
