@@ -5,6 +5,7 @@
 // budgets (pyramid) make per-layer groups.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <random>
 
 #include "engine_helpers.h"
@@ -141,31 +142,37 @@ std::vector<TestRequest> gemma_jobs(int32_t n, uint32_t seed) {
 }
 
 const std::string kGemma = models_dir() + "/synthetic/gemma3/gemma3-f32.gguf";
+const std::string kDeepseek = models_dir() + "/synthetic/deepseek2/deepseek2-v3-F32.gguf";
 
-class Gemma3BatchedEqualsSingle : public ::testing::TestWithParam<std::tuple<int32_t, int32_t, bool>> {};
+// (model, block size, chunk, tight memory): Gemma 3 (window groups) and DeepSeek-V3 (MLA's latent cache).
+class FamilyBatchedEqualsSingle
+    : public ::testing::TestWithParam<std::tuple<std::string, int32_t, int32_t, bool>> {};
 
-TEST_P(Gemma3BatchedEqualsSingle, MixedRequestsWithWindowsPrefixHitsAndPreemption) {
-  SKIP_IF_MISSING(kGemma);
-  static auto m = load(kGemma);
-  static auto jobs = gemma_jobs(12, 3);
-  static std::vector<std::vector<int32_t>> expected = [] {
-    std::vector<std::vector<int32_t>> e;
-    for (const auto& j : jobs) e.push_back(greedy(*m, j.prompt, j.max_tokens));
-    return e;
-  }();
-  auto [bs, chunk, tight] = GetParam();
+TEST_P(FamilyBatchedEqualsSingle, MixedRequestsWithPrefixHitsAndPreemption) {
+  auto [path, bs, chunk, tight] = GetParam();
+  SKIP_IF_MISSING(path);
+  static std::map<std::string, std::unique_ptr<Model>> models;
+  static std::map<std::string, std::vector<std::vector<int32_t>>> expected;
+  static const auto jobs = gemma_jobs(12, 3);
+  if (!models.count(path)) {
+    models[path] = load(path);
+    for (const auto& j : jobs) expected[path].push_back(greedy(*models[path], j.prompt, j.max_tokens));
+  }
+  const Model& m = *models[path];
   EngineConfig c = small_engine_config();
   c.cache.block_size = bs;
   c.sched.max_num_batched_tokens = chunk;
+  c.sched.max_model_len = 256;
   if (tight) {  // room for one longest sequence and a little more: preemption
-    c.sched.max_model_len = 256;
-    const KvLayout layout = DecoderForward(*m, nullptr).kv_layout(bs);
+    const KvLayout layout = DecoderForward(m, nullptr).kv_layout(bs);
     const int64_t blocks = layout.blocks_for_sequence(256, chunk) + 24;
     c.cache.kv_cache_memory_gib = static_cast<double>(blocks * layout.bytes_per_block()) / (1 << 30);
   }
-  EngineRun r = run_requests(*m, c, jobs);
-  for (size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(r.tokens[i], expected[i]) << "job " << i;
-  EXPECT_GT(r.evicted_blocks, 0) << "window groups free their blocks";
+  EngineRun r = run_requests(m, c, jobs);
+  for (size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(r.tokens[i], expected[path][i]) << "job " << i;
+  if (m.config.family == "gemma3") {
+    EXPECT_GT(r.evicted_blocks, 0) << "window groups free their blocks";
+  }
   if (!tight) {
     EXPECT_GT(r.metrics.prefix_hit_tokens, 0);
   } else {
@@ -173,13 +180,48 @@ TEST_P(Gemma3BatchedEqualsSingle, MixedRequestsWithWindowsPrefixHitsAndPreemptio
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(BlockChunkTight, Gemma3BatchedEqualsSingle,
-                         ::testing::Values(std::tuple{4, 1, false}, std::tuple{4, 7, true}, std::tuple{4, 64, false},
-                                           std::tuple{8, 1, false}, std::tuple{8, 7, false}, std::tuple{8, 64, true}),
-                         [](const auto& info) {
-                           return fmt::format("bs{}_chunk{}_{}", std::get<0>(info.param), std::get<1>(info.param),
-                                              std::get<2>(info.param) ? "tight" : "roomy");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    BlockChunkTight, FamilyBatchedEqualsSingle,
+    ::testing::Values(std::tuple{kGemma, 4, 1, false}, std::tuple{kGemma, 4, 7, true}, std::tuple{kGemma, 4, 64, false},
+                      std::tuple{kGemma, 8, 1, false}, std::tuple{kGemma, 8, 7, false}, std::tuple{kGemma, 8, 64, true},
+                      std::tuple{kDeepseek, 4, 7, false}, std::tuple{kDeepseek, 8, 64, true},
+                      std::tuple{kDeepseek, 16, 1, false}),
+    [](const auto& info) {
+      const std::string fam = std::get<0>(info.param).find("gemma") != std::string::npos ? "gemma3" : "deepseek2";
+      return fmt::format("{}_bs{}_chunk{}_{}", fam, std::get<1>(info.param), std::get<2>(info.param),
+                         std::get<3>(info.param) ? "tight" : "roomy");
+    });
+
+// An MLA model under compression: int8 (and int4) latent records with dynamic top-K + merge: batched == single, and
+// the latent cache costs (kv_lora + rope) values per token and layer, no separate V.
+TEST(KvGroups, LatentCacheCompressesAndStaysBatchedEqualToSingle) {
+  SKIP_IF_MISSING(kDeepseek);
+  auto m = load(kDeepseek);
+  const KvLayout plain = DecoderForward(*m, nullptr).kv_layout(8);
+  EXPECT_EQ(plain.layers[0].bytes_per_token(), (256 + 32) * 4);
+  EXPECT_TRUE(plain.layers[0].v_in_k);
+  for (const char* dtype : {"int8", "int4"}) {
+    EngineConfig c = small_engine_config();
+    c.sched.max_model_len = 512;
+    c.compress.kv_cache_dtype = dtype;
+    c.compress.kv_sparse_mode = "dynamic";
+    c.compress.kv_sparse_topk = 48;
+    c.compress.kv_sink_tokens = 4;
+    c.compress.kv_recent_window = 16;
+    c.compress.kv_evict_policy = "merge";
+    c.cache.block_size = 4;
+    auto jobs = gemma_jobs(6, 5);
+    for (auto& j : jobs) j.max_tokens = 40, j.arrival_step = 0;
+    const EngineRun batched = run_requests(*m, c, jobs);
+    EXPECT_GT(batched.evicted_blocks, 0);
+    expect_each_alone_equal(*m, c, jobs, batched, dtype);
+  }
+  EngineConfig lr = small_engine_config();
+  lr.sched.max_model_len = 512;
+  lr.compress.kv_compression_rank = 16;
+  lr.compress.kv_calibration = "x.calib";
+  expect_engine_error<Engine>(*m, lr, "low-rank K/V does not apply to a latent (MLA) cache");
+}
 
 // Compression on a windowed model: a transform on the specs. The window layers keep their window; the global
 // layer gets the retention; batched == single under int8 + dynamic top-K + merge.
