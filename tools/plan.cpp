@@ -23,7 +23,7 @@ struct PlanFlags {
   double params = 0;    // --params: a count (7e9 works)
   PlanInput in;
   bool scenarios = false, json = false;
-  std::string svg;
+  std::string svg, preset;
 };
 
 std::string gb(int64_t bytes) {  // GB, or MB / kB for small models
@@ -56,6 +56,18 @@ void print_plan(const PlanInput& in, const PlanResult& r) {
   if (windowed > 0) {
     std::printf("KV layers: %lld full attention, %lld sliding-window (%lld tokens: each holds only its window)\n",
                 (long long)(s.num_layers - windowed), (long long)windowed, (long long)window);
+  }
+  if (s.mla()) {
+    const int64_t db = kv_dtype_bytes_x2(in.baseline_kv_dtype == "bf16" ? "f16" : in.baseline_kv_dtype) / 2;
+    const int64_t mla = r.before.kv_bytes_per_token_layer[0], mha = s.mha_equivalent_bytes_per_token_layer(db);
+    std::printf("MLA: %lld bytes per token per layer (latent %lld + rope key %lld values x %lld bytes) = %lld bytes "
+                "per token for %lld layers; the same model's MHA cache (%lld heads x (%lld + %lld)) would hold %lld "
+                "bytes per token per layer: %.1fx more\n",
+                (long long)mla, (long long)s.kv_layers[0].head_dim_v,
+                (long long)(s.kv_layers[0].head_dim_k - s.kv_layers[0].head_dim_v), (long long)db,
+                (long long)r.before.kv_bytes_per_token, (long long)s.num_layers, (long long)s.num_heads,
+                (long long)s.mla_qk_head_dim, (long long)s.mla_v_head_dim, (long long)mha,
+                static_cast<double>(mha) / static_cast<double>(mla));
   }
   std::printf("KV bytes per sequence: %s before", gb(r.before.kv_bytes_per_seq).c_str());
   if (r.compressed) std::printf(", %s after", gb(r.after.kv_bytes_per_seq).c_str());
@@ -92,13 +104,18 @@ void print_plan(const PlanInput& in, const PlanResult& r) {
                 100 * r.overall_reduction);
   }
   std::printf("(%s)\n", r.activation_assumption.c_str());
-  std::printf("seed's formula 2 x layers x heads x head_dim x ctx x batch x bytes = %s (%s)", gb(r.seed_formula_bytes).c_str(),
-              gib(r.seed_formula_bytes).c_str());
-  if (s.num_kv_heads != s.num_heads) {
-    std::printf(": it uses attention heads, so for this GQA model (%lld KV heads) it overstates the KV cache %lldx",
-                (long long)s.num_kv_heads, (long long)(s.num_heads / s.num_kv_heads));
+  if (s.mla()) {
+    std::printf("seed's formula 2 x layers x heads x head_dim x ctx x batch x bytes: does not apply to MLA (one latent "
+                "per token, not K and V per head; the MHA comparison above is the like-for-like one)\n");
+  } else {
+    std::printf("seed's formula 2 x layers x heads x head_dim x ctx x batch x bytes = %s (%s)",
+                gb(r.seed_formula_bytes).c_str(), gib(r.seed_formula_bytes).c_str());
+    if (s.num_kv_heads != s.num_heads) {
+      std::printf(": it uses attention heads, so for this GQA model (%lld KV heads) it overstates the KV cache %lldx",
+                  (long long)s.num_kv_heads, (long long)(s.num_heads / s.num_kv_heads));
+    }
+    std::printf("\n");
   }
-  std::printf("\n");
   if (in.memory_gib > 0) {
     const std::string ctx_after = r.max_context_after == -2 ? std::string("no limit (retention caps the KV per sequence)")
                                                             : std::to_string(r.max_context_after);
@@ -112,7 +129,11 @@ int run_plan(PlanFlags f) {
   PlanInput in = f.in;
   in.compress = f.engine.compress;
   if (!f.engine.kv_config_file.empty()) in.compress = CompressionConfig::from_json_file(f.engine.kv_config_file);
-  if (f.shape.num_layers > 0) {  // explicit hyper-parameters
+  if (!f.preset.empty()) {
+    in.shape = preset_shape(f.preset);
+    if (f.shape.weights_dtype != "f16") in.shape.weights_dtype = f.shape.weights_dtype;
+    if (f.params > 0) in.shape.num_params = static_cast<int64_t>(f.params);
+  } else if (f.shape.num_layers > 0) {  // explicit hyper-parameters
     SLIMKV_CHECK(in.compress.kv_sparse_schedule != "auto" || !in.compress.kv_sparse_layer_topk.empty(),
                  "plan: --kv-sparse-schedule auto needs -m MODEL (its calibration file decides the per-layer budgets; "
                  "the total equals uniform's)");
@@ -124,6 +145,10 @@ int run_plan(PlanFlags f) {
     const ModelConfig& c = model->config;
     in.shape = {c.num_layers, c.num_heads, c.num_kv_heads, c.head_dim, c.dim, c.hidden_dim, c.vocab_size, 0, "f16", {}};
     in.shape.kv_layers = kv_layer_specs(c);  // per-layer heads, head sizes and sliding windows
+    if (c.mla.enabled()) {
+      in.shape.mla_qk_head_dim = c.mla.q_head_dim();
+      in.shape.mla_v_head_dim = c.mla.v_head_dim;
+    }
     in.compress = resolve_sparse_schedule(in.compress, *model, 8);
     std::string wd(dtype_name(model->layers[0].wq.dtype));
     for (auto& ch : wd) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
@@ -189,6 +214,8 @@ void add_plan_command(CLI::App& app, std::vector<Command>& out) {
   CLI::App* sub = app.add_subcommand("plan", "KV memory planner: KV, weights, activations before/after compression");
   add_model_flags(sub, f->model);
   add_engine_flags(sub, f->engine);
+  sub->add_option("--preset", f->preset, "A published config instead of -m: deepseek-v3 (and R1), kimi-k2, "
+                                         "deepseek-v2-lite (weights bf16 unless --weights-dtype)");
   sub->add_option("--layers", f->shape.num_layers, "Explicit shape: layers (instead of -m)");
   sub->add_option("--heads", f->shape.num_heads, "Attention heads");
   sub->add_option("--kv-heads", f->shape.num_kv_heads, "KV heads (default: --heads; fewer = GQA)");

@@ -104,6 +104,40 @@ int64_t ModelShape::estimated_params() const {
   return add(mul(mul(2, vocab_size), h), mul(num_layers, add(add(attn, mlp), 2 * h)));
 }
 
+namespace {
+
+// An MLA shape: heads, qk/v head dims (decompressed), kv_lora + rope per token and layer, total parameters.
+ModelShape mla_shape(int64_t layers, int64_t heads, int64_t hidden, int64_t ffn, int64_t vocab, int64_t kv_lora,
+                     int64_t rope, int64_t qk_head, int64_t v_head, double params) {
+  ModelShape s;
+  s.num_layers = layers;
+  s.num_heads = heads;
+  s.num_kv_heads = 1;
+  s.head_dim = kv_lora + rope;
+  s.hidden_dim = hidden;
+  s.ffn_dim = ffn;
+  s.vocab_size = vocab;
+  s.num_params = static_cast<int64_t>(params);
+  s.weights_dtype = "bf16";
+  s.mla_qk_head_dim = qk_head;
+  s.mla_v_head_dim = v_head;
+  s.kv_layers.assign(layers, KvLayerSpec{1, static_cast<int32_t>(kv_lora + rope), static_cast<int32_t>(kv_lora), 0,
+                                         true});
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::string> preset_names() { return {"deepseek-v3", "kimi-k2", "deepseek-v2-lite"}; }
+
+ModelShape preset_shape(const std::string& name) {
+  // config.json of deepseek-ai/DeepSeek-V3, moonshotai/Kimi-K2-Instruct, deepseek-ai/DeepSeek-V2-Lite
+  if (name == "deepseek-v3") return mla_shape(61, 128, 7168, 18432, 129280, 512, 64, 192, 128, 671e9);
+  if (name == "kimi-k2") return mla_shape(61, 64, 7168, 18432, 163840, 512, 64, 192, 128, 1.04e12);
+  if (name == "deepseek-v2-lite") return mla_shape(27, 16, 2048, 10944, 102400, 512, 64, 192, 128, 15.7e9);
+  fail("--preset {}: unknown (presets: deepseek-v3, kimi-k2, deepseek-v2-lite)", name);
+}
+
 std::vector<Scenario> seed_scenarios() {
   return {{"short context, large batch (4K x 8)", 4096, 8},
           {"long context, small batch (32K x 2)", 32768, 2},

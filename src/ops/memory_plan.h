@@ -16,7 +16,14 @@ struct ModelShape {
   int64_t num_params = 0;                 // 0 = estimated from the shape (Llama layout)
   std::string weights_dtype = "f16";      // f32 | f16 | bf16 | q8_0 | q4_0
   std::vector<KvLayerSpec> kv_layers;     // per-layer KV specs (a model file's); empty = uniform from the above
+  int64_t mla_qk_head_dim = 0, mla_v_head_dim = 0;  // MLA: per-head K and V sizes once decompressed (0 = not MLA),
+                                                    // for the comparison with the same model's MHA-equivalent cache
   void validate() const;
+  bool mla() const { return mla_qk_head_dim > 0; }
+  // Bytes per token and layer of an MHA cache of the same model: heads x (qk + v) x dtype bytes (MLA shapes).
+  int64_t mha_equivalent_bytes_per_token_layer(int64_t dtype_bytes) const {
+    return num_heads * (mla_qk_head_dim + mla_v_head_dim) * dtype_bytes;
+  }
   std::vector<KvLayerSpec> layer_specs() const;  // kv_layers, or num_layers uniform full-attention layers
   int64_t estimated_params() const;       // embeddings + output + layers (attention with GQA, SwiGLU MLP, norms)
   int64_t hidden() const { return hidden_dim > 0 ? hidden_dim : num_heads * head_dim; }
@@ -63,5 +70,10 @@ struct Scenario {
   int64_t context_tokens, batch;
 };
 std::vector<Scenario> seed_scenarios();  // 4K × 8, 32K × 2, 128K × 1 (seed 3.2's short / long / very long)
+
+// Shapes of published configs, for sizing a deployment without the files: deepseek-v3 (also R1), kimi-k2,
+// deepseek-v2-lite (MLA: one latent of kv_lora + rope values per token and layer). Throws on an unknown name.
+ModelShape preset_shape(const std::string& name);
+std::vector<std::string> preset_names();
 
 }  // namespace slimkv

@@ -114,5 +114,26 @@ TEST(SvgChart, WellFormedXmlWithEscapedText) {
   EXPECT_EQ(xml_escape(std::string("a\x01z")), "az") << "control characters are not XML";
 }
 
+// MLA presets: the published figure for DeepSeek-V3 is 70,272 bytes per token in bf16 (61 layers x (512 + 64) x 2).
+TEST(MemoryPlan, MlaPresetsHoldOneLatentPerTokenAndLayer) {
+  PlanInput in;
+  in.shape = preset_shape("deepseek-v3");
+  in.context_tokens = 131072;
+  in.batch = 8;
+  const PlanResult r = make_plan(in);
+  EXPECT_EQ(r.before.kv_bytes_per_token, 70272);
+  EXPECT_EQ(r.before.kv_bytes, int64_t{70272} * 131072 * 8);
+  EXPECT_EQ(in.shape.mha_equivalent_bytes_per_token_layer(2), 128 * (192 + 128) * 2);
+  in.compress.kv_cache_dtype = "int8";
+  EXPECT_EQ(make_plan(in).after.kv_bytes_per_token, 61 * (576 + 2));  // one fp16 scale per latent record
+  in.compress.kv_cache_dtype = "auto";
+  in.compress.kv_compression_rank = 64;
+  in.compress.kv_calibration = "x";
+  EXPECT_THROW(make_plan(in), Error);  // low rank does not apply to a latent cache
+  EXPECT_EQ(make_plan({preset_shape("kimi-k2"), 1, 1}).before.kv_bytes_per_token, 70272);
+  EXPECT_EQ(make_plan({preset_shape("deepseek-v2-lite"), 1, 1}).before.kv_bytes_per_token, 27 * 576 * 2);
+  EXPECT_THROW(preset_shape("deepseek-v9"), Error);
+}
+
 }  // namespace
 }  // namespace slimkv::test
