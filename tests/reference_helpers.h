@@ -114,9 +114,11 @@ inline LogitsDiff compare_logits(const std::vector<float>& ours, const std::vect
 
 // Logits of every position of ids, the prompt evaluated in chunks of `chunk` tokens (0 = one batch).
 inline std::vector<float> all_logits(const Model& m, const std::vector<int32_t>& ids, int32_t chunk,
-                                     ThreadPool* pool = nullptr, int32_t block_size = 16) {
+                                     ThreadPool* pool = nullptr, int32_t block_size = 16,
+                                     MlaAttention mla = MlaAttention::Absorbed) {
   const int32_t n = static_cast<int32_t>(ids.size()), c = chunk > 0 ? chunk : n;
   SequenceForward fwd(m, pool, n, block_size, c);
+  fwd.forward_pass().set_mla_attention(mla);
   std::vector<float> out(static_cast<size_t>(n) * m.config.vocab_size);
   for (int32_t p = 0; p < n; p += c) {
     const int32_t len = std::min(c, n - p);

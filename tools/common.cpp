@@ -26,6 +26,8 @@ void add_engine_flags(CLI::App* app, EngineConfig& c) {
   app->add_option("--max-num-seqs", c.sched.max_num_seqs, "Sequences running per step");
   app->add_option("--max-num-batched-tokens", c.sched.max_num_batched_tokens, "Tokens per step (chunked prefill)");
   app->add_option("--max-waiting", c.sched.max_waiting, "Queued requests before new ones are refused");
+  app->add_option("--mla-attention", c.mla_attention,
+                  "MLA models: absorbed | decompressed | auto (default: per step, the cheaper by multiply-adds)");
   app->add_option_function<std::string>(
       "--kv-cache-compression",
       [&c](const std::string& v) {

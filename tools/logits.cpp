@@ -18,6 +18,7 @@ struct LogitsFlags {
   std::string ids, ids_file, out;
   int32_t ubatch = 0;  // 0 = one batch
   int32_t block_size = 16;
+  std::string mla_attention = "absorbed";
 };
 
 int run_logits(const LogitsFlags& f) {
@@ -32,6 +33,7 @@ int run_logits(const LogitsFlags& f) {
   ThreadPool pool(resolve_threads(f.model.threads));
   const int32_t chunk = f.ubatch > 0 ? std::min(f.ubatch, n) : n;
   SequenceForward fwd(*model, &pool, n, f.block_size, chunk);
+  fwd.forward_pass().set_mla_attention(parse_mla_attention(f.mla_attention));
   const size_t vocab = model->config.vocab_size;
   std::vector<float> logits(static_cast<size_t>(n) * vocab);
   for (int32_t p = 0; p < n; p += chunk) {
@@ -59,6 +61,7 @@ void add_logits_command(CLI::App& app, std::vector<Command>& out) {
   sub->add_option("--ubatch", f->ubatch, "Evaluate in chunks of U tokens (default: the whole prompt as one batch)")
       ->check(CLI::Range(0, 1 << 24));
   sub->add_option("--block-size", f->block_size, "KV block size in tokens")->check(CLI::Range(1, 256));
+  sub->add_option("--mla-attention", f->mla_attention, "MLA models: absorbed (default) | decompressed | auto");
   out.push_back({sub, [f] { return run_logits(*f); }});
 }
 

@@ -19,6 +19,7 @@ EngineConfig resolved(const Model& model, EngineConfig cfg) {
                model.config.max_seq_len);
   cfg.sched.validate();
   cfg.cache.validate();
+  parse_mla_attention(cfg.mla_attention);
   if (!cfg.kv_config_file.empty()) cfg.compress = CompressionConfig::from_json_file(cfg.kv_config_file);
   cfg.compress.validate(kv_layer_specs(model.config));
   return cfg;
@@ -44,6 +45,7 @@ Engine::Engine(const Model& model, EngineConfig cfg)
                   cache_salt(model, cfg_.compress), group_specs(layout_)),
       scheduler_(cfg_.sched, kv_manager_) {
   fwd_.set_kv_projection(load_kv_projection(cfg_.compress, model, layout_));
+  fwd_.set_mla_attention(parse_mla_attention(cfg_.mla_attention));
   kv_manager_.set_evict_hook([this](SeqKv& seq, int32_t g, const std::vector<KvCacheManager::Evicted>& ev) {
     merge_into_summaries(storage_, kv_manager_, seq, g, ev);
   });

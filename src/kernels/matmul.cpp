@@ -134,7 +134,11 @@ void matmul(const WeightView& w, const float* x, int64_t num_tokens, float* y, T
 }
 
 void dequantize_row(const WeightView& w, int64_t r, float* out) {
-  SLIMKV_CHECK(!w.panel, "dequantize_row: panel-packed weights have no rows");
+  if (w.panel) {  // F32 panels [rows / 16, cols, 16]: gather the row
+    const float* base = static_cast<const float*>(w.data) + (r / kPanelRows) * w.cols * kPanelRows + r % kPanelRows;
+    for (int64_t i = 0; i < w.cols; ++i) out[i] = base[i * kPanelRows];
+    return;
+  }
   const uint8_t* p = w.row(r);
   switch (w.dtype) {
     case DType::F32:

@@ -28,7 +28,7 @@ struct WeightView {
 void matmul(const WeightView& w, const float* x, int64_t num_tokens, float* y, ThreadPool* pool,
             Isa isa = active_isa());
 
-// out[cols] = row r of W, dequantized to f32 (embedding lookups). Row-major views only.
+// out[cols] = row r of W, dequantized to f32 (embedding lookups; panel-packed F32 views too).
 void dequantize_row(const WeightView& w, int64_t r, float* out);
 
 // Repacks a row-major F32 view into panels at dst, which holds panel_floats(w) floats. Every output of a panel

@@ -22,6 +22,11 @@ namespace slimkv {
 // The model's per-layer KV specs (heads, K/V head sizes, sliding windows): what compression configs transform.
 std::vector<KvLayerSpec> kv_layer_specs(const ModelConfig& c);
 
+// How MLA layers attend: over the latents with absorbed queries (decode's choice), by decompressing the sequences'
+// latents into per-head K and V once per step (cheaper for long prefill chunks), or per step by a cost model.
+enum class MlaAttention : uint8_t { Absorbed, Decompressed, Auto };
+MlaAttention parse_mla_attention(const std::string& s);  // absorbed | decompressed | auto; throws otherwise
+
 class DecoderForward {
  public:
   DecoderForward(const Model& model, ThreadPool* pool);
@@ -47,6 +52,7 @@ class DecoderForward {
   // Sees each layer's post-RoPE queries ([T, q_dim]) just before the layer's K/V observer (attention profiles).
   using QObserver = std::function<void(int32_t layer, const float* q, int32_t num_tokens)>;
   void set_q_observer(QObserver obs) { q_observer_ = std::move(obs); }
+  void set_mla_attention(MlaAttention mode) { mla_mode_ = mode; }
 
   // ---- Shared blocks for the families' layer recipes (valid while forward() runs a layer) ----
   const LayerWeights& weights(int32_t layer) const { return model_.layers[layer]; }
@@ -68,6 +74,8 @@ class DecoderForward {
   void moe_ffn(int32_t layer, const float* in, float* out);
   void route_experts(int32_t layer);  // router_ -> sel_, selw_ for the step's tokens
   void mla_attention(int32_t layer, const float* in, float* out);
+  bool mla_decompress_this_step(int32_t layer) const;  // the cost model of MlaAttention::Auto
+  void mla_decompressed(int32_t layer);                 // mla_q_ + the cache -> mla_o_
   PagedAttention::LayerKv layer_kv(int32_t layer) const;  // how the step's storage holds the layer's rows
 
   const Model& model_;
@@ -103,6 +111,11 @@ class DecoderForward {
   std::vector<float> mla_kv_;   // [T, kv_lora + rope] latent | rope key = the cache record
   std::vector<float> mla_in_, mla_out_;  // [T, max(nope, kv_lora)] one head's rows in / [T, max(kv_lora, v)] out
   std::vector<float> mla_o_;    // [T, heads * v_head_dim] per-head outputs before the output projection
+  MlaAttention mla_mode_ = MlaAttention::Absorbed;
+  std::vector<std::vector<WeightView>> mla_kbt_;     // [layer][head] k_b transposed: [nope, kv_lora] (decompression)
+  std::vector<std::unique_ptr<std::vector<float>>> mla_kbt_store_;
+  std::vector<float> dc_c_, dc_pe_, dc_k_, dc_v_, dc_s_;  // decompression: [ctx, kv_lora], [ctx, rope],
+                                                          // [ctx, nope], [ctx, v], [ctx] scores
   std::vector<LayerProjection> kv_proj_;  // [num_layers] low-rank K/V bases, or empty
   KvObserver observer_;
   QObserver q_observer_;

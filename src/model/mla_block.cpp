@@ -4,10 +4,14 @@
 //   c_kv = rmsnorm(c_kv) * kv_a_norm;  RoPE (the model's) on q_pe and k_pe;
 //   Q_h = [k_b[h] · q_nope_h | q_pe_h];  o_h = softmax(scale · Q_h · K^T) · V (V = the latents, MQA over one head);
 //   out = wo · concat_h(v_b[h] · o_h).
+#include <cmath>
 #include <cstring>
+#include <memory>
 
 #include "core/check.h"
 #include "core/profiler.h"
+#include "kernels/dot.h"
+#include "kernels/kv_codec.h"
 #include "kernels/ops.h"
 #include "model/decoder_forward.h"
 
@@ -74,6 +78,12 @@ void DecoderForward::mla_attention(int32_t l, const float* in, float* out) {
       std::memcpy(dst + L, mla_q_.data() + (static_cast<size_t>(t) * H + h) * qh + N, sizeof(float) * R);
     }
   }
+  if (mla_decompress_this_step(l)) {
+    mla_decompressed(l);
+    ProfScope ps(ProfKind::Matmul);
+    matmul(w.wo, mla_o_.data(), T, out, pool_);
+    return;
+  }
   {
     ProfScope ps(ProfKind::Attention);
     attention_[g.group].run(q_.data(), layer_kv(l), {H, 1, rec, L, c.attn_scale}, att_.data(), pool_);
@@ -95,6 +105,106 @@ void DecoderForward::mla_attention(int32_t l, const float* in, float* out) {
   }
   ProfScope ps(ProfKind::Matmul);
   matmul(w.wo, mla_o_.data(), T, out, pool_);
+}
+
+MlaAttention parse_mla_attention(const std::string& s) {
+  if (s == "absorbed") return MlaAttention::Absorbed;
+  if (s == "decompressed") return MlaAttention::Decompressed;
+  if (s == "auto") return MlaAttention::Auto;
+  fail("--mla-attention must be absorbed, decompressed or auto (got '{}')", s);
+}
+
+bool DecoderForward::mla_decompress_this_step(int32_t l) const {
+  if (mla_mode_ == MlaAttention::Absorbed) return false;
+  const KvLayerGeometry& g = kv_->layout().layers[l];
+  if (g.spec.dynamic() || g.spec.window_tokens > 0) return false;  // page tables of live blocks: absorbed only
+  if (mla_mode_ == MlaAttention::Decompressed) return true;
+  // Cost in multiply-adds per head: absorbed = tokens x ctx x (2 kv_lora + rope); decompressed = per sequence
+  // ctx x (nope + v) x kv_lora, then tokens x ctx x (nope + rope + v).
+  const MlaConfig& a = model_.config.mla;
+  const PagedBatchMeta& m = batch_->attn[g.group];
+  std::vector<int64_t> ctx(m.kv_indptr.size(), 0), n(m.kv_indptr.size(), 0);
+  for (size_t t = 0; t < m.token_pos.size(); ++t) {
+    ctx[m.token_seq[t]] = std::max<int64_t>(ctx[m.token_seq[t]], m.token_pos[t] + 1);
+    ++n[m.token_seq[t]];
+  }
+  double absorbed = 0, decompressed = 0;
+  for (size_t s = 0; s < ctx.size(); ++s) {
+    absorbed += static_cast<double>(n[s]) * ctx[s] * (2.0 * a.kv_lora_rank + a.rope_dim);
+    decompressed += static_cast<double>(ctx[s]) * (a.nope_dim + a.v_head_dim) * a.kv_lora_rank +
+                    static_cast<double>(n[s]) * ctx[s] * (a.nope_dim + a.rope_dim + a.v_head_dim);
+  }
+  return decompressed < absorbed;
+}
+
+void DecoderForward::mla_decompressed(int32_t l) {
+  const ModelConfig& c = model_.config;
+  const MlaConfig& a = c.mla;
+  const LayerConfig& lc = c.layers[l];
+  const LayerWeights& w = model_.layers[l];
+  KvStorage& kv = *kv_;
+  const KvLayerGeometry& g = kv.layout().layers[l];
+  const PagedBatchMeta& m = batch_->attn[g.group];
+  const int32_t H = lc.num_heads, L = a.kv_lora_rank, R = a.rope_dim, N = a.nope_dim, V = a.v_head_dim;
+  const int32_t qh = N + R, rec = L + R, bs = m.block_size;
+  if (mla_kbt_.size() < static_cast<size_t>(c.num_layers)) mla_kbt_.resize(c.num_layers);
+  if (mla_kbt_[l].empty()) {  // k_b[h] transposed once: [nope, kv_lora], so decompression is one matmul
+    std::vector<float> row(N);
+    for (int32_t h = 0; h < H; ++h) {
+      auto t = std::make_unique<std::vector<float>>(static_cast<size_t>(N) * L);
+      for (int32_t r = 0; r < L; ++r) {
+        dequantize_row(w.k_b[h], r, row.data());
+        for (int32_t j = 0; j < N; ++j) (*t)[static_cast<size_t>(j) * L + r] = row[j];
+      }
+      mla_kbt_[l].push_back(WeightView{DType::F32, N, L, t->data()});
+      mla_kbt_store_.push_back(std::move(t));
+    }
+  }
+  const DotKernels& dot = dot_kernels();
+  std::vector<float> rec_row(rec);
+  for (size_t s = 0; s + 1 < m.kv_indptr.size(); ++s) {
+    int32_t ctx = 0;
+    for (size_t t = 0; t < m.token_pos.size(); ++t) {
+      if (m.token_seq[t] == static_cast<int32_t>(s)) ctx = std::max(ctx, m.token_pos[t] + 1);
+    }
+    if (ctx == 0) continue;
+    grow(dc_c_, static_cast<size_t>(ctx) * L);
+    grow(dc_pe_, static_cast<size_t>(ctx) * R);
+    grow(dc_k_, static_cast<size_t>(ctx) * N);
+    grow(dc_v_, static_cast<size_t>(ctx) * V);
+    grow(dc_s_, ctx);
+    for (int32_t p = 0; p < ctx; ++p) {  // the sequence's records, decoded
+      const int64_t slot = static_cast<int64_t>(m.kv_indices[m.kv_indptr[s] + p / bs]) * bs + p % bs;
+      decode_kv_head(kv.k_head(l, slot, 0), rec, g.dtype, rec_row.data());
+      std::memcpy(dc_c_.data() + static_cast<size_t>(p) * L, rec_row.data(), sizeof(float) * L);
+      std::memcpy(dc_pe_.data() + static_cast<size_t>(p) * R, rec_row.data() + L, sizeof(float) * R);
+    }
+    for (int32_t h = 0; h < H; ++h) {
+      {
+        ProfScope ps(ProfKind::Matmul);
+        matmul(mla_kbt_[l][h], dc_c_.data(), ctx, dc_k_.data(), pool_);  // K_nope = C · k_b[h]
+        matmul(w.v_b[h], dc_c_.data(), ctx, dc_v_.data(), pool_);       // V = C · v_b[h]^T
+      }
+      ProfScope ps(ProfKind::Attention);
+      for (size_t t = 0; t < m.token_pos.size(); ++t) {
+        if (m.token_seq[t] != static_cast<int32_t>(s)) continue;
+        const float* q = mla_q_.data() + (t * H + h) * qh;
+        const int32_t n = m.token_pos[t] + 1;
+        float mx = -INFINITY;
+        for (int32_t j = 0; j < n; ++j) {
+          const float sc = (dot.f32(q, dc_k_.data() + static_cast<size_t>(j) * N, N) +
+                            dot.f32(q + N, dc_pe_.data() + static_cast<size_t>(j) * R, R)) * c.attn_scale;
+          dc_s_[j] = sc;
+          mx = std::max(mx, sc);
+        }
+        float z = 0;
+        for (int32_t j = 0; j < n; ++j) z += (dc_s_[j] = std::exp(dc_s_[j] - mx));
+        float* o = mla_o_.data() + (t * H + h) * V;
+        std::fill(o, o + V, 0.0f);
+        for (int32_t j = 0; j < n; ++j) dot.axpy(dc_s_[j] / z, dc_v_.data() + static_cast<size_t>(j) * V, o, V);
+      }
+    }
+  }
 }
 
 }  // namespace slimkv

@@ -50,6 +50,13 @@ TEST_P(LlamaCppReference, LogitsAndGreedyMatch) {
       EXPECT_GE(d.argmax_agree, c["argmax_agree_min"].get<double>()) << path;
     }
   }
+  if (m->config.mla.enabled() && row.is_f32()) {  // MLA decompressed into per-head K/V: the same logits
+    for (int32_t chunk : {0, 7}) {
+      const LogitsDiff d = compare_logits(all_logits(*m, ids, chunk, &pool, 16, MlaAttention::Decompressed), ref, V);
+      line += fmt::format(" decompressed{}:max={:.2g}", chunk ? "-ubatch7" : "", d.worst());
+      EXPECT_LE(d.worst(), c["max_abs_logit"].get<double>());
+    }
+  }
   if (!row.is_f32() && row.j.contains("dequant_logits")) {
     const LogitsDiff d = compare_logits(all_logits(*m, ids, 0, &pool), read_f32_file(row.path("dequant_logits")), V);
     line += fmt::format(" dequant:max={:.2g}", d.worst());
