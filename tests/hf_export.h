@@ -60,6 +60,7 @@ inline void export_hf(const std::string& gguf_path, const Model& m, const std::s
     const GgufValue* v = g.find(arch + "." + n.gguf);
     if (!v || v->is_array()) continue;
     nlohmann::json value = v->type == GgufType::STRING ? nlohmann::json(v->s)
+                           : v->type == GgufType::BOOL  ? nlohmann::json(v->i != 0)
                            : v->is_int()                ? nlohmann::json(v->i)
                                                         : nlohmann::json(v->f);
     std::string path = n.hf.front();
@@ -68,6 +69,14 @@ inline void export_hf(const std::string& gguf_path, const Model& m, const std::s
     (*at)[path] = value;
   }
   cfg["vocab_size"] = c.vocab_size;
+  if (c.mla.enabled()) {  // DeepSeek's HF names for what GGUF spells differently
+    cfg["qk_nope_head_dim"] = c.mla.nope_dim;
+    cfg["qk_rope_head_dim"] = c.mla.rope_dim;
+    cfg["scoring_func"] = c.moe.gating == MoeGating::Sigmoid ? "sigmoid" : "softmax";
+    if (const GgufValue* v = g.find(arch + ".rope.scaling.yarn_log_multiplier")) {
+      cfg["rope_scaling"]["mscale_all_dim"] = v->f / 0.1;
+    }
+  }
   cfg["tie_word_embeddings"] = g.find_tensor("output.weight") == nullptr;
   std::ofstream(dir + "/config.json") << cfg.dump(2);
   // Tensors.
@@ -108,6 +117,22 @@ inline void export_hf(const std::string& gguf_path, const Model& m, const std::s
         tensors[expand_name(tn.hf, l, 0)] = {shape, std::move(data)};
       }
     }
+  }
+  // MLA: HF keeps k_b and v_b fused as kv_b_proj, per head [nope rows: k_b[h] transposed | v rows: v_b[h]].
+  for (int64_t l = 0; c.mla.enabled() && l < c.num_layers; ++l) {
+    const GgufTensorInfo* kb = g.find_tensor(expand_name("blk.{l}.attn_k_b.weight", l, 0));
+    const GgufTensorInfo* vb = g.find_tensor(expand_name("blk.{l}.attn_v_b.weight", l, 0));
+    if (!kb || !vb) continue;
+    const int64_t H = c.layers[l].num_heads, N = c.mla.nope_dim, L = c.mla.kv_lora_rank, V = c.mla.v_head_dim;
+    const std::vector<float> k = f32(*kb), v = f32(*vb);  // [H, L, N], [H, V, L]
+    std::vector<float> kv(static_cast<size_t>(H * (N + V) * L));
+    for (int64_t h = 0; h < H; ++h) {
+      for (int64_t n = 0; n < N; ++n) {
+        for (int64_t r = 0; r < L; ++r) kv[((h * (N + V)) + n) * L + r] = k[(h * L + r) * N + n];
+      }
+      std::copy(v.begin() + h * V * L, v.begin() + (h + 1) * V * L, kv.begin() + (h * (N + V) + N) * L);
+    }
+    tensors[expand_name("model.layers.{l}.self_attn.kv_b_proj.weight", l, 0)] = {{H * (N + V), L}, std::move(kv)};
   }
   if (shards <= 1) {
     write_safetensors(dir + "/model.safetensors", tensors);

@@ -112,7 +112,7 @@ void add_bench_command(CLI::App& app, std::vector<Command>& out) {
   auto f = std::make_shared<BenchFlags>();
   auto* sub = app.add_subcommand("bench", "Single-stream prefill/decode speed (a benchmark, not a test)");
   sub->add_option("-m,--model", f->models, "Model paths (default: every model in ../shared/models)");
-  sub->add_option("--synthetic", f->synthetic, "Synthetic shapes: llama-260k, llama-15m, llama-110m, llama-1b");
+  sub->add_option("--synthetic", f->synthetic, "Synthetic shapes: llama-260k, llama-15m, llama-110m, llama-1b, deepseek-v2-lite");
   sub->add_option("--dtype", f->dtypes, "Weight dtypes for synthetic shapes: f32 f16 q8_0 q4_0");
   sub->add_option("--threads", f->threads, "Thread counts to measure")->check(CLI::Range(1, 1024));
   sub->add_option("-p,--prompt-len", f->prompt_len, "Prompt tokens (prefill)")->check(CLI::Range(1, 1 << 20));

@@ -116,13 +116,31 @@ int run_long_context(const LongContextFlags& f, const ModelFlags& mf, EngineConf
   off.compress = CompressionConfig{};
   off.compress.enabled = false;
   off.kv_config_file.clear();
-  runs.emplace_back("baseline (f32 cache)", off);
+  if (model->config.mla.enabled()) {  // absorbed and decompressed attention over the same latent cache
+    off.mla_attention = "absorbed";
+    runs.emplace_back("baseline (f32 latent cache), absorbed attention", off);
+    EngineConfig dec = off;
+    dec.mla_attention = "decompressed";
+    runs.emplace_back("baseline (f32 latent cache), decompressed attention", dec);
+  } else {
+    runs.emplace_back("baseline (f32 cache)", off);
+  }
   for (const auto& path : f.configs) {
     EngineConfig c = base;
     c.kv_config_file = path;
     runs.emplace_back(path, c);
   }
   const std::string what = f.synthetic.empty() ? model->path : f.synthetic + " " + f.dtype + " (random weights: speed only)";
+  if (model->config.mla.enabled()) {
+    const MlaConfig& a = model->config.mla;
+    const int64_t latent = a.kv_lora_rank + a.rope_dim, mha = static_cast<int64_t>(model->config.num_heads) *
+                                                               (a.q_head_dim() + a.v_head_dim);
+    std::printf("MLA: %lld values per token and layer in the cache (latent %d + rope key %d); the same model's MHA "
+                "cache would hold %lld (%d heads x (%d + %d)): %.1fx more\n",
+                static_cast<long long>(latent), a.kv_lora_rank, a.rope_dim, static_cast<long long>(mha),
+                model->config.num_heads, a.q_head_dim(), a.v_head_dim,
+                static_cast<double>(mha) / static_cast<double>(latent));
+  }
   std::fprintf(stderr, "%s: context %d, batch %d, %d decode steps, fill %s%s\n", what.c_str(), f.context_len, f.batch,
                f.output_len, f.fill.c_str(),
                f.fill == "synthetic" ? " (caches filled with seeded random K/V: speed figures only)" : "");

@@ -162,7 +162,7 @@ void add_bench_offline_command(CLI::App& bench, std::vector<Command>& out) {
       ->check(CLI::Range(1, 4096));
   sub->add_option("--config", f->long_ctx.configs, "Long-context mode: compression configs beside the baseline");
   sub->add_option("--fill", f->long_ctx.fill, "Long-context mode: real (prefill) | synthetic (random K/V)");
-  sub->add_option("--synthetic", f->long_ctx.synthetic, "Random-weight shape: llama-15m | llama-110m | llama-1b");
+  sub->add_option("--synthetic", f->long_ctx.synthetic, "Random-weight shape: llama-15m | llama-110m | llama-1b | deepseek-v2-lite (MLA)");
   sub->add_option("--dtype", f->long_ctx.dtype, "Weights dtype of --synthetic: f32 | f16 | q8_0 | q4_0");
   sub->add_flag("--json", f->json, "Print one JSON object");
   out.push_back({sub, [f] { return run_offline(*f); }});

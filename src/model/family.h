@@ -22,6 +22,7 @@ enum class TensorRole {
   MoeRouter, MoeGateExps, MoeUpExps, MoeDownExps, ShexpGate, ShexpUp, ShexpDown, MoeExpProbsB,
   // MLA
   AttnQA, AttnQANorm, AttnQB, AttnKvAMqa, AttnKvANorm, AttnKB, AttnVB,
+  AttnKvB,  // MLA's fused up-projection (HF kv_b_proj, older GGUFs): per head [nope rows of K | v rows of V]
 };
 
 enum class Need : uint8_t { Required, Optional };

@@ -1,5 +1,6 @@
 #include "model/synthetic_model.h"
 
+#include <cmath>
 #include <cstring>
 #include <random>
 
@@ -21,13 +22,30 @@ ModelConfig synthetic_shape(const std::string& name) {
   else if (name == "llama-15m") set(288, 768, 6, 6, 6, 32000, 256);
   else if (name == "llama-110m") set(768, 2048, 12, 12, 12, 32000, 1024);
   else if (name == "llama-1b") set(2048, 8192, 16, 32, 8, 32000, 2048);
-  else fail("unknown synthetic shape '{}' (choose one of llama-260k, llama-15m, llama-110m, llama-1b)", name);
+  else if (name == "deepseek-v2-lite") {
+    // DeepSeek-V2-Lite's attention (16 heads, no q LoRA, kv_lora 512, nope 128, rope 64, v 128) in 2 layers with its
+    // dense FFN width (10944) and a 32K vocabulary: the latent cache at its real size per layer.
+    set(2048, 10944, 2, 16, 1, 32000, 4096);
+    c.family = "deepseek2";
+    c.mla = MlaConfig{0, 512, 128, 64, 128};
+    c.head_dim = 512 + 64;
+    c.head_dim_v = 512;
+    c.rotary_dim = 64;
+    c.attn_scale = 1.0f / std::sqrt(192.0f);
+    c.finalize();
+    for (auto& l : c.layers) l.mla = true;
+  } else {
+    fail("unknown synthetic shape '{}' (choose one of llama-260k, llama-15m, llama-110m, llama-1b, deepseek-v2-lite)",
+         name);
+  }
   c.finalize();
   c.validate();
   return c;
 }
 
-std::vector<std::string> synthetic_shape_names() { return {"llama-260k", "llama-15m", "llama-110m", "llama-1b"}; }
+std::vector<std::string> synthetic_shape_names() {
+  return {"llama-260k", "llama-15m", "llama-110m", "llama-1b", "deepseek-v2-lite"};
+}
 
 std::unique_ptr<Model> make_synthetic_model(const std::string& shape, DType dtype, uint64_t seed) {
   auto m = std::make_unique<Model>();
@@ -59,10 +77,22 @@ std::unique_ptr<Model> make_synthetic_model(const std::string& shape, DType dtyp
   for (int32_t l = 0; l < c.num_layers; ++l) {
     LayerWeights lw;
     lw.attn_norm = ones(c.dim);
-    lw.wq = matrix(c.q_dim(), c.dim);
-    lw.wk = matrix(c.kv_dim(), c.dim);
-    lw.wv = matrix(c.kv_dim(), c.dim);
-    lw.wo = matrix(c.dim, c.q_dim());
+    if (c.layers[l].mla) {
+      const MlaConfig& a = c.mla;
+      lw.wq = matrix(static_cast<int64_t>(c.num_heads) * a.q_head_dim(), c.dim);
+      lw.wkv_a = matrix(a.kv_lora_rank + a.rope_dim, c.dim);
+      lw.kv_a_norm = ones(a.kv_lora_rank);
+      for (int32_t h = 0; h < c.num_heads; ++h) {
+        lw.k_b.push_back(matrix(a.kv_lora_rank, a.nope_dim));
+        lw.v_b.push_back(matrix(a.v_head_dim, a.kv_lora_rank));
+      }
+      lw.wo = matrix(c.dim, static_cast<int64_t>(c.num_heads) * a.v_head_dim);
+    } else {
+      lw.wq = matrix(c.q_dim(), c.dim);
+      lw.wk = matrix(c.kv_dim(), c.dim);
+      lw.wv = matrix(c.kv_dim(), c.dim);
+      lw.wo = matrix(c.dim, c.q_dim());
+    }
     lw.ffn_norm = ones(c.dim);
     lw.w1 = matrix(c.hidden_dim, c.dim);
     lw.w2 = matrix(c.dim, c.hidden_dim);

@@ -196,8 +196,27 @@ class Binder {
     }
     w.wkv_a = matrix(TensorRole::AttnKvAMqa, l, a.kv_lora_rank + a.rope_dim, dim);
     w.kv_a_norm = vector(TensorRole::AttnKvANorm, l, a.kv_lora_rank);
-    w.k_b = experts(TensorRole::AttnKB, l, a.kv_lora_rank, a.nope_dim, static_cast<int32_t>(H));
-    w.v_b = experts(TensorRole::AttnVB, l, a.v_head_dim, a.kv_lora_rank, static_cast<int32_t>(H));
+    if (entry(TensorRole::AttnKB) && find(TensorRole::AttnKB, l, 0, false)) {
+      w.k_b = experts(TensorRole::AttnKB, l, a.kv_lora_rank, a.nope_dim, static_cast<int32_t>(H));
+      w.v_b = experts(TensorRole::AttnVB, l, a.v_head_dim, a.kv_lora_rank, static_cast<int32_t>(H));
+      return;
+    }
+    // kv_b [H * (nope + v), kv_lora]: head h's first nope rows are its key up-projection (k_b[h] is their
+    // transpose, [kv_lora, nope], so it absorbs q), the next v rows its value up-projection v_b[h].
+    const TensorRef* t = find(TensorRole::AttnKvB, l);
+    SLIMKV_CHECK(t != nullptr, "{}: layer {} has neither attn_k_b/attn_v_b nor a kv_b projection", src_.source(), l);
+    const int64_t per = a.nope_dim + a.v_head_dim;
+    const WeightView kv_b = matrix(*t, H * per, a.kv_lora_rank);
+    std::vector<float> row(a.kv_lora_rank);
+    for (int64_t h = 0; h < H; ++h) {
+      std::vector<float> kb(static_cast<size_t>(a.kv_lora_rank) * a.nope_dim);
+      for (int64_t n = 0; n < a.nope_dim; ++n) {
+        dequantize_row(kv_b, h * per + n, row.data());
+        for (int64_t r = 0; r < a.kv_lora_rank; ++r) kb[static_cast<size_t>(r) * a.nope_dim + n] = row[r];
+      }
+      w.k_b.push_back(WeightView{DType::F32, a.kv_lora_rank, a.nope_dim, m_.own_f32(std::move(kb))});
+      w.v_b.push_back(slice_rows(kv_b, h * per + a.nope_dim, a.v_head_dim));
+    }
   }
 
   bool c_tied_ = false;

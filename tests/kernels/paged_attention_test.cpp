@@ -6,6 +6,7 @@
 #include <cmath>
 #include <random>
 
+#include "kernels/kv_codec.h"
 #include "kernels/paged_attention.h"
 
 namespace slimkv {
@@ -60,6 +61,73 @@ TEST(PagedAttentionDims, DifferentKeyAndValueHeadSizesAndExplicitScale) {
             o += p[j] / z * v[(static_cast<int64_t>(kvh) * slots + slot) * DV + i];
           }
           ASSERT_NEAR(out[(static_cast<size_t>(t) * H + h) * DV + i], o, 1e-5) << "isa " << static_cast<int>(isa);
+        }
+      }
+    }
+  }
+}
+
+// MLA's shape: one shared record of 576 values per token whose first 512 are also the value (v read inside the
+// key record), 16 query heads on it, stored f32 / f16 / int8 / int4, pages of 8 and of 4 tokens (the 8-row
+// scoring groups then straddle a page) — every ISA against the decoded rows in double precision.
+TEST(PagedAttentionDims, LatentRecordWithValueInsideKeyAcrossDtypesAndPageSizes) {
+  const int32_t H = 16, DK = 576, DV = 512, num_blocks = 12;
+  for (KvDtype dt : {KvDtype::F32, KvDtype::F16, KvDtype::Int8, KvDtype::Int4}) {
+    for (int32_t bs : {8, 4}) {
+      const int64_t slots = static_cast<int64_t>(num_blocks) * bs;
+      const int64_t rec = kv_head_record_bytes(dt, DK);
+      std::mt19937 rng(11);
+      std::normal_distribution<float> n(0.0f, 1.0f);
+      std::vector<uint8_t> store(static_cast<size_t>(slots * rec));
+      std::vector<float> dec(static_cast<size_t>(slots) * DK), row(DK);
+      for (int64_t s = 0; s < slots; ++s) {
+        for (auto& x : row) x = n(rng);
+        encode_kv_head(row.data(), DK, dt, store.data() + s * rec);
+        decode_kv_head(store.data() + s * rec, DK, dt, dec.data() + s * DK);
+      }
+      // One sequence of 37 tokens over scattered blocks; queries at positions 36 and 20 (two decode steps of
+      // different sequences sharing the pages would look the same to the kernel).
+      const int32_t ctx = 37, nb = (ctx + bs - 1) / bs;
+      PagedBatchMeta m;
+      m.block_size = bs;
+      m.token_seq = {0, 1};
+      m.token_pos = {ctx - 1, 20};
+      m.kv_indptr = {0, nb, nb + (21 + bs - 1) / bs};
+      for (int32_t b = 0; b < nb; ++b) m.kv_indices.push_back((b * 5 + 3) % num_blocks);
+      for (int32_t b = 0; b < (21 + bs - 1) / bs; ++b) m.kv_indices.push_back((b * 7 + 1) % num_blocks);
+      m.kv_last_page_len = {(ctx - 1) % bs + 1, 20 % bs + 1};
+      const int32_t T = 2;
+      std::vector<float> q(static_cast<size_t>(T) * H * DK), out(static_cast<size_t>(T) * H * DV);
+      for (auto& x : q) x = n(rng) * 0.05f;
+      PagedAttention::LayerKv lk{store.data(), store.data(), DK, DV, rec, rec, slots * rec, slots * rec, dt, false};
+      const float scale = 1.0f / 24.0f;
+      for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+        if (static_cast<int>(isa) > static_cast<int>(detected_isa())) continue;
+        PagedAttention pa;
+        pa.plan(m, H, 1);
+        pa.run(q.data(), lk, {H, 1, DK, DV, scale}, out.data(), nullptr, isa);
+        for (int32_t t = 0; t < T; ++t) {
+          const int32_t s = m.token_seq[t];
+          for (int32_t h = 0; h < H; ++h) {
+            std::vector<double> p(m.token_pos[t] + 1);
+            double mx = -1e300, z = 0;
+            auto slot_of = [&](int32_t j) {
+              return static_cast<int64_t>(m.kv_indices[m.kv_indptr[s] + j / bs]) * bs + j % bs;
+            };
+            for (int32_t j = 0; j <= m.token_pos[t]; ++j) {
+              const float* kr = dec.data() + slot_of(j) * DK;
+              double d = 0;
+              for (int32_t i = 0; i < DK; ++i) d += double(q[(static_cast<size_t>(t) * H + h) * DK + i]) * kr[i];
+              mx = std::max(mx, p[j] = d * scale);
+            }
+            for (auto& x : p) z += (x = std::exp(x - mx));
+            for (int32_t i = 0; i < DV; ++i) {
+              double o = 0;
+              for (int32_t j = 0; j <= m.token_pos[t]; ++j) o += p[j] / z * dec[slot_of(j) * DK + i];
+              ASSERT_NEAR(out[(static_cast<size_t>(t) * H + h) * DV + i], o, 2e-5)
+                  << "isa " << static_cast<int>(isa) << " dtype " << static_cast<int>(dt) << " bs " << bs;
+            }
+          }
         }
       }
     }

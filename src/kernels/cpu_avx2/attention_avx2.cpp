@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "kernels/cpu_avx2/simd_avx2.h"
 #include "kernels/dot.h"
@@ -112,6 +113,27 @@ void accumulate_v(const PagedKv& kv, const float* p, int64_t p_stride, int32_t n
 #pragma GCC unroll 8
     for (int j = 0; j < NV; ++j) {
       _mm256_storeu_ps(out + h * o_stride + 8 * j, _mm256_mul_ps(_mm256_loadu_ps(out + h * o_stride + 8 * j), vinv));
+    }
+  }
+}
+
+// accumulate_v for value rows wider than the register budget (v_dim % 128 == 0, e.g. MLA's 512-value latents):
+// page by page, 128 columns at a time, each head's 16 accumulators in registers for a page's rows.
+void accumulate_v_wide(const PagedKv& kv, const float* p, int64_t p_stride, int32_t num_q, int64_t num_ctx,
+                       const float* inv, float* out, int64_t o_stride) {
+  const int32_t vd = kv.v_dim;
+  for (int32_t h = 0; h < num_q; ++h) std::memset(out + h * o_stride, 0, sizeof(float) * vd);
+  for (int64_t t0 = 0; t0 < num_ctx; t0 += kv.block_size) {
+    kv.prefetch_v_page(t0 + kPrefetchPages * kv.block_size, num_ctx);
+    const int64_t n = std::min<int64_t>(kv.block_size, num_ctx - t0);
+    for (int32_t c = 0; c < vd; c += 128) {
+      add_value_rows<16>(kv.v_row_f32(t0) + c, kv.v_row_bytes / 4, n, p + t0, p_stride, num_q, out + c, o_stride);
+    }
+  }
+  for (int32_t h = 0; h < num_q; ++h) {
+    const __m256 vinv = _mm256_set1_ps(inv[h]);
+    for (int32_t j = 0; j < vd; j += 8) {
+      _mm256_storeu_ps(out + h * o_stride + j, _mm256_mul_ps(_mm256_loadu_ps(out + h * o_stride + j), vinv));
     }
   }
 }
@@ -280,11 +302,63 @@ void attend_decoded_any(const float* q, const PagedKv& kv, int64_t num_ctx, floa
 
 // Walks the sequence page by page: within a page rows are contiguous (k_row_bytes apart). f32 rows: the query
 // heads of a GQA group share each page read (K and V); other layouts go head by head through the decoding kernels.
+// f16 / int8 / int4 rows with values wider than the keys' registers (MLA's 576-value records, 512-value latents):
+// each page is decoded once into a scratch page and scored for every head of the group; the values likewise, 128
+// columns at a time.
+void attend_group_decoded_wide(const float* q, int32_t num_q, int64_t q_stride, const PagedKv& kv, int64_t num_ctx,
+                               float scale, float* scores, int64_t s_stride, float* out, int64_t o_stride) {
+  const int32_t kd = kv.k_dim, vd = kv.v_dim, bs = kv.block_size;
+  thread_local std::vector<float> page;  // [round_up(bs, 8), max(kd, vd)] decoded rows (8-row groups scored at once)
+  page.resize(static_cast<size_t>((bs + 7) / 8 * 8) * std::max(kd, vd));
+  float mx[kMaxAttendGroup], tmp[8];
+  for (int32_t h = 0; h < num_q; ++h) mx[h] = -INFINITY;
+  for (int64_t t0 = 0; t0 < num_ctx; t0 += bs) {
+    const int64_t n = std::min<int64_t>(bs, num_ctx - t0);
+    for (int64_t i = 0; i < n; ++i) decode_row(kv.k_row(t0 + i), kd, kv.dtype, page.data() + i * kd);
+    for (int64_t i = n; i < (n + 7) / 8 * 8; ++i) std::memset(page.data() + i * kd, 0, sizeof(float) * kd);
+    for (int32_t h = 0; h < num_q; ++h) {
+      float* sh = scores + h * s_stride;
+      for (int64_t i = 0; i < n; i += 8) {
+        _mm256_storeu_ps(tmp, _mm256_mul_ps(dot8_rows(q + h * q_stride, page.data() + i * kd, kd, kd),
+                                            _mm256_set1_ps(scale)));
+        for (int64_t j = 0; j < 8 && i + j < n; ++j) {
+          sh[t0 + i + j] = tmp[j];
+          mx[h] = std::max(mx[h], tmp[j]);
+        }
+      }
+    }
+  }
+  float inv[kMaxAttendGroup];
+  for (int32_t h = 0; h < num_q; ++h) {
+    inv[h] = 1.0f / exp_shifted(scores + h * s_stride, num_ctx, mx[h]);
+    std::memset(out + h * o_stride, 0, sizeof(float) * vd);
+  }
+  for (int64_t t0 = 0; t0 < num_ctx; t0 += bs) {
+    const int64_t n = std::min<int64_t>(bs, num_ctx - t0);
+    for (int64_t i = 0; i < n; ++i) decode_row(kv.v_row(t0 + i), vd, kv.dtype, page.data() + i * vd);
+    for (int32_t c = 0; c < vd; c += 128) {
+      add_value_rows<16>(page.data() + c, vd, n, scores + t0, s_stride, num_q, out + c, o_stride);
+    }
+  }
+  for (int32_t h = 0; h < num_q; ++h) {
+    const __m256 vinv = _mm256_set1_ps(inv[h]);
+    for (int32_t j = 0; j < vd; j += 8) {
+      _mm256_storeu_ps(out + h * o_stride + j, _mm256_mul_ps(_mm256_loadu_ps(out + h * o_stride + j), vinv));
+    }
+  }
+}
+
 void attend_group_avx2(const float* q, int32_t num_q, int64_t q_stride, const PagedKv& kv, int64_t num_ctx,
                        float scale, float* scores, int64_t s_stride, float* out, int64_t o_stride) {
   const bool vec8 = kv.k_dim % 8 == 0 && kv.v_dim % 8 == 0 && kv.k_dim <= 1024 && kv.v_dim <= 1024;
   // f16 / int8 / int4 rows, low-rank latents, or a sparse (sinks + window) row set: one head, one row at a time.
-  if (kv.dtype != KvDtype::F32 || kv.k_dim != kv.v_dim || kv.sink_tokens > 0 || kv.window_begin > 0 ||
+  // (Keys and values of different sizes share the group walk when the values are whole 128-column chunks: MLA.)
+  const bool wide_v = kv.k_dim != kv.v_dim && kv.v_dim % 128 == 0 && kv.k_dim % 8 == 0;
+  if (wide_v && kv.dtype != KvDtype::F32 && kv.sink_tokens == 0 && kv.window_begin == 0 && kv.num_bias_rows == 0 &&
+      num_q > 1 && num_q <= kMaxAttendGroup && kv.k_dim <= 1024 && kv.v_dim <= 1024) {
+    return attend_group_decoded_wide(q, num_q, q_stride, kv, num_ctx, scale, scores, s_stride, out, o_stride);
+  }
+  if (kv.dtype != KvDtype::F32 || (kv.k_dim != kv.v_dim && !wide_v) || kv.sink_tokens > 0 || kv.window_begin > 0 ||
       kv.num_bias_rows > 0 || num_q > kMaxAttendGroup) {
     for (int32_t h = 0; h < num_q; ++h) {
       float* sh = scores + h * s_stride;
@@ -328,6 +402,7 @@ void attend_group_avx2(const float* q, int32_t num_q, int64_t q_stride, const Pa
   }
   float inv[kMaxAttendGroup];
   for (int32_t h = 0; h < num_q; ++h) inv[h] = 1.0f / exp_shifted(scores + h * s_stride, num_ctx, mx[h]);
+  if (wide_v) return accumulate_v_wide(kv, scores, s_stride, num_q, num_ctx, inv, out, o_stride);
   switch (head_dim) {  // accumulate in registers for the common head sizes
     case 8: return accumulate_v<1>(kv, scores, s_stride, num_q, num_ctx, inv, out, o_stride);
     case 16: return accumulate_v<2>(kv, scores, s_stride, num_q, num_ctx, inv, out, o_stride);

@@ -4,8 +4,9 @@
 // dims with YaRN, whose magnitude factor is cancelled in the rotation and applied to the softmax scale instead:
 // scale = mscale^2 / sqrt(nope + rope), mscale = 1 + yarn_log_multiplier * ln(factor). FFN: leading dense layers,
 // then DeepSeekMoE — softmax (V2) or sigmoid (V3) gating, the selection bias exp_probs_b, group-limited routing,
-// expert_weights_norm and _scale, shared experts. HF checkpoints are not read yet (kv_b_proj must be split into
-// k_b / v_b: convert with llama.cpp's converter).
+// expert_weights_norm and _scale, shared experts. HF checkpoints (DeepseekV2/V3ForCausalLM, also Kimi-K2's): the
+// fused kv_b_proj is split into k_b / v_b at load; their RoPE dims are already in NORM order (HF de-interleaves at
+// run time), so nothing is permuted.
 #include <cmath>
 
 #include "core/check.h"
@@ -22,9 +23,24 @@ void read(const HParams& h, ModelConfig& c) {
   MlaConfig& a = c.mla;
   a.q_lora_rank = h.integer(Hp::QLoraRank, 0, 0, 1 << 16);
   a.kv_lora_rank = h.integer(Hp::KvLoraRank, std::nullopt, 1, 1 << 16);
-  a.rope_dim = c.rotary_dim;
-  a.nope_dim = h.integer(Hp::KeyLengthMla, std::nullopt, 2, 4096) - a.rope_dim;
   a.v_head_dim = h.integer(Hp::ValueLengthMla, std::nullopt, 1, 4096);
+  if (h.is_gguf()) {
+    a.rope_dim = c.rotary_dim;
+    a.nope_dim = h.integer(Hp::KeyLengthMla, std::nullopt, 2, 4096) - a.rope_dim;
+  } else {  // HF: qk_nope_head_dim, qk_rope_head_dim; the cache record is kv_lora + rope
+    a.rope_dim = h.integer(Hp::QkRopeHeadDim, std::nullopt, 2, 1024);
+    a.nope_dim = h.integer(Hp::QkNopeHeadDim, std::nullopt, 1, 4096);
+    c.num_kv_heads = 1;
+    c.head_dim = a.kv_lora_rank + a.rope_dim;
+    c.head_dim_v = a.kv_lora_rank;
+    c.rotary_dim = a.rope_dim;
+    for (LayerConfig& lc : c.layers) {
+      lc.num_kv_heads = 1;
+      lc.head_dim_k = c.head_dim;
+      lc.head_dim_v = c.head_dim_v;
+      lc.rotary_dim = a.rope_dim;
+    }
+  }
   SLIMKV_CHECK(a.nope_dim > 0, "{}: '{}' must exceed the rope dims {}", h.source(), h.key_name(Hp::KeyLengthMla),
                a.rope_dim);
   SLIMKV_CHECK(c.head_dim == a.kv_lora_rank + a.rope_dim && c.head_dim_v == a.kv_lora_rank,
@@ -37,7 +53,10 @@ void read(const HParams& h, ModelConfig& c) {
   if (rope.ext_factor != 0.0f) {
     const float lnf = std::log(1.0f / rope.freq_scale);
     rope.attn_factor = 1.0f / (1.0f + 0.1f * lnf);
-    mscale = 1.0f + h.real(Hp::RopeScalingYarnLogMul, 0.0) * lnf;
+    // GGUF yarn_log_multiplier = 0.1 * HF mscale_all_dim (llama.cpp's converter)
+    const float log_mul = h.is_gguf() ? h.real(Hp::RopeScalingYarnLogMul, 0.0)
+                                      : 0.1f * h.real(Hp::RopeScalingMscaleAllDim, 0.0);
+    mscale = 1.0f + log_mul * lnf;
   }
   c.attn_scale = mscale * mscale / std::sqrt(static_cast<float>(a.nope_dim + a.rope_dim));
   // DeepSeekMoE
@@ -51,7 +70,12 @@ void read(const HParams& h, ModelConfig& c) {
   const float scale = h.real(Hp::ExpertWeightsScale, 1.0);
   m.weights_scale = scale == 0.0f ? 1.0f : scale;
   m.norm_topk_prob = h.boolean(Hp::ExpertWeightsNorm).value_or(false);
-  const int32_t gating = h.integer(Hp::ExpertGatingFunc, 1, 1, 3);  // llama.cpp: 1 softmax, 2 sigmoid
+  int32_t gating = h.integer(Hp::ExpertGatingFunc, 1, 1, 3);  // llama.cpp: 1 softmax, 2 sigmoid
+  if (!h.is_gguf()) {
+    const std::string f = h.string(Hp::ScoringFunc).value_or("softmax");
+    SLIMKV_CHECK(f == "softmax" || f == "sigmoid", "{}: scoring_func '{}' is not supported", h.source(), f);
+    gating = f == "sigmoid" ? 2 : 1;
+  }
   SLIMKV_CHECK(gating <= 2, "{}: expert gating function {} is not supported (1 softmax, 2 sigmoid)", h.source(),
                gating);
   m.gating = gating == 2 ? MoeGating::Sigmoid : MoeGating::Softmax;
@@ -66,40 +90,41 @@ void read(const HParams& h, ModelConfig& c) {
 }
 
 std::vector<TensorName> names() {
-  const std::string b = "blk.{l}.";
+  const std::string b = "blk.{l}.", m = "model.layers.{l}.", a = m + "self_attn.", f = m + "mlp.";
   return {
-      {TensorRole::TokEmbd, "token_embd.weight", ""},
-      {TensorRole::OutputNorm, "output_norm.weight", ""},
-      {TensorRole::Output, "output.weight", "", Need::Optional},
-      {TensorRole::AttnNorm, b + "attn_norm.weight", ""},
-      {TensorRole::AttnQ, b + "attn_q.weight", ""},
-      {TensorRole::AttnQA, b + "attn_q_a.weight", ""},
-      {TensorRole::AttnQANorm, b + "attn_q_a_norm.weight", ""},
-      {TensorRole::AttnQB, b + "attn_q_b.weight", ""},
-      {TensorRole::AttnKvAMqa, b + "attn_kv_a_mqa.weight", ""},
-      {TensorRole::AttnKvANorm, b + "attn_kv_a_norm.weight", ""},
-      {TensorRole::AttnKB, b + "attn_k_b.weight", ""},
-      {TensorRole::AttnVB, b + "attn_v_b.weight", ""},
-      {TensorRole::AttnOut, b + "attn_output.weight", ""},
-      {TensorRole::FfnNorm, b + "ffn_norm.weight", ""},
-      {TensorRole::FfnGate, b + "ffn_gate.weight", ""},
-      {TensorRole::FfnUp, b + "ffn_up.weight", ""},
-      {TensorRole::FfnDown, b + "ffn_down.weight", ""},
-      {TensorRole::MoeRouter, b + "ffn_gate_inp.weight", ""},
-      {TensorRole::MoeExpProbsB, b + "exp_probs_b.bias", "", Need::Optional},
-      {TensorRole::MoeGateExps, b + "ffn_gate_exps.weight", ""},
-      {TensorRole::MoeUpExps, b + "ffn_up_exps.weight", ""},
-      {TensorRole::MoeDownExps, b + "ffn_down_exps.weight", ""},
-      {TensorRole::ShexpGate, b + "ffn_gate_shexp.weight", ""},
-      {TensorRole::ShexpUp, b + "ffn_up_shexp.weight", ""},
-      {TensorRole::ShexpDown, b + "ffn_down_shexp.weight", ""},
+      {TensorRole::TokEmbd, "token_embd.weight", "model.embed_tokens.weight"},
+      {TensorRole::OutputNorm, "output_norm.weight", "model.norm.weight"},
+      {TensorRole::Output, "output.weight", "lm_head.weight", Need::Optional},
+      {TensorRole::AttnNorm, b + "attn_norm.weight", m + "input_layernorm.weight"},
+      {TensorRole::AttnQ, b + "attn_q.weight", a + "q_proj.weight"},
+      {TensorRole::AttnQA, b + "attn_q_a.weight", a + "q_a_proj.weight"},
+      {TensorRole::AttnQANorm, b + "attn_q_a_norm.weight", a + "q_a_layernorm.weight"},
+      {TensorRole::AttnQB, b + "attn_q_b.weight", a + "q_b_proj.weight"},
+      {TensorRole::AttnKvAMqa, b + "attn_kv_a_mqa.weight", a + "kv_a_proj_with_mqa.weight"},
+      {TensorRole::AttnKvANorm, b + "attn_kv_a_norm.weight", a + "kv_a_layernorm.weight"},
+      {TensorRole::AttnKB, b + "attn_k_b.weight", "", Need::Optional},
+      {TensorRole::AttnVB, b + "attn_v_b.weight", "", Need::Optional},
+      {TensorRole::AttnKvB, b + "attn_kv_b.weight", a + "kv_b_proj.weight"},
+      {TensorRole::AttnOut, b + "attn_output.weight", a + "o_proj.weight"},
+      {TensorRole::FfnNorm, b + "ffn_norm.weight", m + "post_attention_layernorm.weight"},
+      {TensorRole::FfnGate, b + "ffn_gate.weight", f + "gate_proj.weight"},
+      {TensorRole::FfnUp, b + "ffn_up.weight", f + "up_proj.weight"},
+      {TensorRole::FfnDown, b + "ffn_down.weight", f + "down_proj.weight"},
+      {TensorRole::MoeRouter, b + "ffn_gate_inp.weight", f + "gate.weight"},
+      {TensorRole::MoeExpProbsB, b + "exp_probs_b.bias", f + "gate.e_score_correction_bias", Need::Optional},
+      {TensorRole::MoeGateExps, b + "ffn_gate_exps.weight", f + "experts.{e}.gate_proj.weight"},
+      {TensorRole::MoeUpExps, b + "ffn_up_exps.weight", f + "experts.{e}.up_proj.weight"},
+      {TensorRole::MoeDownExps, b + "ffn_down_exps.weight", f + "experts.{e}.down_proj.weight"},
+      {TensorRole::ShexpGate, b + "ffn_gate_shexp.weight", f + "shared_experts.gate_proj.weight"},
+      {TensorRole::ShexpUp, b + "ffn_up_shexp.weight", f + "shared_experts.up_proj.weight"},
+      {TensorRole::ShexpDown, b + "ffn_down_shexp.weight", f + "shared_experts.down_proj.weight"},
   };
 }
 
 }  // namespace
 
 const ModelFamily& deepseek2_family() {
-  static const ModelFamily f{"deepseek2", "deepseek2", {},
+  static const ModelFamily f{"deepseek2", "deepseek2", {"DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM"},
                              "MLA (q LoRA or plain q, latent + rope-key cache, absorbed attention, YaRN mscale), "
                              "leading dense layers, DeepSeekMoE (softmax/sigmoid gating, selection bias, groups, "
                              "norm and scale, shared experts)",
