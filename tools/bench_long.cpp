@@ -122,6 +122,11 @@ int run_long_context(const LongContextFlags& f, const ModelFlags& mf, EngineConf
     EngineConfig dec = off;
     dec.mla_attention = "decompressed";
     runs.emplace_back("baseline (f32 latent cache), decompressed attention", dec);
+    if (f.fill == "real") {  // the engine's default: per step, the cheaper path (prefill chunks vs decode)
+      EngineConfig au = off;
+      au.mla_attention = "auto";
+      runs.emplace_back("baseline (f32 latent cache), auto attention", au);
+    }
   } else {
     runs.emplace_back("baseline (f32 cache)", off);
   }

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/check.h"
 #include "engine/engine.h"
 #include "runner/generator.h"
 #include "tools/prompts_file.h"
@@ -75,6 +76,31 @@ int run_prompts_file(GenerateFlags f) {
   return 0;
 }
 
+// Cache flags (compression, --kv-config, --mla-attention) act on the engine's paged cache: when any is given, a
+// single prompt runs through the engine too (one request), so no flag is silently ignored.
+bool wants_engine(const GenerateFlags& f) {
+  const bool compression_flags = f.engine.compress.enabled && f.engine.compress.to_json() != CompressionConfig{}.to_json();
+  return compression_flags || !f.engine.kv_config_file.empty() || f.engine.mla_attention != "auto";
+}
+
+std::vector<int32_t> engine_generate(const Model& model, GenerateFlags f, std::vector<int32_t> prompt,
+                                     bool stop_at_eos) {
+  f.engine.threads = resolve_threads(f.model.threads);
+  Engine engine(model, f.engine);
+  RequestParams p;
+  p.max_tokens = f.n;
+  p.eos_id = stop_at_eos ? model.tokenizer->eos_id() : -1;
+  p.sampling = {f.temp, f.top_p, f.top_k, f.seed};
+  p.sampling.validate();
+  const int32_t n_prompt = static_cast<int32_t>(prompt.size());
+  auto r = engine.add_request(std::move(prompt), p);
+  if (auto* e = std::get_if<std::string>(&r)) fail("{}", *e);
+  while (engine.has_unfinished()) engine.step();
+  auto done = engine.take_finished();
+  SLIMKV_CHECK(done.size() == 1, "engine finished {} requests, expected 1", done.size());
+  return {done[0]->tokens.begin() + n_prompt, done[0]->tokens.end()};
+}
+
 // --prompt-ids: ids in, ids out as one JSON array (no text, no stop at EOS: what engines are compared on).
 int run_generate_ids(const GenerateFlags& f) {
   auto model = load_model_from_flags(f.model);
@@ -89,10 +115,14 @@ int run_generate_ids(const GenerateFlags& f) {
   opts.sampling = {f.temp, f.top_p, f.top_k, f.seed};
   opts.sampling.validate();
   std::vector<int32_t> out;
-  generate(*model, &pool, prompt, opts, [&](int32_t id) {
-    out.push_back(id);
-    return true;
-  });
+  if (wants_engine(f)) {
+    out = engine_generate(*model, f, prompt, false);
+  } else {
+    generate(*model, &pool, prompt, opts, [&](int32_t id) {
+      out.push_back(id);
+      return true;
+    });
+  }
   if (f.print_ids) {
     std::printf("%s\n", nlohmann::json(out).dump().c_str());
   } else {
@@ -126,6 +156,12 @@ int run_generate(const GenerateFlags& f) {
     if (id != model->tokenizer->bos_id()) text += dec.push(id);
   }
   std::fputs(text.c_str(), stdout);
+  if (wants_engine(f)) {  // through the engine's (compressed) cache; printed when done
+    for (int32_t id : engine_generate(*model, f, prompt, true)) std::fputs(dec.push(id).c_str(), stdout);
+    std::fputs(dec.flush().c_str(), stdout);
+    std::fputs("\n", stdout);
+    return 0;
+  }
   auto st = generate(*model, &pool, prompt, opts, [&](int32_t id) {
     std::string piece = dec.push(id);
     std::fputs(piece.c_str(), stdout);

@@ -114,8 +114,9 @@ class DecoderForward {
   MlaAttention mla_mode_ = MlaAttention::Absorbed;
   std::vector<std::vector<WeightView>> mla_kbt_;     // [layer][head] k_b transposed: [nope, kv_lora] (decompression)
   std::vector<std::unique_ptr<std::vector<float>>> mla_kbt_store_;
-  std::vector<float> dc_c_, dc_pe_, dc_k_, dc_v_, dc_s_;  // decompression: [ctx, kv_lora], [ctx, rope],
-                                                          // [ctx, nope], [ctx, v], [ctx] scores
+  // decompression: [ctx, kv_lora] latents, [ctx, rope], [ctx, nope], [ctx, nope + rope] keys, [ctx, v] values,
+  // [threads, ctx] scores
+  std::vector<float> dc_c_, dc_pe_, dc_k_, dc_kf_, dc_v_, dc_s_;
   std::vector<LayerProjection> kv_proj_;  // [num_layers] low-rank K/V bases, or empty
   KvObserver observer_;
   QObserver q_observer_;

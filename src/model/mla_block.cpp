@@ -179,6 +179,27 @@ void DecoderForward::mla_decompressed(int32_t l) {
       std::memcpy(dc_c_.data() + static_cast<size_t>(p) * L, rec_row.data(), sizeof(float) * L);
       std::memcpy(dc_pe_.data() + static_cast<size_t>(p) * R, rec_row.data() + L, sizeof(float) * R);
     }
+    // Per head: K = [C · k_b[h] | k_pe] ([ctx, nope + rope]) and V = C · v_b[h]^T ([ctx, v]) as one contiguous
+    // "page", then each of the sequence's query tokens attends it through the ISA's attention kernel, tokens
+    // spread over the threads.
+    const int32_t kd = N + R;
+    grow(dc_kf_, static_cast<size_t>(ctx) * kd);
+    const int32_t nt = pool_ ? pool_->num_threads() : 1;
+    grow(dc_s_, static_cast<size_t>(nt) * ctx);
+    std::vector<int32_t> toks;
+    for (size_t t = 0; t < m.token_pos.size(); ++t) {
+      if (m.token_seq[t] == static_cast<int32_t>(s)) toks.push_back(static_cast<int32_t>(t));
+    }
+    const int32_t block0 = 0;
+    PagedKv pk;
+    pk.k_base = reinterpret_cast<const uint8_t*>(dc_kf_.data());
+    pk.v_base = reinterpret_cast<const uint8_t*>(dc_v_.data());
+    pk.block_ids = &block0;
+    pk.block_size = ctx;
+    pk.k_row_bytes = static_cast<int64_t>(kd) * 4;
+    pk.v_row_bytes = static_cast<int64_t>(V) * 4;
+    pk.k_dim = kd;
+    pk.v_dim = V;
     for (int32_t h = 0; h < H; ++h) {
       {
         ProfScope ps(ProfKind::Matmul);
@@ -186,25 +207,25 @@ void DecoderForward::mla_decompressed(int32_t l) {
         matmul(w.v_b[h], dc_c_.data(), ctx, dc_v_.data(), pool_);       // V = C · v_b[h]^T
       }
       ProfScope ps(ProfKind::Attention);
-      for (size_t t = 0; t < m.token_pos.size(); ++t) {
-        if (m.token_seq[t] != static_cast<int32_t>(s)) continue;
-        const float* q = mla_q_.data() + (t * H + h) * qh;
-        const int32_t n = m.token_pos[t] + 1;
-        float mx = -INFINITY;
-        for (int32_t j = 0; j < n; ++j) {
-          const float sc = (dot.f32(q, dc_k_.data() + static_cast<size_t>(j) * N, N) +
-                            dot.f32(q + N, dc_pe_.data() + static_cast<size_t>(j) * R, R)) * c.attn_scale;
-          dc_s_[j] = sc;
-          mx = std::max(mx, sc);
+      for (int32_t p = 0; p < ctx; ++p) {
+        float* kr = dc_kf_.data() + static_cast<size_t>(p) * kd;
+        std::memcpy(kr, dc_k_.data() + static_cast<size_t>(p) * N, sizeof(float) * N);
+        std::memcpy(kr + N, dc_pe_.data() + static_cast<size_t>(p) * R, sizeof(float) * R);
+      }
+      auto attend_tokens = [&](int64_t i0, int64_t i1, int32_t thread) {
+        float* scores = dc_s_.data() + static_cast<size_t>(thread) * ctx;
+        for (int64_t i = i0; i < i1; ++i) {
+          const size_t t = static_cast<size_t>(toks[i]);
+          dot.attend(mla_q_.data() + (t * H + h) * qh, pk, m.token_pos[t] + 1, c.attn_scale, scores,
+                     mla_o_.data() + (t * H + h) * V);
         }
-        float z = 0;
-        for (int32_t j = 0; j < n; ++j) z += (dc_s_[j] = std::exp(dc_s_[j] - mx));
-        float* o = mla_o_.data() + (t * H + h) * V;
-        std::fill(o, o + V, 0.0f);
-        for (int32_t j = 0; j < n; ++j) dot.axpy(dc_s_[j] / z, dc_v_.data() + static_cast<size_t>(j) * V, o, V);
+      };
+      if (pool_ && toks.size() > 1) {
+        pool_->parallel_for(static_cast<int64_t>(toks.size()), 1, attend_tokens);
+      } else {
+        attend_tokens(0, static_cast<int64_t>(toks.size()), 0);
       }
     }
   }
 }
-
 }  // namespace slimkv

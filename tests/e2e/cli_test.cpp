@@ -97,6 +97,30 @@ TEST(Cli, GeneratePromptIdsPrintsLlamaCppGreedyIdsAndLogitsWritesEveryPosition) 
   EXPECT_NE(r.err.find("--print-ids needs --prompt-ids"), std::string::npos) << r.err;
 }
 
+// Cache flags on a single prompt are not ignored: they run it through the engine's paged cache. On DeepSeek (a latent
+// cache) the decompressed path gives llama.cpp's greedy ids too, and what cannot apply to a latent is refused.
+TEST(Cli, GenerateHonoursCacheFlagsOnASinglePrompt) {
+  const std::string dir = models_dir() + "/synthetic/deepseek2";
+  if (!exists(dir + "/deepseek2-v3-F32.gguf")) GTEST_SKIP();
+  std::ifstream in(models_dir() + "/synthetic/prompts/p64.ids");
+  std::string ids((std::istreambuf_iterator<char>(in)), {});
+  while (!ids.empty() && (ids.back() == '\n' || ids.back() == ' ')) ids.pop_back();
+  const std::string m = dir + "/deepseek2-v3-F32.gguf";
+  std::ifstream g(dir + "/deepseek2-v3-F32.greedy.json");
+  std::string greedy((std::istreambuf_iterator<char>(g)), {});
+  std::string want = greedy.substr(greedy.find('['), greedy.find(']') - greedy.find('[') + 1);
+  want.erase(std::remove(want.begin(), want.end(), ' '), want.end());
+  Result r = run("generate -m " + m + " --prompt-ids " + ids + " -n 16 --temp 0 --print-ids --mla-attention decompressed");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, want + "\n");
+  r = run("generate -m " + m + " --prompt-ids 1,5,9 -n 2 --kv-cache-compression on --kv-compression-rank 16");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("low-rank K/V does not apply to a latent (MLA) cache"), std::string::npos) << r.err;
+  r = run("generate -m " + m + " -p hi -n 2 --kv-cache-compression on --kv-cache-dtype int8 --kv-quant-rotation hadamard");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("hadamard needs power-of-two row sizes"), std::string::npos) << r.err;
+}
+
 TEST(Cli, SeededSamplingIsReproducible) {
   if (!exists(models_dir() + "/stories260K/stories260K.bin")) GTEST_SKIP();
   Result a = run("generate -n 30 --temp 0.9 --top-p 0.9 --seed 42");
