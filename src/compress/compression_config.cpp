@@ -128,7 +128,12 @@ void CompressionConfig::validate(const std::vector<KvLayerSpec>& layers) const {
                                           "`slimkv calibrate`)");
   }
   for (int32_t l = 0; l < num_layers; ++l) {
-    for (int32_t r : {rank_k(l, layers[l].head_dim_k), rank_v(l, layers[l].head_dim_v)}) {
+    // An MLA record is stored as two parts (latent, rope key), each scaled and rotated on its own.
+    const KvLayerSpec& ls = layers[l];
+    const std::vector<int32_t> parts =
+        ls.v_in_k ? std::vector<int32_t>{ls.head_dim_v, ls.head_dim_k - ls.head_dim_v}
+                  : std::vector<int32_t>{rank_k(l, ls.head_dim_k), rank_v(l, ls.head_dim_v)};
+    for (int32_t r : parts) {
       SLIMKV_CHECK(d != KvDtype::Int4 || r % 2 == 0, "--kv-cache-dtype int4 needs even row sizes (got {})", r);
       SLIMKV_CHECK(kv_quant_rotation != "hadamard" || is_power_of_two(r),
                    "--kv-quant-rotation hadamard needs power-of-two row sizes (layer {} has {})", l, r);
@@ -183,7 +188,9 @@ KvLayout CompressionConfig::layout(const std::vector<KvLayerSpec>& specs, int32_
     g.dtype = dtype();
     g.k_dim = rank_k(l, g.head_dim_k);
     g.v_dim = rank_v(l, g.head_dim_v);
-    g.rotate = rotate() && is_power_of_two(g.k_dim) && is_power_of_two(g.v_dim);  // auto rotation only where it applies
+    // auto rotation only where it applies (an MLA record rotates its latent and rope key apart: both powers of two)
+    g.rotate = rotate() && (g.k_split() > 0 ? is_power_of_two(g.k_split()) && is_power_of_two(g.k_dim - g.k_split())
+                                            : is_power_of_two(g.k_dim) && is_power_of_two(g.v_dim));
     if (specs[l].window_tokens > 0) continue;  // a sliding-window layer keeps its own window
     if (sparse()) {
       g.spec.window_tokens = kv_recent_window;

@@ -56,6 +56,12 @@ constexpr int64_t kv_head_record_bytes(KvDtype t, int64_t head_dim) {
   }
   return 0;
 }
+// A record split in two parts, each with its own scale (MLA: [latent | rope key], split = the latent size); split 0
+// (or >= head_dim) = one part. F32 / F16 records are the same bytes either way.
+constexpr int64_t kv_record_bytes(KvDtype t, int64_t head_dim, int64_t split) {
+  if (split <= 0 || split >= head_dim) return kv_head_record_bytes(t, head_dim);
+  return kv_head_record_bytes(t, split) + kv_head_record_bytes(t, head_dim - split);
+}
 constexpr std::string_view kv_dtype_name(KvDtype t) {
   switch (t) {
     case KvDtype::F32: return "f32";

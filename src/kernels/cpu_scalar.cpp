@@ -62,7 +62,7 @@ void attend(const float* q, const PagedKv& kv, int64_t num_ctx, float scale, flo
   float row[1024];  // one decoded head (dims <= 1024, checked by ModelConfig)
   float mx = -INFINITY;
   for (int64_t t = 0; t < num_ctx; ++t) {
-    decode_kv_head(kv.k_row(t), kv.k_dim, kv.dtype, row);
+    decode_kv_record(kv.k_row(t), kv.k_dim, kv.k_split, kv.dtype, row);
     scores[t] = dot_f32(q, row, kv.k_dim) * scale + (t < kv.num_bias_rows ? kv.row_bias[t] : 0.0f);
     mx = std::max(mx, scores[t]);
   }

@@ -30,6 +30,7 @@ struct PagedKv {
   int64_t k_row_bytes = 0, v_row_bytes = 0;  // bytes between consecutive tokens' rows within a block
   KvDtype dtype = KvDtype::F32;
   int32_t k_dim = 0, v_dim = 0;  // values per stored key / value row of this head
+  int32_t k_split = 0;           // key rows of two parts, each with its own scale (kv_record_bytes); 0 = one part
   // Sparse retention: rows [0, sink_tokens) are positions [0, sink_tokens); row i >= sink_tokens is position
   // window_begin + (i - sink_tokens). Both 0 = rows are positions (full attention).
   int32_t sink_tokens = 0;

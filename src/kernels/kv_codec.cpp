@@ -115,4 +115,28 @@ void decode_kv_head(const uint8_t* src, int32_t hd, KvDtype dtype, float* out) {
   }
 }
 
+void encode_kv_record(const float* x, int32_t hd, int32_t split, KvDtype dtype, uint8_t* dst) {
+  if (split <= 0 || split >= hd) return encode_kv_head(x, hd, dtype, dst);
+  encode_kv_head(x, split, dtype, dst);
+  encode_kv_head(x + split, hd - split, dtype, dst + kv_head_record_bytes(dtype, split));
+}
+
+void decode_kv_record(const uint8_t* src, int32_t hd, int32_t split, KvDtype dtype, float* out) {
+  if (split <= 0 || split >= hd) return decode_kv_head(src, hd, dtype, out);
+  decode_kv_head(src, split, dtype, out);
+  decode_kv_head(src + kv_head_record_bytes(dtype, split), hd - split, dtype, out + split);
+}
+
+void hadamard_rotate_record(float* x, int32_t hd, int32_t split) {
+  if (split <= 0 || split >= hd) return hadamard_rotate(x, hd);
+  hadamard_rotate(x, split);
+  hadamard_rotate(x + split, hd - split);
+}
+
+void hadamard_unrotate_record(float* x, int32_t hd, int32_t split) {
+  if (split <= 0 || split >= hd) return hadamard_unrotate(x, hd);
+  hadamard_unrotate(x, split);
+  hadamard_unrotate(x + split, hd - split);
+}
+
 }  // namespace slimkv

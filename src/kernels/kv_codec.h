@@ -13,6 +13,14 @@ namespace slimkv {
 void encode_kv_head(const float* x, int32_t head_dim, KvDtype dtype, uint8_t* dst);
 void decode_kv_head(const uint8_t* src, int32_t head_dim, KvDtype dtype, float* out);
 
+// A record of two parts, [0, split) and [split, head_dim), each encoded (and scaled) on its own
+// (kv_record_bytes); split 0 = encode_kv_head / decode_kv_head.
+void encode_kv_record(const float* x, int32_t head_dim, int32_t split, KvDtype dtype, uint8_t* dst);
+void decode_kv_record(const uint8_t* src, int32_t head_dim, int32_t split, KvDtype dtype, float* out);
+// hadamard_rotate / _unrotate of each part (both powers of two); split 0 = the whole row.
+void hadamard_rotate_record(float* x, int32_t head_dim, int32_t split);
+void hadamard_unrotate_record(float* x, int32_t head_dim, int32_t split);
+
 // In-place orthonormal rotation x <- H x with H = Walsh-Hadamard(head_dim) * diag(signs) / sqrt(head_dim);
 // head_dim must be a power of two. The signs are fixed (seeded), the same for every layer and head.
 void hadamard_rotate(float* x, int32_t head_dim);

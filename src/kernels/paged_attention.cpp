@@ -76,6 +76,7 @@ void PagedAttention::run(const float* q, const LayerKv& layer, const AttentionDi
       kv.dtype = layer.dtype;
       kv.k_dim = layer.k_dim;
       kv.v_dim = layer.v_dim;
+      kv.k_split = layer.k_split;
       int64_t num_ctx = m.token_ctx.empty() ? m.token_pos[t] + 1 : m.token_ctx[t];
       if (!m.seq_has_summary.empty() && m.seq_has_summary[s]) {
         kv.row_bias = m.seq_summary_bias.data() + static_cast<size_t>(s) * m.block_size;
@@ -99,7 +100,7 @@ void PagedAttention::run(const float* q, const LayerKv& layer, const AttentionDi
           } else {
             std::copy(src, src + hd, dst);
           }
-          if (layer.rotate) hadamard_rotate(dst, layer.k_dim);  // (Hq)·(Hk) = q·k
+          if (layer.rotate) hadamard_rotate_record(dst, layer.k_dim, layer.k_split);  // (Hq)·(Hk) = q·k
         }
         qh = qr;
         q_stride = 1024;

@@ -52,6 +52,7 @@ class PagedAttention {
     const float* v_proj = nullptr;   // low-rank values: [num_kv_heads, v_dim, head_dim], or null
     int32_t sink_tokens = 0;         // static sparse retention (StreamingLLM): a query at position p sees
     int32_t window_tokens = 0;       // [0, sink_tokens) and its last window_tokens positions; 0 = everything
+    int32_t k_split = 0;             // two-part key records (MLA: latent | rope key; kv_record_bytes); 0 = one
   };
   // q: [T, num_heads * head_dim_k]; out: [T, num_heads * head_dim_v].
   void run(const float* q, const LayerKv& layer, const AttentionDims& dims, float* out, ThreadPool* pool,

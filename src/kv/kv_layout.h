@@ -47,7 +47,9 @@ struct KvLayerGeometry {
   KvGroupSpec spec;          // how its block table behaves
   int32_t group = 0;         // set by KvLayout::assign_groups
   int32_t tensor = 0;        // storage tensor (KvStorage region) its rows live in
-  int64_t k_head_bytes() const { return kv_head_record_bytes(dtype, k_dim); }
+  // MLA records are two parts, scaled (and rotated) on their own: the latent (the value) and the rope key.
+  int32_t k_split() const { return v_in_k && v_dim < k_dim ? v_dim : 0; }
+  int64_t k_head_bytes() const { return kv_record_bytes(dtype, k_dim, k_split()); }
   int64_t v_head_bytes() const { return v_in_k ? 0 : kv_head_record_bytes(dtype, v_dim); }  // stored V bytes
   int64_t k_row_bytes() const { return k_head_bytes() * num_kv_heads; }  // one token's keys, all KV heads
   int64_t v_row_bytes() const { return v_head_bytes() * num_kv_heads; }

@@ -27,6 +27,7 @@ PagedAttention::LayerKv DecoderForward::layer_kv(int32_t l) const {
     lk.v_head_bytes = lk.k_head_bytes;
     lk.v_head_stride_bytes = lk.k_head_stride_bytes;
   }
+  lk.k_split = g.k_split();
   lk.sink_tokens = g.spec.sink_tokens;  // a window (sliding-window layer or static retention); 0 = every row
   lk.window_tokens = g.spec.window_tokens;
   if (!kv_proj_.empty()) {

@@ -74,9 +74,10 @@ void DecoderForward::write_kv(KvStorage& kv, int32_t l, int64_t slot, const floa
       } else {
         std::copy(src, src + hd, head_.begin());
       }
-      if (g.rotate) hadamard_rotate(head_.data(), dim);
+      const int32_t split = which == 0 ? g.k_split() : 0;  // MLA: latent and rope key scaled (rotated) apart
+      if (g.rotate) hadamard_rotate_record(head_.data(), dim, split);
       uint8_t* dst = which == 0 ? kv.k_head(l, slot, h) : kv.v_head(l, slot, h);
-      encode_kv_head(head_.data(), dim, g.dtype, dst);
+      encode_kv_record(head_.data(), dim, split, g.dtype, dst);
     }
   }
 }

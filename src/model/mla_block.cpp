@@ -175,7 +175,8 @@ void DecoderForward::mla_decompressed(int32_t l) {
     grow(dc_s_, ctx);
     for (int32_t p = 0; p < ctx; ++p) {  // the sequence's records, decoded
       const int64_t slot = static_cast<int64_t>(m.kv_indices[m.kv_indptr[s] + p / bs]) * bs + p % bs;
-      decode_kv_head(kv.k_head(l, slot, 0), rec, g.dtype, rec_row.data());
+      decode_kv_record(kv.k_head(l, slot, 0), rec, g.k_split(), g.dtype, rec_row.data());
+      if (g.rotate) hadamard_unrotate_record(rec_row.data(), rec, g.k_split());
       std::memcpy(dc_c_.data() + static_cast<size_t>(p) * L, rec_row.data(), sizeof(float) * L);
       std::memcpy(dc_pe_.data() + static_cast<size_t>(p) * R, rec_row.data() + L, sizeof(float) * R);
     }

@@ -177,5 +177,37 @@ TEST(KvCodec, AttentionWithDifferentKeyAndValueSizesMatchesReference) {
   }
 }
 
+// MLA's record: a normalised latent (512 values near 1) beside a rope key 8x larger. One scale for the record
+// spends int4's 16 levels on the rope key's range and crushes the latent; a scale per part (kv_record_bytes: one
+// more fp16) keeps the latent's error at its own scale.
+TEST(KvCodec, TwoPartRecordScalesTheLatentAndTheRopeKeyApart) {
+  const int32_t dk = 576, dv = 512;
+  auto x = randn(dk, 77);
+  for (int32_t i = dv; i < dk; ++i) x[i] *= 8.0f;
+  for (KvDtype dt : {KvDtype::Int8, KvDtype::Int4}) {
+    std::vector<uint8_t> one(kv_head_record_bytes(dt, dk)), two(kv_record_bytes(dt, dk, dv));
+    EXPECT_EQ(two.size(), one.size() + 2);
+    encode_kv_head(x.data(), dk, dt, one.data());
+    encode_kv_record(x.data(), dk, dv, dt, two.data());
+    std::vector<float> a(dk), b(dk);
+    decode_kv_head(one.data(), dk, dt, a.data());
+    decode_kv_record(two.data(), dk, dv, dt, b.data());
+    double e1 = 0, e2 = 0, n = 0;
+    for (int32_t i = 0; i < dv; ++i) {
+      e1 += (a[i] - x[i]) * (a[i] - x[i]);
+      e2 += (b[i] - x[i]) * (b[i] - x[i]);
+      n += x[i] * x[i];
+    }
+    EXPECT_LT(e2, e1 / 4) << kv_dtype_name(dt) << ": latent error with its own scale";
+    EXPECT_LT(std::sqrt(e2 / n), dt == KvDtype::Int8 ? 0.02 : 0.3) << kv_dtype_name(dt);
+    for (int32_t i = dv; i < dk; ++i) EXPECT_NEAR(b[i], x[i], dt == KvDtype::Int8 ? 0.2 : 3.0);
+    // Rotation part by part is orthonormal and inverts.
+    std::vector<float> r = x;
+    hadamard_rotate_record(r.data(), dk, dv);
+    hadamard_unrotate_record(r.data(), dk, dv);
+    for (int32_t i = 0; i < dk; ++i) EXPECT_NEAR(r[i], x[i], 1e-4f);
+  }
+}
+
 }  // namespace
 }  // namespace slimkv

@@ -68,22 +68,25 @@ TEST(PagedAttentionDims, DifferentKeyAndValueHeadSizesAndExplicitScale) {
 }
 
 // MLA's shape: one shared record of 576 values per token whose first 512 are also the value (v read inside the
-// key record), 16 query heads on it, stored f32 / f16 / int8 / int4, pages of 8 and of 4 tokens (the 8-row
-// scoring groups then straddle a page) — every ISA against the decoded rows in double precision.
+// key record), stored as two parts with their own scales (latent 512 | rope key 64), optionally Hadamard-rotated
+// part by part; 16 query heads on it, f32 / f16 / int8 / int4, pages of 8 and of 4 tokens (the 8-row scoring groups
+// then straddle a page) — every ISA against the decoded, un-rotated rows in double precision.
 TEST(PagedAttentionDims, LatentRecordWithValueInsideKeyAcrossDtypesAndPageSizes) {
   const int32_t H = 16, DK = 576, DV = 512, num_blocks = 12;
   for (KvDtype dt : {KvDtype::F32, KvDtype::F16, KvDtype::Int8, KvDtype::Int4}) {
-    for (int32_t bs : {8, 4}) {
+    for (auto [bs, rotate] : {std::pair{8, false}, std::pair{4, false}, std::pair{8, true}}) {
       const int64_t slots = static_cast<int64_t>(num_blocks) * bs;
-      const int64_t rec = kv_head_record_bytes(dt, DK);
+      const int64_t rec = kv_record_bytes(dt, DK, DV);
       std::mt19937 rng(11);
       std::normal_distribution<float> n(0.0f, 1.0f);
       std::vector<uint8_t> store(static_cast<size_t>(slots * rec));
       std::vector<float> dec(static_cast<size_t>(slots) * DK), row(DK);
       for (int64_t s = 0; s < slots; ++s) {
-        for (auto& x : row) x = n(rng);
-        encode_kv_head(row.data(), DK, dt, store.data() + s * rec);
-        decode_kv_head(store.data() + s * rec, DK, dt, dec.data() + s * DK);
+        for (int32_t i = 0; i < DK; ++i) row[i] = n(rng) * (i < DV ? 1.0f : 8.0f);  // a larger rope key
+        if (rotate) hadamard_rotate_record(row.data(), DK, DV);
+        encode_kv_record(row.data(), DK, DV, dt, store.data() + s * rec);
+        decode_kv_record(store.data() + s * rec, DK, DV, dt, dec.data() + s * DK);
+        if (rotate) hadamard_unrotate_record(dec.data() + s * DK, DK, DV);
       }
       // One sequence of 37 tokens over scattered blocks; queries at positions 36 and 20 (two decode steps of
       // different sequences sharing the pages would look the same to the kernel).
@@ -99,7 +102,8 @@ TEST(PagedAttentionDims, LatentRecordWithValueInsideKeyAcrossDtypesAndPageSizes)
       const int32_t T = 2;
       std::vector<float> q(static_cast<size_t>(T) * H * DK), out(static_cast<size_t>(T) * H * DV);
       for (auto& x : q) x = n(rng) * 0.05f;
-      PagedAttention::LayerKv lk{store.data(), store.data(), DK, DV, rec, rec, slots * rec, slots * rec, dt, false};
+      PagedAttention::LayerKv lk{store.data(), store.data(), DK, DV, rec, rec, slots * rec, slots * rec, dt, rotate};
+      lk.k_split = DV;
       const float scale = 1.0f / 24.0f;
       for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
         if (static_cast<int>(isa) > static_cast<int>(detected_isa())) continue;
@@ -125,7 +129,7 @@ TEST(PagedAttentionDims, LatentRecordWithValueInsideKeyAcrossDtypesAndPageSizes)
               double o = 0;
               for (int32_t j = 0; j <= m.token_pos[t]; ++j) o += p[j] / z * dec[slot_of(j) * DK + i];
               ASSERT_NEAR(out[(static_cast<size_t>(t) * H + h) * DV + i], o, 2e-5)
-                  << "isa " << static_cast<int>(isa) << " dtype " << static_cast<int>(dt) << " bs " << bs;
+                  << "isa " << static_cast<int>(isa) << " dtype " << static_cast<int>(dt) << " bs " << bs << " rotate " << rotate;
             }
           }
         }

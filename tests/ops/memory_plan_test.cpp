@@ -125,7 +125,8 @@ TEST(MemoryPlan, MlaPresetsHoldOneLatentPerTokenAndLayer) {
   EXPECT_EQ(r.before.kv_bytes, int64_t{70272} * 131072 * 8);
   EXPECT_EQ(in.shape.mha_equivalent_bytes_per_token_layer(2), 128 * (192 + 128) * 2);
   in.compress.kv_cache_dtype = "int8";
-  EXPECT_EQ(make_plan(in).after.kv_bytes_per_token, 61 * (576 + 2));  // one fp16 scale per latent record
+  // a latent and a rope key, each with its fp16 scale
+  EXPECT_EQ(make_plan(in).after.kv_bytes_per_token, 61 * (2 + 512 + 2 + 64));
   in.compress.kv_cache_dtype = "auto";
   in.compress.kv_compression_rank = 64;
   in.compress.kv_calibration = "x";

@@ -172,6 +172,13 @@ inline void decode_row(const uint8_t* src, int32_t hd, KvDtype dt, float* out) {
   }
 }
 
+// A key row of kv: one part, or two parts each with its own header (kv.k_split; MLA's latent | rope key).
+inline void decode_key(const PagedKv& kv, const uint8_t* src, float* out) {
+  if (kv.k_split == 0) return decode_row(src, kv.k_dim, kv.dtype, out);
+  decode_row(src, kv.k_split, kv.dtype, out);
+  decode_row(src + kv_head_record_bytes(kv.dtype, kv.k_split), kv.k_dim - kv.k_split, kv.dtype, out + kv.k_split);
+}
+
 // Quantized / f16 rows (or a sparse row set): keys decoded 8 rows at a time and scored with one transpose-reduce;
 // values decoded row by row into register accumulators (NV × 8 = v_dim; NV = 0: any v_dim, through memory).
 template <int NV>
@@ -181,7 +188,7 @@ void attend_decoded(const float* q, const PagedKv& kv, int64_t num_ctx, float sc
   float mx = -INFINITY;
   int64_t t = 0;
   for (; t + 8 <= num_ctx; t += 8) {
-    for (int i = 0; i < 8; ++i) decode_row(kv.k_row(t + i), kd, kv.dtype, rows + i * kd);
+    for (int i = 0; i < 8; ++i) decode_key(kv, kv.k_row(t + i), rows + i * kd);
     _mm256_storeu_ps(scores + t, _mm256_mul_ps(dot8_rows(q, rows, kd, kd), _mm256_set1_ps(scale)));
     for (int i = 0; i < 8; ++i) {
       if (t + i < kv.num_bias_rows) scores[t + i] += kv.row_bias[t + i];
@@ -189,7 +196,7 @@ void attend_decoded(const float* q, const PagedKv& kv, int64_t num_ctx, float sc
     }
   }
   for (; t < num_ctx; ++t) {
-    decode_row(kv.k_row(t), kd, kv.dtype, rows);
+    decode_key(kv, kv.k_row(t), rows);
     scores[t] = dot(q, rows, kd) * scale + (t < kv.num_bias_rows ? kv.row_bias[t] : 0.0f);
     mx = std::max(mx, scores[t]);
   }
@@ -293,7 +300,7 @@ template <int NV> struct Int8Kernel { static constexpr auto run = attend_int8<NV
 template <int NV> struct DecodedKernel { static constexpr auto run = attend_decoded<NV>; };
 
 void attend_decoded_any(const float* q, const PagedKv& kv, int64_t num_ctx, float scale, float* scores, float* out) {
-  if (kv.dtype == KvDtype::Int8 && by_value_size<Int8Kernel>(q, kv, num_ctx, scale, scores, out)) return;
+  if (kv.dtype == KvDtype::Int8 && kv.k_split == 0 && by_value_size<Int8Kernel>(q, kv, num_ctx, scale, scores, out)) return;
   if (by_value_size<DecodedKernel>(q, kv, num_ctx, scale, scores, out)) return;
   attend_decoded<0>(q, kv, num_ctx, scale, scores, out);
 }
@@ -314,7 +321,7 @@ void attend_group_decoded_wide(const float* q, int32_t num_q, int64_t q_stride, 
   for (int32_t h = 0; h < num_q; ++h) mx[h] = -INFINITY;
   for (int64_t t0 = 0; t0 < num_ctx; t0 += bs) {
     const int64_t n = std::min<int64_t>(bs, num_ctx - t0);
-    for (int64_t i = 0; i < n; ++i) decode_row(kv.k_row(t0 + i), kd, kv.dtype, page.data() + i * kd);
+    for (int64_t i = 0; i < n; ++i) decode_key(kv, kv.k_row(t0 + i), page.data() + i * kd);
     for (int64_t i = n; i < (n + 7) / 8 * 8; ++i) std::memset(page.data() + i * kd, 0, sizeof(float) * kd);
     for (int32_t h = 0; h < num_q; ++h) {
       float* sh = scores + h * s_stride;

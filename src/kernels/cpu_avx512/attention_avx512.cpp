@@ -174,7 +174,7 @@ void attend_int8(const float* q, int32_t num_q, int64_t q_stride, const PagedKv&
 
 void attend_group_avx512(const float* q, int32_t num_q, int64_t q_stride, const PagedKv& kv, int64_t num_ctx,
                          float scale, float* scores, int64_t s_stride, float* out, int64_t o_stride) {
-  if (kv.dtype == KvDtype::Int8 && kv.k_dim % 16 == 0 && kv.k_dim <= 1024 && num_q <= kMaxAttendGroup) {
+  if (kv.dtype == KvDtype::Int8 && kv.k_split == 0 && kv.k_dim % 16 == 0 && kv.k_dim <= 1024 && num_q <= kMaxAttendGroup) {
     switch (kv.v_dim) {
 #define SLIMKV_INT8(NV) return attend_int8<NV>(q, num_q, q_stride, kv, num_ctx, scale, scores, s_stride, out, o_stride)
       case 16: SLIMKV_INT8(1);
