@@ -34,23 +34,26 @@ int run_serve(ServeFlags f) {
 
   HttpServer http(f.server, f.engine.sched.max_num_seqs + 16);
   const int port = http.bind();
-  std::thread listener([&] { http.listen_after_bind(); });
+  // Whatever fails from here on (model, engine, chat template) stops the listener and joins it, then the error
+  // propagates (exit 1 with its message) — never a joinable thread's terminate() or a hang.
+  struct Listener {
+    HttpServer& http;
+    std::thread thread;
+    ~Listener() {
+      http.stop();
+      if (thread.joinable()) thread.join();
+    }
+  } listener{http, std::thread([&http] { http.listen_after_bind(); })};
   std::fprintf(stderr, "slimkv serve: listening on http://%s:%d (loading the model)\n", f.server.host.c_str(), port);
 
   std::unique_ptr<Model> model;
   std::unique_ptr<Engine> engine;
-  try {
-    model = load_model_from_flags(f.model);
-    f.engine.threads = resolve_threads(f.model.threads);
-    engine = std::make_unique<Engine>(*model, f.engine);
-  } catch (...) {
-    http.stop();
-    listener.join();
-    throw;
-  }
   ChatTemplate tmpl = ChatTemplate::Plain;
-  if (!f.server.chat_template.empty()) tmpl = resolve_chat_template(f.server.chat_template);
-  else if (!model->chat_template.empty()) tmpl = detect_chat_template(model->chat_template);
+  if (!f.server.chat_template.empty()) tmpl = resolve_chat_template(f.server.chat_template);  // before the load
+  model = load_model_from_flags(f.model);
+  f.engine.threads = resolve_threads(f.model.threads);
+  engine = std::make_unique<Engine>(*model, f.engine);
+  if (f.server.chat_template.empty() && !model->chat_template.empty()) tmpl = detect_chat_template(model->chat_template);
 
   ServerMetrics metrics;
   EngineService service(*engine, f.server.max_queue);
@@ -75,8 +78,8 @@ int run_serve(ServeFlags f) {
   int sig = 0;
   sigwait(&sigs, &sig);
   std::fprintf(stderr, "slimkv serve: signal %d, shutting down\n", sig);
-  http.stop();
-  listener.join();
+  http.stop();  // before the service and engine below go: no handler may run on them after this
+  listener.thread.join();
   return 0;
 }
 

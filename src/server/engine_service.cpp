@@ -45,6 +45,11 @@ std::variant<std::shared_ptr<Job>, Refusal> EngineService::submit(JobSpec spec) 
   SLIMKV_CHECK(spec.prompts.size() == spec.params.size() && !spec.prompts.empty(), "submit: one prompt per choice");
   auto job = std::make_shared<Job>();
   {
+    // More choices than the queue holds can never be admitted, busy or idle: a bad request (400), not "retry".
+    if (static_cast<int64_t>(spec.prompts.size()) > max_waiting_) {
+      return Refusal{false, fmt::format("the request asks for {} completions (prompts x n) but at most {} can be "
+                                        "queued (--max-queue)", spec.prompts.size(), max_waiting_)};
+    }
     auto lk = caller_lock();
     if (engine_.metrics().num_waiting + static_cast<int32_t>(spec.prompts.size()) > max_waiting_) {
       return Refusal{true, fmt::format("the server is busy: {} requests are waiting (--max-queue {})",

@@ -3,6 +3,9 @@
 #include <httplib.h>
 #include <sys/socket.h>
 
+#include <chrono>
+#include <thread>
+
 #include "core/check.h"
 #include "server/api_error.h"
 
@@ -34,8 +37,11 @@ HttpServer::HttpServer(ServerConfig cfg, int32_t num_handler_threads)
   http_->set_keep_alive_timeout(cfg_.keep_alive_timeout_s);
   http_->set_payload_max_length(static_cast<size_t>(cfg_.max_body_bytes));
   http_->set_read_timeout(30, 0);
-  http_->set_socket_options([this](socket_t sock) {  // remember the listening socket (see bind)
-    httplib::default_socket_options(sock);
+  // The library's default options add SO_REUSEPORT: a second server on the same port would then start silently and
+  // take half the connections. SO_REUSEADDR only (a restart may bind over TIME_WAIT), so a taken port is an error.
+  http_->set_socket_options([this](socket_t sock) {  // and remember the listening socket (see bind)
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
     listen_fd_ = sock;
   });
   http_->set_write_timeout(30, 0);
@@ -55,10 +61,22 @@ int HttpServer::bind() {
   return port;
 }
 
-void HttpServer::listen_after_bind() { http_->listen_after_bind(); }
+void HttpServer::listen_after_bind() {
+  listen_state_ = 1;
+  if (!stop_requested_) http_->listen_after_bind();
+  listen_state_ = 2;
+}
 
+// The library's stop() does nothing until its listen loop runs (it checks is_running): a stop() that came first
+// would leave the listener serving for ever and its join blocking (a failed start hung). So stop is requested
+// first, and repeated until a listener that had started has returned.
 void HttpServer::stop() {
-  if (http_) http_->stop();
+  stop_requested_ = true;
+  if (!http_) return;
+  while (listen_state_ == 1) {
+    http_->stop();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 void HttpServer::attach(ServeContext ctx, ServerMetrics* metrics) {

@@ -37,6 +37,8 @@ class HttpServer {
   ServerMetrics* metrics_ = nullptr;
   std::atomic<bool> ready_{false};
   int listen_fd_ = -1;
+  std::atomic<bool> stop_requested_{false};
+  std::atomic<int> listen_state_{0};  // 0: listen_after_bind not called yet, 1: listening, 2: returned
 };
 
 }  // namespace slimkv

@@ -123,17 +123,6 @@ TEST(ServerAuth, KeysFromAFile) {
   std::filesystem::remove(path);
 }
 
-TEST(ServerAdmission, FullQueueIs429WithRetryAfter) {
-  if (!exists(default_model())) GTEST_SKIP();
-  ServerProcess s({"--max-queue", "0"});  // every request finds the queue full
-  auto c = s.client();
-  auto r = c.Post("/v1/completions", json{{"prompt", "hi"}}.dump(), "application/json");
-  ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, 429);
-  EXPECT_EQ(r->get_header_value("Retry-After"), "1");
-  expect_error({r->status, json::parse(r->body)}, 429, "", "busy");
-}
-
 TEST(ServerDeadline, NonStreamingRequestsTimeOutAndFreeTheirBlocks) {
   if (!exists(default_model())) GTEST_SKIP();
   ServerProcess s({"--request-timeout", "0.001"});
