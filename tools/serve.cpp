@@ -5,6 +5,8 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <chrono>
+#include <cstdlib>
 #include <thread>
 
 #include "engine/engine.h"
@@ -21,6 +23,41 @@ struct ServeFlags {
   EngineConfig engine;
   ServerConfig server;
 };
+
+// Graceful shutdown after the first SIGTERM/SIGINT: refuse new work (503, /health draining), let accepted requests
+// finish for up to `timeout_s`, then end the rest with finish reason "abort" (streams get their last chunk and
+// [DONE]) and give their responses a moment to go out. A second signal exits at once (status 1). A client that
+// never finishes its request (slowloris) cannot hold the exit: a watchdog ends the process 5 s after the drain.
+void drain(HttpServer& http, EngineService& service, double timeout_s, const sigset_t& sigs, int sig) {
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  std::fprintf(stderr, "slimkv serve: signal %d: draining (up to --shutdown-timeout %g s; a second signal exits at "
+               "once)\n", sig, timeout_s);
+  http.begin_drain();
+  const auto deadline = t0 + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(timeout_s));
+  bool aborted = false;
+  while (true) {
+    const timespec tick{0, 20 * 1000 * 1000};
+    if (sigtimedwait(&sigs, nullptr, &tick) > 0) {
+      std::fprintf(stderr, "slimkv serve: second signal: exiting now\n");
+      std::_Exit(1);
+    }
+    if (service.idle() && http.active_requests() == 0) break;
+    if (!aborted && clock::now() >= deadline) {
+      std::fprintf(stderr, "slimkv serve: --shutdown-timeout reached: ending the remaining requests (abort)\n");
+      service.abort_all();
+      aborted = true;
+    }
+    if (aborted && clock::now() >= deadline + std::chrono::seconds(5)) break;  // responses that cannot be written
+  }
+  std::fprintf(stderr, "slimkv serve: drained in %.0f ms\n",
+               std::chrono::duration<double, std::milli>(clock::now() - t0).count());
+  std::thread([] {
+    std::this_thread::sleep_for(std::chrono::seconds(5));
+    std::fprintf(stderr, "slimkv serve: connections still open 5 s after the drain: exiting\n");
+    std::_Exit(0);
+  }).detach();
+}
 
 int run_serve(ServeFlags f) {
   f.server.load_api_key_file();
@@ -77,9 +114,10 @@ int run_serve(ServeFlags f) {
 
   int sig = 0;
   sigwait(&sigs, &sig);
-  std::fprintf(stderr, "slimkv serve: signal %d, shutting down\n", sig);
+  drain(http, service, f.server.shutdown_timeout_s, sigs, sig);
   http.stop();  // before the service and engine below go: no handler may run on them after this
   listener.thread.join();
+  std::fprintf(stderr, "slimkv serve: stopped\n");
   return 0;
 }
 
@@ -98,6 +136,8 @@ void add_serve_command(CLI::App& app, std::vector<Command>& out) {
   sub->add_option("--served-model-name", s.served_model_name, "Model name in the API (default: the file's name)");
   sub->add_option("--max-queue", s.max_queue, "Waiting requests before 429 + Retry-After");
   sub->add_option("--request-timeout", s.request_timeout_s, "Deadline of a non-streaming request, seconds");
+  sub->add_option("--shutdown-timeout", s.shutdown_timeout_s,
+                  "On SIGTERM/SIGINT: seconds accepted requests may finish before the rest are aborted (default 30)");
   sub->add_option("--chat-template", s.chat_template,
                   "plain|chatml|qwen|llama2|llama3|gemma|phi3|mistral or a Jinja file (default: the model's)");
   sub->add_flag("--metrics-vllm-names", s.metrics_vllm_names, "Also emit every metric under vllm:");

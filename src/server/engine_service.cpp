@@ -89,6 +89,19 @@ void EngineService::cancel(Job& job) {
   drain_finished();
 }
 
+void EngineService::abort_all() {
+  auto lk = caller_lock();
+  std::vector<RequestId> ids;
+  for (const auto& [id, route] : routes_) ids.push_back(id);
+  for (RequestId id : ids) engine_.abort(id);
+  drain_finished();
+}
+
+bool EngineService::idle() {
+  auto lk = caller_lock();
+  return routes_.empty();
+}
+
 void EngineService::inspect(const std::function<void(Engine&)>& f) {
   auto lk = caller_lock();
   f(engine_);

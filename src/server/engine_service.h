@@ -65,6 +65,10 @@ class EngineService {
   std::variant<std::shared_ptr<Job>, Refusal> submit(JobSpec spec);
   void cancel(Job& job);                  // aborts every unfinished choice; idempotent
   void cancel_choice(Job& job, int32_t choice);
+  // Graceful shutdown: ends every unfinished choice of every job (finish reason abort, delivered to its job like any
+  // finish), and says whether anything is left.
+  void abort_all();
+  bool idle();                            // no job has an unfinished choice
   // Runs f(engine) under the engine lock, e.g. to read metrics between steps.
   void inspect(const std::function<void(Engine&)>& f);
   // Called on the engine thread after every step, under the lock, with the requests that finished.

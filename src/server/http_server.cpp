@@ -18,9 +18,9 @@ void send_error(httplib::Response& res, const ApiError& e) {
   res.set_content(dump_json(e.to_json()), "application/json");
 }
 
-nlohmann::json parse_body(const httplib::Request& req) {
+nlohmann::json parse_body(const std::string& body) {
   try {
-    return nlohmann::json::parse(req.body);
+    return nlohmann::json::parse(body);
   } catch (const nlohmann::json::exception& e) {
     throw invalid_request(fmt::format("the body is not valid JSON: {}", e.what()));
   }
@@ -118,6 +118,7 @@ void HttpServer::install_routes() {
     send_error(res, ApiError(500, what, "internal_error"));
   });
   s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    if (draining_) return send_error(res, service_unavailable("draining: the server is shutting down"));
     if (!ready_) return send_error(res, service_unavailable("the model is loading"));
     res.set_content("{}", "application/json");
   });
@@ -133,11 +134,35 @@ void HttpServer::install_routes() {
     ctx_.service->inspect([&](Engine& e) { text = metrics_->render(e, ctx_.model_name, cfg_.metrics_vllm_names); });
     res.set_content(text, "text/plain; version=0.0.4; charset=utf-8");
   });
+  // POST bodies are read here, through the library's content reader, so --max-body-bytes holds for every framing:
+  // the library checks its own limit only against a Content-Length, and buffered chunked bodies or bodies without
+  // a length whole (300 MB seen) before a 400. Past the limit reading stops: 413, and the connection is closed.
   auto generate = [this](bool chat) {
-    return [this, chat](const httplib::Request& req, httplib::Response& res) {
+    return [this, chat](const httplib::Request&, httplib::Response& res, const httplib::ContentReader& reader) {
+      // Counted until the response is written: for a stream, until the library drops its content provider.
+      ++active_;
+      std::shared_ptr<void> active(nullptr, [this](void*) { --active_; });
       try {
+        std::string text;
+        bool too_large = false;
+        const size_t limit = static_cast<size_t>(cfg_.max_body_bytes);
+        const bool read = reader([&](const char* data, size_t n) {
+          if (text.size() + n > limit) {
+            too_large = true;
+            return false;
+          }
+          text.append(data, n);
+          return true;
+        });
+        too_large = too_large || res.status == 413;  // a Content-Length over the limit: the library said so
+        if (!read && !too_large) throw invalid_request("the request body could not be read");
+        if (too_large) {
+          res.set_header("Connection", "close");
+          throw ApiError(413, "the request body is too large (see --max-body-bytes)", "invalid_request_error");
+        }
+        if (draining_) throw service_unavailable("the server is shutting down (draining); retry on another replica");
         if (!ready_) throw service_unavailable("the model is loading");
-        const nlohmann::json body = parse_body(req);
+        const nlohmann::json body = parse_body(text);
         GenerationRequest g = chat ? parse_chat_request(body) : parse_completion_request(body);
         if (!g.model.empty() && g.model != ctx_.model_name) throw model_not_found(g.model);
         auto session = std::make_shared<GenerationSession>(ctx_, std::move(g));
@@ -145,7 +170,7 @@ void HttpServer::install_routes() {
           res.set_header("Cache-Control", "no-cache");
           res.set_chunked_content_provider(
               "text/event-stream",
-              [session](size_t, httplib::DataSink& sink) {
+              [session, active](size_t, httplib::DataSink& sink) {
                 std::string bytes = session->next_events(100);
                 if (!bytes.empty() && !sink.write(bytes.data(), bytes.size())) {
                   session->cancel();  // the client is gone: abort and free its KV blocks now

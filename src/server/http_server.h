@@ -27,6 +27,11 @@ class HttpServer {
   void stop();
   // The model is ready: the routes that need it start answering (until then they answer 503).
   void attach(ServeContext ctx, ServerMetrics* metrics);
+  // Graceful shutdown, first step: new generation requests get 503 + Retry-After and /health says draining;
+  // requests already accepted go on.
+  void begin_drain() { draining_ = true; }
+  // Generation requests whose response has not been written out yet (streams until their last chunk).
+  int32_t active_requests() const { return active_; }
 
  private:
   void install_routes();
@@ -38,6 +43,8 @@ class HttpServer {
   std::atomic<bool> ready_{false};
   int listen_fd_ = -1;
   std::atomic<bool> stop_requested_{false};
+  std::atomic<bool> draining_{false};
+  std::atomic<int32_t> active_{0};
   std::atomic<int> listen_state_{0};  // 0: listen_after_bind not called yet, 1: listening, 2: returned
 };
 

@@ -10,6 +10,8 @@ void ServerConfig::validate() const {
   SLIMKV_CHECK(!host.empty(), "--host must not be empty");
   SLIMKV_CHECK(port >= 0 && port <= 65535, "--port must be in 0..65535 (got {})", port);
   SLIMKV_CHECK(max_queue >= 0, "--max-queue must be >= 0 (got {})", max_queue);
+  SLIMKV_CHECK(shutdown_timeout_s >= 0 && shutdown_timeout_s <= 86400,
+               "--shutdown-timeout must be in [0, 86400] s (got {})", shutdown_timeout_s);
   SLIMKV_CHECK(request_timeout_s > 0 && request_timeout_s <= 86400, "--request-timeout must be in (0, 86400] s (got {})",
                request_timeout_s);
   SLIMKV_CHECK(max_body_bytes >= 1024 && max_body_bytes <= (int64_t{1} << 30),

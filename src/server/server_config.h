@@ -15,6 +15,8 @@ struct ServerConfig {
   std::string served_model_name;          // --served-model-name (empty = the model file's name)
   int32_t max_queue = 256;                // --max-queue: waiting requests before 429 + Retry-After
   double request_timeout_s = 600;         // --request-timeout: deadline of a non-streaming request
+  double shutdown_timeout_s = 30;         // --shutdown-timeout: on SIGTERM/SIGINT, how long in-flight requests may
+                                          // finish before the rest are ended with finish_reason "abort"
   std::string chat_template;              // --chat-template NAME|FILE (empty = the model's, else "plain")
   bool metrics_vllm_names = false;        // --metrics-vllm-names: also emit every metric as vllm:*
   int64_t max_body_bytes = 8 << 20;       // --max-body-bytes: larger bodies get 413

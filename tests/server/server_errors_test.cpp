@@ -1,5 +1,10 @@
 // Every bad input gets its status and an OpenAI-shaped error ({"error": {message, type, param, code}}), and the
 // server keeps serving afterwards.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include "server/server_process.h"
@@ -91,6 +96,50 @@ TEST_F(ServerErrors, UnknownModelRouteAndTooLargeBody) {
   EXPECT_EQ(status, 404);
   EXPECT_TRUE(body.contains("error"));
   expect_error(server_->post("/v1/completions", json{{"prompt", std::string(8000, 'a')}}), 413);
+  EXPECT_EQ(server_->post("/v1/completions", json{{"prompt", "still serving"}, {"max_tokens", 2}}).first, 200);
+}
+
+// Issue R defect 4: the library checks its body limit only against a Content-Length; a chunked body was buffered
+// whole (300 MB seen) and answered 400. Now it is read through a limit: 413, without reading the rest.
+std::string raw_exchange(int port, const std::string& request) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return "";
+  }
+  ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);  // may stop early once the server closes
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) out.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return out;
+}
+
+std::string chunked_post(const std::string& body, size_t chunk) {
+  std::string r = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+  for (size_t i = 0; i < body.size(); i += chunk) {
+    const std::string part = body.substr(i, chunk);
+    char len[32];
+    std::snprintf(len, sizeof len, "%zx\r\n", part.size());
+    r += len + part + "\r\n";
+  }
+  return r + "0\r\n\r\n";
+}
+
+TEST_F(ServerErrors, ChunkedBodiesObeyTheBodyLimit) {
+  const std::string small = json{{"prompt", "hi"}, {"max_tokens", 2}}.dump();
+  std::string r = raw_exchange(server_->port(), chunked_post(small, 7));
+  EXPECT_EQ(r.rfind("HTTP/1.1 200", 0), 0u) << r.substr(0, 200);
+  const std::string big = json{{"prompt", std::string(64 << 10, 'a')}}.dump();  // 64 KB against a 4 KB limit
+  r = raw_exchange(server_->port(), chunked_post(big, 1000));
+  EXPECT_EQ(r.rfind("HTTP/1.1 413", 0), 0u) << r.substr(0, 200);
+  EXPECT_NE(r.find("--max-body-bytes"), std::string::npos) << r.substr(0, 400);
   EXPECT_EQ(server_->post("/v1/completions", json{{"prompt", "still serving"}, {"max_tokens", 2}}).first, 200);
 }
 

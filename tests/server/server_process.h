@@ -81,6 +81,19 @@ class ServerProcess {
   ServerProcess& operator=(const ServerProcess&) = delete;
 
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  // Waits up to timeout_ms for the server to exit; its exit status, 128 + signal if killed, or -1 if still running.
+  int wait_exit(int timeout_ms) {
+    int status = 0;
+    for (int waited = 0; waited <= timeout_ms; waited += 10) {
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return -1;
+  }
   std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   std::string log() const {
     std::ifstream in(log_path_);

@@ -1,0 +1,108 @@
+// Issue R defect 5, graceful drain on the real binary: after SIGTERM new work is refused (503 + Retry-After,
+// /health draining) while accepted requests finish; past --shutdown-timeout the rest end with finish reason
+// "abort"; the process exits 0; a second signal exits at once.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <thread>
+
+#include "server_process.h"
+
+namespace slimkv::test {
+namespace {
+
+using nlohmann::json;
+
+// 8 prompts x 16 choices of 400 tokens, one running at a time: seconds of work on stories260K.
+const json kLongJob = {{"prompt", std::vector<std::string>(8, "Once")}, {"n", 16}, {"max_tokens", 400},
+                       {"ignore_eos", true}};
+
+void wait_running(ServerProcess& s) {
+  for (int i = 0; i < 2000; ++i) {
+    if (s.get("/metrics").find("num_requests_running{model_name=\"stories260K\"} 1\n") != std::string::npos) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  FAIL() << "the job never ran";
+}
+
+TEST(ServerDrain, AcceptedRequestsFinishNewOnesAreRefusedAndTheExitIsClean) {
+  if (!exists(default_model())) GTEST_SKIP();
+  ServerProcess s({"--max-num-seqs", "1", "--shutdown-timeout", "60"});
+  std::pair<int, json> result;
+  std::thread job([&] { result = s.post("/v1/completions", kLongJob); });
+  wait_running(s);
+  ASSERT_EQ(::kill(s.pid(), SIGTERM), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto c = s.client();
+  auto health = c.Get("/health");
+  auto refused = c.Post("/v1/completions", json{{"prompt", "hi"}, {"max_tokens", 1}}.dump(), "application/json");
+  job.join();
+  ASSERT_TRUE(health && refused);
+  EXPECT_EQ(health->status, 503);
+  EXPECT_NE(health->body.find("draining"), std::string::npos) << health->body;
+  EXPECT_EQ(refused->status, 503);
+  EXPECT_EQ(refused->get_header_value("Retry-After"), "1");
+  ASSERT_EQ(result.first, 200) << result.second.dump();
+  ASSERT_EQ(result.second["choices"].size(), 128u);
+  for (const auto& ch : result.second["choices"]) EXPECT_EQ(ch["finish_reason"], "length");
+  EXPECT_EQ(s.wait_exit(10000), 0) << s.log();
+}
+
+TEST(ServerDrain, PastTheShutdownTimeoutTheRestEndsAsAbort) {
+  if (!exists(default_model())) GTEST_SKIP();
+  ServerProcess s({"--max-num-seqs", "1", "--shutdown-timeout", "0"});
+  std::pair<int, json> result;
+  std::thread job([&] { result = s.post("/v1/completions", kLongJob); });
+  wait_running(s);
+  ASSERT_EQ(::kill(s.pid(), SIGTERM), 0);
+  job.join();
+  ASSERT_EQ(result.first, 200) << result.second.dump();
+  int aborted = 0;
+  for (const auto& ch : result.second["choices"]) aborted += ch["finish_reason"] == "abort";
+  EXPECT_GT(aborted, 0) << result.second.dump();
+  EXPECT_EQ(s.wait_exit(10000), 0) << s.log();
+}
+
+TEST(ServerDrain, StreamsEndWithAFinishReasonAndDone) {
+  if (!exists(default_model())) GTEST_SKIP();
+  ServerProcess s({"--max-num-seqs", "1", "--shutdown-timeout", "0"});
+  std::string body;
+  std::thread job([&] {
+    httplib::Client c("127.0.0.1", s.port());
+    c.set_read_timeout(60, 0);
+    json req = kLongJob;
+    req["stream"] = true;
+    httplib::Request r;
+    r.method = "POST";
+    r.path = "/v1/completions";
+    r.body = req.dump();
+    r.set_header("Content-Type", "application/json");
+    r.content_receiver = [&](const char* d, size_t n, uint64_t, uint64_t) {
+      body.append(d, n);
+      return true;
+    };
+    c.send(r);
+  });
+  wait_running(s);
+  ASSERT_EQ(::kill(s.pid(), SIGTERM), 0);
+  job.join();
+  EXPECT_NE(body.find("\"finish_reason\":\"abort\""), std::string::npos) << body.substr(body.size() > 600 ? body.size() - 600 : 0);
+  EXPECT_NE(body.find("data: [DONE]"), std::string::npos);
+  EXPECT_EQ(s.wait_exit(10000), 0) << s.log();
+}
+
+TEST(ServerDrain, ASecondSignalExitsAtOnce) {
+  if (!exists(default_model())) GTEST_SKIP();
+  ServerProcess s({"--max-num-seqs", "1", "--shutdown-timeout", "60"});
+  std::thread job([&] { s.post("/v1/completions", kLongJob); });
+  wait_running(s);
+  ASSERT_EQ(::kill(s.pid(), SIGTERM), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_EQ(::kill(s.pid(), SIGINT), 0);
+  EXPECT_EQ(s.wait_exit(2000), 1) << s.log();
+  job.join();
+}
+
+}  // namespace
+}  // namespace slimkv::test
