@@ -52,6 +52,10 @@ std::unique_ptr<Model> load_model(const ModelLoadOptions& opts) {
     std::ifstream(p, std::ios::binary).read(magic, 4);
     if (std::memcmp(magic, "GGUF", 4) == 0) {
       m = load_gguf_model(p);
+    } else if (fs::path(p).extension() == ".gguf") {  // named GGUF but not one: say so, not "not a llama2.c file"
+      fail("'{}' is not a GGUF file: it starts with bytes {:02x} {:02x} {:02x} {:02x}, not \"GGUF\"", p,
+           static_cast<unsigned char>(magic[0]), static_cast<unsigned char>(magic[1]),
+           static_cast<unsigned char>(magic[2]), static_cast<unsigned char>(magic[3]));
     } else if (fs::path(p).filename() == "model.safetensors") {
       m = load_hf_model(fs::path(p).parent_path().string());
     } else {

@@ -1,6 +1,7 @@
 #include "server/http_server.h"
 
 #include <httplib.h>
+#include <strings.h>
 #include <sys/socket.h>
 
 #include <chrono>
@@ -18,11 +19,20 @@ void send_error(httplib::Response& res, const ApiError& e) {
   res.set_content(dump_json(e.to_json()), "application/json");
 }
 
+bool constant_time_equal(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  const std::string& ref = b.empty() ? a : b;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ ref[i % ref.size()]);
+  return diff == 0 && !b.empty();
+}
+
 nlohmann::json parse_body(const std::string& body) {
   try {
     return nlohmann::json::parse(body);
   } catch (const nlohmann::json::exception& e) {
-    throw invalid_request(fmt::format("the body is not valid JSON: {}", e.what()));
+    std::string what = e.what();  // "[json.exception.parse_error.101] parse error at ...": the library's tag off
+    if (what.rfind("[json.exception", 0) == 0 && what.find("] ") != std::string::npos) what = what.substr(what.find("] ") + 2);
+    throw invalid_request(fmt::format("the body is not valid JSON: {}", what));
   }
 }
 
@@ -89,10 +99,15 @@ void HttpServer::install_routes() {
   auto& s = *http_;
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (cfg_.api_keys.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+    // The scheme is case-insensitive (RFC 7235); keys compare in constant time (no timing oracle on the prefix).
     const std::string auth = req.get_header_value("Authorization");
-    for (const auto& k : cfg_.api_keys) {
-      if (auth == "Bearer " + k) return httplib::Server::HandlerResponse::Unhandled;
+    bool ok = false;
+    if (auth.size() > 7 && strncasecmp(auth.c_str(), "bearer ", 7) == 0) {
+      const std::string given = auth.substr(7);
+      for (const auto& k : cfg_.api_keys) ok |= constant_time_equal(given, k);
     }
+    if (ok) return httplib::Server::HandlerResponse::Unhandled;
+    res.set_header("WWW-Authenticate", "Bearer");
     send_error(res, authentication_error());
     return httplib::Server::HandlerResponse::Handled;
   });

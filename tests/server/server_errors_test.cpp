@@ -143,6 +143,33 @@ TEST_F(ServerErrors, ChunkedBodiesObeyTheBodyLimit) {
   EXPECT_EQ(server_->post("/v1/completions", json{{"prompt", "still serving"}, {"max_tokens", 2}}).first, 200);
 }
 
+// Issue R defect 10: fields this server does not implement are refused with a 400 naming them, never ignored;
+// their "off" values pass. JSON errors do not leak the library's exception tags.
+TEST_F(ServerErrors, UnsupportedFieldsAreRefusedNotIgnored) {
+  const json base = {{"prompt", "hi"}, {"max_tokens", 2}};
+  for (const auto& [name, value] :
+       std::vector<std::pair<std::string, json>>{{"echo", true}, {"logit_bias", {{"5", 10}}},
+                                                 {"presence_penalty", 0.5}, {"frequency_penalty", -1},
+                                                 {"best_of", 3}, {"suffix", "end"},
+                                                 {"response_format", {{"type", "json_object"}}},
+                                                 {"tools", json::array({{{"type", "function"}}})}}) {
+    json b = base;
+    b[name] = value;
+    expect_error(server_->post("/v1/completions", b), 400, name, "not supported");
+  }
+  json off = base;
+  off["echo"] = false;
+  off["logit_bias"] = json::object();
+  off["presence_penalty"] = 0;
+  off["best_of"] = 1;
+  off["response_format"] = {{"type", "text"}};
+  off["tools"] = json::array();
+  EXPECT_EQ(server_->post("/v1/completions", off).first, 200);
+  auto r = server_->post("/v1/completions", std::string("{\"prompt\": "));
+  EXPECT_EQ(r.first, 400);
+  EXPECT_EQ(r.second.dump().find("json.exception"), std::string::npos) << r.second.dump();
+}
+
 TEST(ServerAuth, ApiKeysOnEveryRouteButHealth) {
   if (!exists(default_model())) GTEST_SKIP();
   ServerProcess s({"--api-key", "sk-right", "--api-key", "sk-second"});
@@ -150,6 +177,12 @@ TEST(ServerAuth, ApiKeysOnEveryRouteButHealth) {
   expect_error(s.post("/v1/completions", body.dump()), 401);
   expect_error(s.post("/v1/completions", body.dump(), {{"Authorization", "Bearer sk-wrong"}}), 401);
   expect_error(s.post("/v1/chat/completions", body.dump(), {{"Authorization", "sk-right"}}), 401);
+  expect_error(s.post("/v1/completions", body.dump(), {{"Authorization", "Bearer sk-righ"}}), 401);
+  // RFC 7235: the scheme is case-insensitive; a 401 names the scheme it wants.
+  EXPECT_EQ(s.post("/v1/completions", body.dump(), {{"Authorization", "bearer sk-right"}}).first, 200);
+  auto unauth = s.client().Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(unauth);
+  EXPECT_EQ(unauth->get_header_value("WWW-Authenticate"), "Bearer");
   EXPECT_EQ(s.post("/v1/completions", body.dump(), {{"Authorization", "Bearer sk-right"}}).first, 200);
   EXPECT_EQ(s.post("/v1/completions", body.dump(), {{"Authorization", "Bearer sk-second"}}).first, 200);
   int status = 0;

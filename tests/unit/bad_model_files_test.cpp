@@ -191,6 +191,14 @@ TEST(BadModelPath, MissingFileAndDirectoryWithoutConfig) {
   EXPECT_NE(expect_error([&] { load_model(o); }).find("not found"), std::string::npos);
   o.model_path = std::filesystem::temp_directory_path().string();
   EXPECT_NE(expect_error([&] { load_model(o); }).find("config.json"), std::string::npos);
+  // A .gguf whose magic is wrong is reported as a bad GGUF, not as "not a llama2.c checkpoint" (issue R, defect 10).
+  const std::string bad = ::testing::TempDir() + "/bad_magic_" + std::to_string(::getpid()) + ".gguf";
+  std::ofstream(bad, std::ios::binary) << "GGUX" << std::string(64, '\0');
+  o.model_path = bad;
+  const std::string e = expect_error([&] { load_model(o); });
+  EXPECT_NE(e.find("is not a GGUF file"), std::string::npos) << e;
+  EXPECT_EQ(e.find("llama2.c"), std::string::npos) << e;
+  std::filesystem::remove(bad);
 }
 
 // A GGUF of `arch` with the keys a llama-style family reads, minus `drop`, and its tensors (shapes from the keys).
