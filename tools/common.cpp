@@ -19,7 +19,8 @@ void add_engine_flags(CLI::App* app, EngineConfig& c) {
   app->add_option("--block-size", c.cache.block_size, "KV block size in tokens (power of two, 1..256)");
   app->add_option("--kv-cache-memory", c.cache.kv_cache_memory_gib, "KV cache budget in GiB (default: utilization)");
   app->add_option("--kv-memory-utilization", c.cache.kv_memory_utilization,
-                  "Fraction of available RAM for the KV cache when --kv-cache-memory is not given");
+                  "Ceiling on the KV cache as a fraction of available RAM when --kv-cache-memory is not given (the pool is "
+                  "also no larger than --max-num-seqs full sequences of --max-model-len)");
   app->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", c.cache.enable_prefix_caching,
                 "Reuse cached KV blocks of shared prefixes (default on)");
   app->add_option("--max-model-len", c.sched.max_model_len, "Tokens per sequence (default: the model's context)");

@@ -40,7 +40,8 @@ Engine::Engine(const Model& model, EngineConfig cfg)
       pool_(cfg_.threads > 0 ? cfg_.threads : default_num_threads()),
       fwd_(model, &pool_),
       layout_(fwd_.kv_layout(cfg_.cache.block_size, cfg_.compress)),
-      storage_(layout_, cfg_.cache.num_blocks(layout_, cfg_.sched.max_model_len, cfg_.sched.max_num_batched_tokens)),
+      storage_(layout_, cfg_.cache.num_blocks(layout_, cfg_.sched.max_model_len, cfg_.sched.max_num_batched_tokens,
+                                                 cfg_.sched.max_num_seqs)),
       kv_manager_(storage_.num_blocks(), cfg_.cache.block_size, cfg_.cache.enable_prefix_caching,
                   cache_salt(model, cfg_.compress), group_specs(layout_)),
       scheduler_(cfg_.sched, kv_manager_) {

@@ -30,6 +30,17 @@ void BlockPool::queue_push_back(BlockId id) {
   ++num_free_;
 }
 
+void BlockPool::queue_push_front(BlockId id) {
+  SLIMKV_CHECK(!in_queue_[id], "block {} is already in the free queue", id);
+  next_[id] = head_;
+  prev_[id] = -1;
+  if (head_ >= 0) prev_[head_] = id;
+  else tail_ = id;
+  head_ = id;
+  in_queue_[id] = true;
+  ++num_free_;
+}
+
 void BlockPool::queue_remove(BlockId id) {
   SLIMKV_CHECK(in_queue_[id], "block {} is not in the free queue", id);
   if (prev_[id] >= 0) next_[prev_[id]] = next_[id];
@@ -74,7 +85,10 @@ void BlockPool::release(std::span<const BlockId> ids) {
   for (BlockId id : ids) {
     SLIMKV_CHECK(id >= 0 && id < num_blocks(), "release: bad block id {}", id);
     SLIMKV_CHECK(ref_count_[id] > 0, "release: block {} is not in use (double free)", id);
-    if (--ref_count_[id] == 0) queue_push_back(id);
+    if (--ref_count_[id] == 0) {
+      if (has_hash_[id]) queue_push_back(id);
+      else queue_push_front(id);
+    }
   }
 }
 

@@ -26,8 +26,10 @@ class BlockPool {
   std::optional<std::vector<BlockId>> allocate(int32_t n);
   // +1 reference (a prefix-cache hit on an unreferenced block takes it out of the free queue).
   void retain(BlockId id);
-  // -1 reference each; a block reaching 0 goes to the back of the free queue (front of it: `ids` reversed
-  // order is the caller's choice, so a sequence's tail blocks are evicted before its head).
+  // -1 reference each. A cached block (it has a hash) reaching 0 goes to the back of the free queue, findable
+  // until it is reused (`ids` order is the caller's choice, so a sequence's tail blocks are evicted before its
+  // head); one with no hash holds nothing worth keeping and goes to the front, so it is reused before a block
+  // that was never touched (the pool's memory becomes resident only as far as the load needs).
   void release(std::span<const BlockId> ids);
 
   // Prefix-cache index of full blocks. `tokens` are kept to verify hits (no false hit on a hash collision).
@@ -43,6 +45,7 @@ class BlockPool {
 
  private:
   void queue_push_back(BlockId id);
+  void queue_push_front(BlockId id);
   void queue_remove(BlockId id);
   void drop_hash(BlockId id);
 

@@ -1,5 +1,7 @@
 #include "kv/kv_cache_config.h"
 
+#include <algorithm>
+
 #include <fstream>
 #include <sstream>
 
@@ -35,7 +37,8 @@ int64_t KvCacheConfig::budget_bytes() const {
   return static_cast<int64_t>(static_cast<double>(avail) * kv_memory_utilization);
 }
 
-int32_t KvCacheConfig::num_blocks(const KvLayout& layout, int32_t max_seq_tokens, int32_t chunk_tokens) const {
+int32_t KvCacheConfig::num_blocks(const KvLayout& layout, int32_t max_seq_tokens, int32_t chunk_tokens,
+                                  int32_t max_num_seqs) const {
   validate();
   const int64_t per_block = layout.bytes_per_block();
   SLIMKV_CHECK(per_block > 0, "KV layout has zero bytes per block");
@@ -47,6 +50,9 @@ int32_t KvCacheConfig::num_blocks(const KvLayout& layout, int32_t max_seq_tokens
                "--max-model-len {} needs {} blocks ({:.1f} MiB): raise --kv-cache-memory or lower --max-model-len",
                budget / 1048576.0, blocks, layout.block_size_tokens, per_block, max_seq_tokens, need,
                need * per_block / 1048576.0);
+  if (kv_cache_memory_gib <= 0 && max_num_seqs > 0) {
+    return static_cast<int32_t>(std::min<int64_t>(blocks, need * static_cast<int64_t>(max_num_seqs)));
+  }
   return static_cast<int32_t>(blocks);
 }
 

@@ -18,8 +18,11 @@ struct KvCacheConfig {
   // Budget in bytes (explicit, or utilization x MemAvailable from /proc/meminfo).
   int64_t budget_bytes() const;
   // Blocks that fit the budget; throws a clear Error when even one sequence of max_seq_tokens (prefilled in chunks
-  // of chunk_tokens; 0 = one chunk) does not fit.
-  int32_t num_blocks(const KvLayout& layout, int32_t max_seq_tokens, int32_t chunk_tokens = 0) const;
+  // of chunk_tokens; 0 = one chunk) does not fit. Without an explicit --kv-cache-memory the pool is also no larger
+  // than max_num_seqs full sequences need (0 = no such cap): the utilization default is a ceiling, not a reservation
+  // to grow into (a small model's pool otherwise became resident up to half the machine's memory).
+  int32_t num_blocks(const KvLayout& layout, int32_t max_seq_tokens, int32_t chunk_tokens = 0,
+                     int32_t max_num_seqs = 0) const;
 };
 
 int64_t available_memory_bytes();  // MemAvailable, or 0 when unknown

@@ -4,26 +4,44 @@
 #include <random>
 
 #include "core/check.h"
+#include "kv/kv_cache_config.h"
 #include "kv/kv_cache_manager.h"
 
 namespace slimkv {
 namespace {
 
 TEST(BlockPool, AllocateIsAllOrNothingAndReleaseReturnsBlocksInLruOrder) {
-  BlockPool pool(4, true);
-  auto a = pool.allocate(3);
+  BlockPool pool(5, true);
+  auto a = pool.allocate(4);
   ASSERT_TRUE(a);
-  EXPECT_EQ(*a, (std::vector<BlockId>{0, 1, 2}));
+  EXPECT_EQ(*a, (std::vector<BlockId>{0, 1, 2, 3}));
   EXPECT_FALSE(pool.allocate(2));  // only 1 free: nothing taken
   EXPECT_EQ(pool.num_free_blocks(), 1);
   pool.check_integrity();
-  std::vector<BlockId> rel = {2, 0};
+  const std::vector<int32_t> toks = {1, 2};
+  pool.register_hash(1, 11, toks);
+  pool.register_hash(3, 33, toks);
+  std::vector<BlockId> rel = {3, 2, 1, 0};
   pool.release(rel);
   pool.check_integrity();
-  auto b = pool.allocate(3);  // free queue: 3, then 2, then 0
+  // Blocks without a hash are reused first, the last freed first (they are resident, and hold nothing worth
+  // keeping: issue R defect 9); then the never-touched block 4; cached blocks last, least recently freed first.
+  auto b = pool.allocate(5);
   ASSERT_TRUE(b);
-  EXPECT_EQ(*b, (std::vector<BlockId>{3, 2, 0}));
+  EXPECT_EQ(*b, (std::vector<BlockId>{0, 2, 4, 3, 1}));
   pool.check_integrity();
+}
+
+// Issue R defect 9: without --kv-cache-memory the pool is no larger than --max-num-seqs full sequences need (the
+// utilization share of RAM is a ceiling); an explicit budget is taken as given.
+TEST(KvCacheConfig, DefaultPoolIsCappedByTheSequencesItCanServe) {
+  const KvLayout layout = KvLayout::uniform(2, 2, 16, 8);  // 2 layers, 2 KV heads of 16: 512 f32 bytes per token
+  KvCacheConfig c;
+  const int32_t per_seq = static_cast<int32_t>(layout.blocks_for_sequence(512, 512));
+  EXPECT_EQ(c.num_blocks(layout, 512, 512, 4), 4 * per_seq);
+  EXPECT_GT(c.num_blocks(layout, 512, 512, 0), 4 * per_seq);  // no cap asked: the utilization budget
+  c.kv_cache_memory_gib = 1.0;
+  EXPECT_EQ(c.num_blocks(layout, 512, 512, 4), (int64_t{1} << 30) / layout.bytes_per_block());
 }
 
 TEST(BlockPool, DoubleFreeIsAnError) {
