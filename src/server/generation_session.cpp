@@ -31,12 +31,27 @@ GenerationSession::GenerationSession(const ServeContext& ctx, GenerationRequest 
                                     std::chrono::system_clock::now().time_since_epoch()).count(),
              ctx_.model_name, req_.chat};
   std::vector<std::vector<int32_t>> prompts;  // [prompts] token ids
+  // A text far longer than the context can hold is refused before it is tokenized (an 8 MB prompt took 3.9 s to
+  // tokenize and was then refused): it has at least bytes / max_token_bytes tokens; a factor 4 of slack covers
+  // normalisation (a byte of input may become a longer piece).
+  auto encode = [&](const std::string& text) {
+    const size_t bound = static_cast<size_t>(ctx_.max_model_len) * tok.max_token_bytes() * 4;
+    if (text.size() > bound) {
+      throw invalid_request(
+          fmt::format("This model's maximum context length is {} tokens. However, your {} has {} bytes, at least "
+                      "{} tokens. Please reduce the length of the {}.",
+                      ctx_.max_model_len, req_.chat ? "messages" : "prompt", text.size(),
+                      text.size() / (tok.max_token_bytes() * 4), req_.chat ? "messages" : "prompt"),
+          req_.chat ? "messages" : "prompt");
+    }
+    return tok.encode(text, true);
+  };
   if (req_.chat) {
-    prompts.push_back(tok.encode(render_chat(ctx_.chat_template, req_.messages), true));
+    prompts.push_back(encode(render_chat(ctx_.chat_template, req_.messages)));
   } else {
     for (const auto& p : req_.prompts) {
       if (!p.is_ids) {
-        prompts.push_back(tok.encode(p.text, true));
+        prompts.push_back(encode(p.text));
         continue;
       }
       std::vector<int32_t> ids;

@@ -28,6 +28,10 @@ bool constant_time_equal(const std::string& a, const std::string& b) {
 }
 
 nlohmann::json parse_body(const std::string& body) {
+  // The parser stops at a NUL and ignored what followed: a body is JSON text, so a NUL anywhere is an error.
+  if (body.find('\0') != std::string::npos) {
+    throw invalid_request(fmt::format("the body is not valid JSON: a NUL byte at offset {}", body.find('\0')));
+  }
   try {
     return nlohmann::json::parse(body);
   } catch (const nlohmann::json::exception& e) {

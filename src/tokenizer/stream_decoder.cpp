@@ -1,5 +1,8 @@
 #include "tokenizer/stream_decoder.h"
 
+#include <algorithm>
+#include <mutex>
+
 namespace slimkv {
 
 size_t utf8_complete_prefix(const std::string& s) {
@@ -27,6 +30,17 @@ std::string StreamDecoder::flush() {
   std::string out;
   out.swap(pending_);
   return out;
+}
+
+size_t Tokenizer::max_token_bytes() const {
+  static std::mutex m;
+  std::lock_guard lk(m);
+  if (max_token_bytes_ == 0) {
+    size_t mx = 1;
+    for (int32_t id = 0; id < vocab_size(); ++id) mx = std::max(mx, decode_token(-1, id).size());
+    max_token_bytes_ = mx;
+  }
+  return max_token_bytes_;
 }
 
 std::string Tokenizer::decode(const std::vector<int32_t>& ids) const {

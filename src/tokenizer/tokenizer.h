@@ -27,8 +27,12 @@ class Tokenizer {
   int32_t eos_id() const { return eos_id_; }
 
   std::string decode(const std::vector<int32_t>& ids) const;  // concatenation of decode_token over ids
+  // The most bytes any one token decodes to (computed once): a text of B bytes has at least about
+  // B / max_token_bytes() tokens, which bounds a prompt's length without tokenizing it.
+  size_t max_token_bytes() const;
 
  protected:
+  mutable size_t max_token_bytes_ = 0;  // 0 = not computed yet
   int32_t bos_id_ = -1;
   int32_t eos_id_ = -1;
 };

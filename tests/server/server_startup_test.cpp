@@ -105,5 +105,27 @@ TEST(ServerAdmission, NeverAdmissibleIs400AndAFullQueueIs429) {
   EXPECT_EQ(busy->get_header_value("Retry-After"), "1");
 }
 
+// Issue R defect 10: an 8 MB prompt was tokenized (3.9 s) before the context check; a text that cannot fit is now
+// refused from its byte count. And the JSON parser stopped at a NUL, ignoring what followed: now a 400.
+TEST(ServerAdmission, AHugePromptIsRefusedBeforeTokenizingAndANulIsAnError) {
+  if (!exists(default_model())) GTEST_SKIP();
+  ServerProcess s;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = s.post("/v1/completions", json{{"prompt", std::string(7 << 20, 'a')}, {"max_tokens", 1}});
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.first, 400) << r.second.dump().substr(0, 300);
+  EXPECT_NE(r.second.dump().find("maximum context length"), std::string::npos) << r.second.dump().substr(0, 300);
+  EXPECT_LT(ms, 1500) << "refused without tokenizing";
+  // A prompt just inside the bound is still tokenized and judged by its token count.
+  r = s.post("/v1/completions", json{{"prompt", std::string(4000, 'a')}, {"max_tokens", 1}});
+  EXPECT_EQ(r.first, 400);
+  EXPECT_NE(r.second.dump().find("in the prompt"), std::string::npos) << r.second.dump().substr(0, 300);
+  std::string nul = "{\"prompt\": \"hi\", \"max_tokens\": 1}";
+  nul += std::string(1, '\0') + "{\"more\": 1}";
+  r = s.post("/v1/completions", nul);
+  EXPECT_EQ(r.first, 400) << r.second.dump();
+  EXPECT_NE(r.second.dump().find("NUL"), std::string::npos) << r.second.dump();
+}
+
 }  // namespace
 }  // namespace slimkv::test
