@@ -102,15 +102,8 @@ TEST_F(ServerErrors, UnknownModelRouteAndTooLargeBody) {
 // Issue R defect 4: the library checks its body limit only against a Content-Length; a chunked body was buffered
 // whole (300 MB seen) and answered 400. Now it is read through a limit: 413, without reading the rest.
 std::string raw_exchange(int port, const std::string& request) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return "";
-  }
+  const int fd = connect_loopback(port);
+  if (fd < 0) return "";
   ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);  // may stop early once the server closes
   std::string out;
   char buf[4096];

@@ -1,7 +1,10 @@
 // Starts the real `slimkv serve` binary on a free loopback port (--port 0, the port read from its log) and stops it
 // with SIGTERM. Tests talk to it over HTTP with cpp-httplib's client, as any client would.
 #pragma once
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -29,6 +32,20 @@ extern char** environ;
 namespace slimkv::test {
 
 inline std::string default_model() { return models_dir() + "/stories260K/stories260K.bin"; }
+
+// A TCP connection to 127.0.0.1:port for tests that write raw HTTP; -1 if refused.
+inline int connect_loopback(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
 
 class ServerProcess {
  public:
