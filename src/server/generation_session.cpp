@@ -171,13 +171,18 @@ Usage GenerationSession::usage() const {
   return u;
 }
 
-nlohmann::json GenerationSession::run_to_completion() {
+nlohmann::json GenerationSession::run_to_completion(const std::function<bool()>& client_gone) {
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(static_cast<int64_t>(ctx_.request_timeout_s * 1000));
   // A choice stopped by a stop string still needs its finishing event (prompt and cached counts).
   auto settled = [&] { return job_->drained() && all_finished(); };
   while (!settled()) {
-    auto events = job_->wait(deadline);
+    const auto tick = std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(100));
+    auto events = job_->wait(client_gone ? tick : deadline);
+    if (client_gone && client_gone()) {
+      cancel();
+      throw ApiError(499, "the client closed the connection", "cancelled");
+    }
     if (events.empty() && std::chrono::steady_clock::now() >= deadline) {
       cancel();
       throw ApiError(504, fmt::format("the request did not finish within --request-timeout {} s", ctx_.request_timeout_s),

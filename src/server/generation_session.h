@@ -3,6 +3,7 @@
 // (stop strings, UTF-8-safe deltas, logprobs) and produces either the whole response or its SSE events.
 // Must not know: sockets or httplib (the HTTP layer pumps next_events into the connection).
 #pragma once
+#include <functional>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -33,7 +34,9 @@ class GenerationSession {
   ~GenerationSession();                // cancels whatever has not finished (client gone, error)
 
   // Non-streaming: waits for every choice; ApiError 504 (after cancelling) past --request-timeout.
-  nlohmann::json run_to_completion();
+  // client_gone (may be empty): polled between waits; true = the client hung up, so the job is cancelled (its KV
+  // blocks freed) and ApiError 499 is thrown (nobody is there to read it).
+  nlohmann::json run_to_completion(const std::function<bool()>& client_gone = {});
   // Streaming: the SSE bytes that are ready, waiting up to wait_ms for some; done() after "data: [DONE]".
   std::string next_events(int wait_ms);
   bool done() const { return done_; }

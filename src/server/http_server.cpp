@@ -1,11 +1,17 @@
 #include "server/http_server.h"
 
 #include <httplib.h>
+#include <arpa/inet.h>
+#include <dirent.h>
 #include <malloc.h>
+#include <netinet/in.h>
+#include <sys/stat.h>
 #include <strings.h>
 #include <sys/socket.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 #include "core/check.h"
@@ -18,6 +24,46 @@ void send_error(httplib::Response& res, const ApiError& e) {
   res.status = e.status;
   if (e.status == 429 || e.status == 503) res.set_header("Retry-After", "1");
   res.set_content(dump_json(e.to_json()), "application/json");
+}
+
+// The accepted socket whose peer is addr:port (the connection a handler serves), or -1.
+int find_peer_socket(const std::string& addr, int port) {
+  DIR* d = ::opendir("/proc/self/fd");
+  if (!d) return -1;
+  int found = -1;
+  while (dirent* e = ::readdir(d)) {
+    const int fd = std::atoi(e->d_name);
+    if (fd <= 2) continue;
+    struct stat st;
+    if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) continue;
+    char host[INET6_ADDRSTRLEN] = {0};
+    int p = -1;
+    if (ss.ss_family == AF_INET) {
+      const auto* a = reinterpret_cast<const sockaddr_in*>(&ss);
+      ::inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
+      p = ntohs(a->sin_port);
+    } else if (ss.ss_family == AF_INET6) {
+      const auto* a = reinterpret_cast<const sockaddr_in6*>(&ss);
+      ::inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
+      p = ntohs(a->sin6_port);
+    }
+    if (p == port && addr == host) {
+      found = fd;
+      break;
+    }
+  }
+  ::closedir(d);
+  return found;
+}
+
+// The peer has closed its side (orderly FIN or reset): nothing more will be read from it, nor our answer.
+bool peer_closed(int fd) {
+  char c;
+  const ssize_t n = ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
 bool constant_time_equal(const std::string& a, const std::string& b) {
@@ -158,7 +204,7 @@ void HttpServer::install_routes() {
   // the library checks its own limit only against a Content-Length, and buffered chunked bodies or bodies without
   // a length whole (300 MB seen) before a 400. Past the limit reading stops: 413, and the connection is closed.
   auto generate = [this](bool chat) {
-    return [this, chat](const httplib::Request&, httplib::Response& res, const httplib::ContentReader& reader) {
+    return [this, chat](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
       // Counted until the response is written: for a stream, until the library drops its content provider.
       ++active_;
       std::shared_ptr<void> active(nullptr, [this](void*) { --active_; });
@@ -213,7 +259,11 @@ void HttpServer::install_routes() {
               });
           return;
         }
-        res.set_content(dump_json(session->run_to_completion()), "application/json");
+        // The library gives a handler no view of its socket: find it by the peer's address (once), then poll it
+        // while generating, so a client that hangs up stops its generation as a stream's does (issue R defect 7).
+        const int fd = find_peer_socket(req.remote_addr, req.remote_port);
+        res.set_content(dump_json(session->run_to_completion([fd] { return fd >= 0 && peer_closed(fd); })),
+                        "application/json");
       } catch (const ApiError& e) {
         send_error(res, e);
       } catch (const Error& e) {

@@ -104,5 +104,31 @@ TEST(ServerDrain, ASecondSignalExitsAtOnce) {
   job.join();
 }
 
+// Issue R defect 7: a non-streaming request whose client hangs up stops generating (30 abandoned requests used to
+// produce 27,000 tokens), as a stream does: running falls to 0 long before the job could have finished.
+TEST(ServerCancel, ANonStreamingRequestStopsWhenItsClientHangsUp) {
+  if (!exists(default_model())) GTEST_SKIP();
+  ServerProcess s({"--max-num-seqs", "1"});
+  const std::string body = kLongJob.dump();
+  const int fd = connect_loopback(s.port());
+  ASSERT_GE(fd, 0);
+  const std::string req = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                          "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  ASSERT_EQ(::send(fd, req.data(), req.size(), MSG_NOSIGNAL), static_cast<ssize_t>(req.size()));
+  wait_running(s);
+  const auto t0 = std::chrono::steady_clock::now();
+  ::close(fd);
+  bool idle = false;
+  while (!idle && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(3)) {
+    const std::string m = s.get("/metrics");
+    idle = m.find("num_requests_running{model_name=\"stories260K\"} 0\n") != std::string::npos &&
+           m.find("num_requests_waiting{model_name=\"stories260K\"} 0\n") != std::string::npos;
+    if (!idle) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_TRUE(idle) << s.get("/metrics");
+  EXPECT_LT(ms, 1000) << "128 choices x 400 tokens take seconds; cancelled, they stop within a poll";
+}
+
 }  // namespace
 }  // namespace slimkv::test
