@@ -79,8 +79,9 @@ int run_prompts_file(GenerateFlags f) {
 // Cache flags (compression, --kv-config, --mla-attention) act on the engine's paged cache: when any is given, a
 // single prompt runs through the engine too (one request), so no flag is silently ignored.
 bool wants_engine(const GenerateFlags& f) {
-  const bool compression_flags = f.engine.compress.enabled && f.engine.compress.to_json() != CompressionConfig{}.to_json();
-  return compression_flags || !f.engine.kv_config_file.empty() || f.engine.mla_attention != "auto";
+  const CompressionConfig& c = f.engine.compress;
+  const bool compresses = c.dtype() != KvDtype::F32 || c.rotate() || c.low_rank() || c.sparse() || c.dynamic();
+  return compresses || !f.engine.kv_config_file.empty() || f.engine.mla_attention != "auto";
 }
 
 std::vector<int32_t> engine_generate(const Model& model, GenerateFlags f, std::vector<int32_t> prompt,

@@ -16,27 +16,24 @@ BlockPool::BlockPool(int32_t num_blocks, bool enable_caching)
       hash_(num_blocks, 0),
       tokens_(enable_caching ? num_blocks : 0) {
   SLIMKV_CHECK(num_blocks > 0, "block pool needs at least one block");
-  for (BlockId i = 0; i < num_blocks; ++i) queue_push_back(i);
+  for (BlockId i = 0; i < num_blocks; ++i) queue_insert(i, false);
 }
 
-void BlockPool::queue_push_back(BlockId id) {
+void BlockPool::queue_insert(BlockId id, bool at_front) {
   SLIMKV_CHECK(!in_queue_[id], "block {} is already in the free queue", id);
-  prev_[id] = tail_;
-  next_[id] = -1;
-  if (tail_ >= 0) next_[tail_] = id;
-  else head_ = id;
-  tail_ = id;
-  in_queue_[id] = true;
-  ++num_free_;
-}
-
-void BlockPool::queue_push_front(BlockId id) {
-  SLIMKV_CHECK(!in_queue_[id], "block {} is already in the free queue", id);
-  next_[id] = head_;
-  prev_[id] = -1;
-  if (head_ >= 0) prev_[head_] = id;
-  else tail_ = id;
-  head_ = id;
+  if (at_front) {
+    prev_[id] = -1;
+    next_[id] = head_;
+    if (head_ >= 0) prev_[head_] = id;
+    else tail_ = id;
+    head_ = id;
+  } else {
+    prev_[id] = tail_;
+    next_[id] = -1;
+    if (tail_ >= 0) next_[tail_] = id;
+    else head_ = id;
+    tail_ = id;
+  }
   in_queue_[id] = true;
   ++num_free_;
 }
@@ -85,10 +82,7 @@ void BlockPool::release(std::span<const BlockId> ids) {
   for (BlockId id : ids) {
     SLIMKV_CHECK(id >= 0 && id < num_blocks(), "release: bad block id {}", id);
     SLIMKV_CHECK(ref_count_[id] > 0, "release: block {} is not in use (double free)", id);
-    if (--ref_count_[id] == 0) {
-      if (has_hash_[id]) queue_push_back(id);
-      else queue_push_front(id);
-    }
+    if (--ref_count_[id] == 0) queue_insert(id, /*at_front=*/!has_hash_[id]);
   }
 }
 

@@ -44,8 +44,7 @@ class BlockPool {
   void check_integrity() const;
 
  private:
-  void queue_push_back(BlockId id);
-  void queue_push_front(BlockId id);
+  void queue_insert(BlockId id, bool at_front);  // into the free queue, at its front (reused next) or back
   void queue_remove(BlockId id);
   void drop_hash(BlockId id);
 

@@ -172,7 +172,6 @@ void DecoderForward::mla_decompressed(int32_t l) {
     grow(dc_pe_, static_cast<size_t>(ctx) * R);
     grow(dc_k_, static_cast<size_t>(ctx) * N);
     grow(dc_v_, static_cast<size_t>(ctx) * V);
-    grow(dc_s_, ctx);
     for (int32_t p = 0; p < ctx; ++p) {  // the sequence's records, decoded
       const int64_t slot = static_cast<int64_t>(m.kv_indices[m.kv_indptr[s] + p / bs]) * bs + p % bs;
       decode_kv_record(kv.k_head(l, slot, 0), rec, g.k_split(), g.dtype, rec_row.data());

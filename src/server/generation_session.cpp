@@ -34,15 +34,15 @@ GenerationSession::GenerationSession(const ServeContext& ctx, GenerationRequest 
   // A text far longer than the context can hold is refused before it is tokenized (an 8 MB prompt took 3.9 s to
   // tokenize and was then refused): it has at least bytes / max_token_bytes tokens; a factor 4 of slack covers
   // normalisation (a byte of input may become a longer piece).
+  const char* field = req_.chat ? "messages" : "prompt";
   auto encode = [&](const std::string& text) {
-    const size_t bound = static_cast<size_t>(ctx_.max_model_len) * tok.max_token_bytes() * 4;
-    if (text.size() > bound) {
-      throw invalid_request(
-          fmt::format("This model's maximum context length is {} tokens. However, your {} has {} bytes, at least "
-                      "{} tokens. Please reduce the length of the {}.",
-                      ctx_.max_model_len, req_.chat ? "messages" : "prompt", text.size(),
-                      text.size() / (tok.max_token_bytes() * 4), req_.chat ? "messages" : "prompt"),
-          req_.chat ? "messages" : "prompt");
+    const size_t bytes_per_token_bound = tok.max_token_bytes() * 4;
+    if (text.size() > static_cast<size_t>(ctx_.max_model_len) * bytes_per_token_bound) {
+      throw invalid_request(fmt::format("This model's maximum context length is {} tokens. However, your {} has {} "
+                                        "bytes, at least {} tokens. Please reduce the length of the {}.",
+                                        ctx_.max_model_len, field, text.size(), text.size() / bytes_per_token_bound,
+                                        field),
+                            field);
     }
     return tok.encode(text, true);
   };
@@ -68,16 +68,16 @@ GenerationSession::GenerationSession(const ServeContext& ctx, GenerationRequest 
   JobSpec spec;
   for (size_t p = 0; p < prompts.size(); ++p) {
     const int64_t n_prompt = static_cast<int64_t>(prompts[p].size());
-    if (n_prompt == 0) throw invalid_request("the prompt is empty", req_.chat ? "messages" : "prompt");
+    if (n_prompt == 0) throw invalid_request("the prompt is empty", field);
     const int64_t max_tokens = req_.max_tokens.value_or(req_.chat ? std::max<int64_t>(1, ctx_.max_model_len - n_prompt)
                                                                   : 16);
     if (n_prompt + max_tokens > ctx_.max_model_len) {
       throw invalid_request(
           fmt::format("This model's maximum context length is {} tokens. However, you requested {} tokens ({} in the "
                       "{}, {} in the completion). Please reduce the length of the {} or completion.",
-                      ctx_.max_model_len, n_prompt + max_tokens, n_prompt, req_.chat ? "messages" : "prompt",
-                      max_tokens, req_.chat ? "messages" : "prompt"),
-          req_.chat ? "messages" : "prompt");
+                      ctx_.max_model_len, n_prompt + max_tokens, n_prompt, field,
+                      max_tokens, field),
+          field);
     }
     for (int32_t j = 0; j < req_.n; ++j) {
       RequestParams rp;

@@ -66,11 +66,12 @@ bool peer_closed(int fd) {
   return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
+// Equal strings, in time that depends on the length only (not on where they first differ).
 bool constant_time_equal(const std::string& a, const std::string& b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  const std::string& ref = b.empty() ? a : b;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ ref[i % ref.size()]);
-  return diff == 0 && !b.empty();
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
 }
 
 nlohmann::json parse_body(const std::string& body) {

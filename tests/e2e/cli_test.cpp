@@ -61,22 +61,32 @@ TEST(Cli, GenerateFromGgufV1AndVerboseStatsGoToStderr) {
   EXPECT_NE(r.err.find("tokens/s"), std::string::npos);
 }
 
+// The synthetic models' 64-token prompt as "1,5,9,..." (../shared/models/synthetic/prompts/p64.ids).
+std::string prompt_ids() {
+  std::ifstream in(models_dir() + "/synthetic/prompts/p64.ids");
+  std::string ids((std::istreambuf_iterator<char>(in)), {});
+  while (!ids.empty() && (ids.back() == '\n' || ids.back() == ' ')) ids.pop_back();
+  return ids;
+}
+
+// llama.cpp's greedy ids from a manifest .greedy.json, as `generate --print-ids` prints them ("[1,2,3]").
+std::string greedy_ids(const std::string& path) {
+  std::ifstream g(path);
+  std::string greedy((std::istreambuf_iterator<char>(g)), {});
+  std::string want = greedy.substr(greedy.find('['), greedy.find(']') - greedy.find('[') + 1);
+  want.erase(std::remove(want.begin(), want.end(), ' '), want.end());
+  return want;
+}
+
 // The engine-comparison commands of issue G on a family other than llama: ids in, llama.cpp's greedy ids and logits
 // out (the prompt and references are ../shared/models/synthetic's).
 TEST(Cli, GeneratePromptIdsPrintsLlamaCppGreedyIdsAndLogitsWritesEveryPosition) {
   const std::string dir = models_dir() + "/synthetic/qwen3";
   if (!exists(dir + "/qwen3-f32.gguf")) GTEST_SKIP();
-  std::ifstream in(models_dir() + "/synthetic/prompts/p64.ids");
-  std::string ids((std::istreambuf_iterator<char>(in)), {});
-  while (!ids.empty() && (ids.back() == '\n' || ids.back() == ' ')) ids.pop_back();
+  const std::string ids = prompt_ids();
   Result r = run("generate -m " + dir + "/qwen3-f32.gguf --prompt-ids " + ids + " -n 16 --temp 0 --print-ids");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  std::ifstream g(dir + "/qwen3-f32.greedy.json");
-  std::string greedy((std::istreambuf_iterator<char>(g)), {});
-  const size_t a = greedy.find('['), b = greedy.find(']');
-  std::string want = greedy.substr(a, b - a + 1);
-  want.erase(std::remove(want.begin(), want.end(), ' '), want.end());
-  EXPECT_EQ(r.out, want + "\n");
+  EXPECT_EQ(r.out, greedy_ids(dir + "/qwen3-f32.greedy.json") + "\n");
   const std::string out = ::testing::TempDir() + "/qwen3_logits_" + std::to_string(::getpid()) + ".f32";
   r = run("logits -m " + dir + "/qwen3-f32.gguf --ids-file " + models_dir() + "/synthetic/prompts/p64.ids -o " + out);
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -102,14 +112,9 @@ TEST(Cli, GeneratePromptIdsPrintsLlamaCppGreedyIdsAndLogitsWritesEveryPosition) 
 TEST(Cli, GenerateHonoursCacheFlagsOnASinglePrompt) {
   const std::string dir = models_dir() + "/synthetic/deepseek2";
   if (!exists(dir + "/deepseek2-v3-F32.gguf")) GTEST_SKIP();
-  std::ifstream in(models_dir() + "/synthetic/prompts/p64.ids");
-  std::string ids((std::istreambuf_iterator<char>(in)), {});
-  while (!ids.empty() && (ids.back() == '\n' || ids.back() == ' ')) ids.pop_back();
+  const std::string ids = prompt_ids();
   const std::string m = dir + "/deepseek2-v3-F32.gguf";
-  std::ifstream g(dir + "/deepseek2-v3-F32.greedy.json");
-  std::string greedy((std::istreambuf_iterator<char>(g)), {});
-  std::string want = greedy.substr(greedy.find('['), greedy.find(']') - greedy.find('[') + 1);
-  want.erase(std::remove(want.begin(), want.end(), ' '), want.end());
+  const std::string want = greedy_ids(dir + "/deepseek2-v3-F32.greedy.json");
   Result r = run("generate -m " + m + " --prompt-ids " + ids + " -n 16 --temp 0 --print-ids --mla-attention decompressed");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, want + "\n");

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <random>
 
 #include "kernels/kv_codec.h"
@@ -11,6 +12,29 @@
 
 namespace slimkv {
 namespace {
+
+// softmax(scale · q·K^T) · V over query token t's visible positions in double precision: key(slot) / value(slot)
+// give the rows (decoded floats) of the slot holding each position.
+std::vector<double> reference_attention(const PagedBatchMeta& m, int32_t t, const float* q, int32_t dk, int32_t dv,
+                                        double scale, const std::function<const float*(int64_t)>& key,
+                                        const std::function<const float*(int64_t)>& value) {
+  const int32_t s = m.token_seq[t], bs = m.block_size, n = m.token_pos[t] + 1;
+  auto slot_of = [&](int32_t j) { return static_cast<int64_t>(m.kv_indices[m.kv_indptr[s] + j / bs]) * bs + j % bs; };
+  std::vector<double> p(n), o(dv, 0.0);
+  double mx = -1e300, z = 0;
+  for (int32_t j = 0; j < n; ++j) {
+    const float* kr = key(slot_of(j));
+    double d = 0;
+    for (int32_t i = 0; i < dk; ++i) d += double(q[i]) * kr[i];
+    mx = std::max(mx, p[j] = d * scale);
+  }
+  for (auto& x : p) z += (x = std::exp(x - mx));
+  for (int32_t j = 0; j < n; ++j) {
+    const float* vr = value(slot_of(j));
+    for (int32_t i = 0; i < dv; ++i) o[i] += p[j] / z * vr[i];
+  }
+  return o;
+}
 
 TEST(PagedAttentionDims, DifferentKeyAndValueHeadSizesAndExplicitScale) {
   const int32_t H = 4, KVH = 2, DK = 16, DV = 8, bs = 4, num_blocks = 8;
@@ -41,26 +65,14 @@ TEST(PagedAttentionDims, DifferentKeyAndValueHeadSizesAndExplicitScale) {
     pa.plan(m, H / KVH, 1);
     pa.run(q.data(), lk, {H, KVH, DK, DV, scale}, out.data(), nullptr, isa);
     for (int32_t t = 0; t < T; ++t) {
-      const int32_t s = m.token_seq[t];
       for (int32_t h = 0; h < H; ++h) {
-        const int32_t kvh = h / (H / KVH);
-        std::vector<double> p(m.token_pos[t] + 1);
-        double mx = -1e300, z = 0;
-        for (int32_t j = 0; j <= m.token_pos[t]; ++j) {
-          const int64_t slot = static_cast<int64_t>(m.kv_indices[m.kv_indptr[s] + j / bs]) * bs + j % bs;
-          const float* kr = k.data() + (static_cast<int64_t>(kvh) * slots + slot) * DK;
-          double d = 0;
-          for (int32_t i = 0; i < DK; ++i) d += double(q[(static_cast<size_t>(t) * H + h) * DK + i]) * kr[i];
-          mx = std::max(mx, p[j] = d * scale);
-        }
-        for (auto& x : p) z += (x = std::exp(x - mx));
+        const int64_t kvh = h / (H / KVH);
+        const std::vector<double> o = reference_attention(
+            m, t, q.data() + (static_cast<size_t>(t) * H + h) * DK, DK, DV, scale,
+            [&](int64_t slot) { return k.data() + (kvh * slots + slot) * DK; },
+            [&](int64_t slot) { return v.data() + (kvh * slots + slot) * DV; });
         for (int32_t i = 0; i < DV; ++i) {
-          double o = 0;
-          for (int32_t j = 0; j <= m.token_pos[t]; ++j) {
-            const int64_t slot = static_cast<int64_t>(m.kv_indices[m.kv_indptr[s] + j / bs]) * bs + j % bs;
-            o += p[j] / z * v[(static_cast<int64_t>(kvh) * slots + slot) * DV + i];
-          }
-          ASSERT_NEAR(out[(static_cast<size_t>(t) * H + h) * DV + i], o, 1e-5) << "isa " << static_cast<int>(isa);
+          ASSERT_NEAR(out[(static_cast<size_t>(t) * H + h) * DV + i], o[i], 1e-5) << "isa " << static_cast<int>(isa);
         }
       }
     }
@@ -111,25 +123,14 @@ TEST(PagedAttentionDims, LatentRecordWithValueInsideKeyAcrossDtypesAndPageSizes)
         pa.plan(m, H, 1);
         pa.run(q.data(), lk, {H, 1, DK, DV, scale}, out.data(), nullptr, isa);
         for (int32_t t = 0; t < T; ++t) {
-          const int32_t s = m.token_seq[t];
           for (int32_t h = 0; h < H; ++h) {
-            std::vector<double> p(m.token_pos[t] + 1);
-            double mx = -1e300, z = 0;
-            auto slot_of = [&](int32_t j) {
-              return static_cast<int64_t>(m.kv_indices[m.kv_indptr[s] + j / bs]) * bs + j % bs;
-            };
-            for (int32_t j = 0; j <= m.token_pos[t]; ++j) {
-              const float* kr = dec.data() + slot_of(j) * DK;
-              double d = 0;
-              for (int32_t i = 0; i < DK; ++i) d += double(q[(static_cast<size_t>(t) * H + h) * DK + i]) * kr[i];
-              mx = std::max(mx, p[j] = d * scale);
-            }
-            for (auto& x : p) z += (x = std::exp(x - mx));
+            auto row = [&](int64_t slot) { return dec.data() + slot * DK; };  // the value is the key's prefix
+            const std::vector<double> o =
+                reference_attention(m, t, q.data() + (static_cast<size_t>(t) * H + h) * DK, DK, DV, scale, row, row);
             for (int32_t i = 0; i < DV; ++i) {
-              double o = 0;
-              for (int32_t j = 0; j <= m.token_pos[t]; ++j) o += p[j] / z * dec[slot_of(j) * DK + i];
-              ASSERT_NEAR(out[(static_cast<size_t>(t) * H + h) * DV + i], o, 2e-5)
-                  << "isa " << static_cast<int>(isa) << " dtype " << static_cast<int>(dt) << " bs " << bs << " rotate " << rotate;
+              ASSERT_NEAR(out[(static_cast<size_t>(t) * H + h) * DV + i], o[i], 2e-5)
+                  << "isa " << static_cast<int>(isa) << " dtype " << static_cast<int>(dt) << " bs " << bs
+                  << " rotate " << rotate;
             }
           }
         }

@@ -117,6 +117,16 @@ void accumulate_v(const PagedKv& kv, const float* p, int64_t p_stride, int32_t n
   }
 }
 
+// out[h, 0:vd] *= inv[h] for the num_q rows (vd % 8 == 0): the softmax normalisation, once per head.
+void scale_rows(float* out, int64_t o_stride, int32_t num_q, int32_t vd, const float* inv) {
+  for (int32_t h = 0; h < num_q; ++h) {
+    const __m256 vinv = _mm256_set1_ps(inv[h]);
+    for (int32_t j = 0; j < vd; j += 8) {
+      _mm256_storeu_ps(out + h * o_stride + j, _mm256_mul_ps(_mm256_loadu_ps(out + h * o_stride + j), vinv));
+    }
+  }
+}
+
 // accumulate_v for value rows wider than the register budget (v_dim % 128 == 0, e.g. MLA's 512-value latents):
 // page by page, 128 columns at a time, each head's 16 accumulators in registers for a page's rows.
 void accumulate_v_wide(const PagedKv& kv, const float* p, int64_t p_stride, int32_t num_q, int64_t num_ctx,
@@ -130,12 +140,7 @@ void accumulate_v_wide(const PagedKv& kv, const float* p, int64_t p_stride, int3
       add_value_rows<16>(kv.v_row_f32(t0) + c, kv.v_row_bytes / 4, n, p + t0, p_stride, num_q, out + c, o_stride);
     }
   }
-  for (int32_t h = 0; h < num_q; ++h) {
-    const __m256 vinv = _mm256_set1_ps(inv[h]);
-    for (int32_t j = 0; j < vd; j += 8) {
-      _mm256_storeu_ps(out + h * o_stride + j, _mm256_mul_ps(_mm256_loadu_ps(out + h * o_stride + j), vinv));
-    }
-  }
+  scale_rows(out, o_stride, num_q, vd, inv);
 }
 
 // One stored head row -> floats (head_dim % 8 == 0), vectorised: f16 via F16C, int8/int4 widened and scaled.
@@ -347,12 +352,7 @@ void attend_group_decoded_wide(const float* q, int32_t num_q, int64_t q_stride, 
       add_value_rows<16>(page.data() + c, vd, n, scores + t0, s_stride, num_q, out + c, o_stride);
     }
   }
-  for (int32_t h = 0; h < num_q; ++h) {
-    const __m256 vinv = _mm256_set1_ps(inv[h]);
-    for (int32_t j = 0; j < vd; j += 8) {
-      _mm256_storeu_ps(out + h * o_stride + j, _mm256_mul_ps(_mm256_loadu_ps(out + h * o_stride + j), vinv));
-    }
-  }
+  scale_rows(out, o_stride, num_q, vd, inv);
 }
 
 void attend_group_avx2(const float* q, int32_t num_q, int64_t q_stride, const PagedKv& kv, int64_t num_ctx,
