@@ -9,6 +9,7 @@
 #include "model/decoder_forward.h"
 #include "model/kv_projection.h"
 #include "ops/memory_plan.h"
+#include "ops/native_kv_plan.h"
 #include "ops/svg_chart.h"
 #include "tools/commands.h"
 #include "tools/common.h"
@@ -125,7 +126,89 @@ void print_plan(const PlanInput& in, const PlanResult& r) {
   }
 }
 
+// Natively compressed caches (DeepSeek-V4, V3.2) per layer kind, and V4-Flash against V3.2 and a dense GQA-8 model.
+int run_native_plan(const PlanFlags& f, const NativeKvShape& s) {
+  const int64_t ctx = f.in.context_tokens;
+  SLIMKV_CHECK(ctx >= 1 && ctx <= (int64_t{1} << 40), "--ctx must be in 1..2^40 (got {})", ctx);
+  nlohmann::json j = {{"preset", s.name}, {"source", s.source}, {"context_tokens", ctx}, {"batch", f.in.batch}};
+  if (!f.json) {
+    std::printf("%s KV cache at %lld tokens (%s)\n", s.name.c_str(), (long long)ctx, s.source.c_str());
+    std::printf("%-30s %6s %12s %10s %-42s %14s\n", "layer kind", "layers", "tokens/rec", "bytes/rec", "storage",
+                "bytes (1 seq)");
+  }
+  for (const NativeKvKind& k : s.kinds) {
+    const std::string per = k.per_sequence ? "per seq" : k.window_tokens > 0 ? fmt::format("1 (<= {})", k.window_tokens)
+                                                                              : std::to_string(k.tokens_per_record);
+    j["kinds"].push_back({{"name", k.name}, {"layers", k.layers}, {"tokens_per_record", k.tokens_per_record},
+                          {"window_tokens", k.window_tokens}, {"record_bytes", k.record_bytes},
+                          {"storage", k.storage}, {"per_sequence", k.per_sequence}, {"bytes", k.bytes(ctx)}});
+    if (!f.json) {
+      std::printf("%-30s %6lld %12s %10lld %-42s %14s\n", k.name.c_str(), (long long)k.layers, per.c_str(),
+                  (long long)k.record_bytes, k.storage.c_str(), gib(k.bytes(ctx)).c_str());
+    }
+  }
+  const int64_t total = s.context_bytes(ctx) * f.in.batch, state = (s.bytes(ctx) - s.context_bytes(ctx)) * f.in.batch;
+  j["context_bytes"] = total;
+  j["state_bytes"] = state;
+  if (!f.json) {
+    std::printf("total x batch %lld: %s (%.1f bytes/token)%s\n", (long long)f.in.batch, gib(total).c_str(),
+                static_cast<double>(s.context_bytes(ctx)) / static_cast<double>(ctx),
+                state ? fmt::format(" + compressor state {}", gib(state)).c_str() : "");
+  }
+  if (s.name == "deepseek-v4-flash") {
+    for (const std::string other : {"deepseek-v3.2", "gqa8-43l-bf16"}) {
+      const NativeKvShape o = native_kv_preset(other);
+      const double ratio = static_cast<double>(s.context_bytes(ctx)) / static_cast<double>(o.context_bytes(ctx));
+      j["vs"][other] = {{"bytes", o.context_bytes(ctx) * f.in.batch}, {"ratio", ratio}};
+      if (!f.json) {
+        std::printf("vs %s (%s): %s -> V4-Flash needs %.1f%% of it\n", other.c_str(), o.source.c_str(),
+                    gib(o.context_bytes(ctx) * f.in.batch).c_str(), 100 * ratio);
+      }
+    }
+  }
+  if (f.json) std::printf("%s\n", j.dump(2).c_str());
+  return 0;
+}
+
+// A loaded DeepSeek-V4 model's streams as slimkv stores them (the cache dtype flags apply).
+NativeKvShape native_kv_of_model(const Model& m, const CompressionConfig& cc) {
+  const ModelConfig& c = m.config;
+  const KvLayout layout = model_kv_layout(m, 8, cc);
+  NativeKvShape s;
+  s.name = m.path;
+  s.source = "the model file, slimkv's storage";
+  s.num_layers = c.num_layers;
+  auto add = [&](const std::string& name, int32_t stream, int64_t per, int64_t window, bool state) {
+    if (stream < 0) return;
+    const KvLayerGeometry& g = layout.layers[stream];
+    const std::string storage = fmt::format("{} x {}", kv_dtype_name(g.dtype), g.k_dim);
+    for (NativeKvKind& k : s.kinds) {
+      if (k.name == name && k.record_bytes == g.bytes_per_token() * (state ? window : 1)) {
+        ++k.layers;
+        return;
+      }
+    }
+    s.kinds.push_back({name, 1, per, window, g.bytes_per_token(), storage, state});
+    if (state) s.kinds.back().record_bytes *= window;
+  };
+  for (int32_t l = 0; l < c.num_layers; ++l) {
+    const KvStreams k = kv_streams(c, l);
+    const int32_t r = c.layers[l].compress_ratio;
+    add("sliding window (raw tokens)", k.raw, 1, c.layers[l].sliding_window, false);
+    add(fmt::format("{} entries (1:{})", r == 4 ? "CSA" : "HCA", r), k.comp, r, 0, false);
+    add("CSA indexer keys (1:4)", k.idx, 4, 0, false);
+    add(fmt::format("{} compressor state", r == 4 ? "CSA" : "HCA"), k.comp_state, 1, (r == 4 ? 2 : 1) * r, true);
+    add("CSA indexer compressor state", k.idx_state, 1, 2 * r, true);
+  }
+  return s;
+}
+
 int run_plan(PlanFlags f) {
+  if (is_native_kv_preset(f.preset)) return run_native_plan(f, native_kv_preset(f.preset));
+  if (f.preset.empty() && f.shape.num_layers == 0) {
+    auto model = load_model_from_flags(f.model);
+    if (model->config.dsv4.enabled()) return run_native_plan(f, native_kv_of_model(*model, f.engine.compress));
+  }
   PlanInput in = f.in;
   in.compress = f.engine.compress;
   if (!f.engine.kv_config_file.empty()) in.compress = CompressionConfig::from_json_file(f.engine.kv_config_file);
@@ -215,7 +298,9 @@ void add_plan_command(CLI::App& app, std::vector<Command>& out) {
   add_model_flags(sub, f->model);
   add_engine_flags(sub, f->engine);
   sub->add_option("--preset", f->preset, "A published config instead of -m: deepseek-v3 (and R1), kimi-k2, "
-                                         "deepseek-v2-lite (weights bf16 unless --weights-dtype)");
+                                         "deepseek-v2-lite (weights bf16 unless --weights-dtype); natively compressed caches: "
+                                         "deepseek-v4-flash (compared with deepseek-v3.2 and a GQA-8 model), "
+                                         "deepseek-v3.2, gqa8-43l-bf16");
   sub->add_option("--layers", f->shape.num_layers, "Explicit shape: layers (instead of -m)");
   sub->add_option("--heads", f->shape.num_heads, "Attention heads");
   sub->add_option("--kv-heads", f->shape.num_kv_heads, "KV heads (default: --heads; fewer = GQA)");

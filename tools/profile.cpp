@@ -31,8 +31,10 @@ nlohmann::json phase_json(const ProfileTimes& t) {
     const double s = k == static_cast<int>(ProfKind::Other) ? t.seconds[k] + std::max(0.0, t.total_s - known) : t.seconds[k];
     j["kinds"][prof_kind_name(static_cast<ProfKind>(k))] = {{"seconds", s}, {"share", t.total_s > 0 ? s / t.total_s : 0}};
   }
+  // post-hoc retention's scoring and selection, or DeepSeek-V4's lightning indexer (its native top-k)
   const double sparse = t.seconds[static_cast<int>(ProfKind::SparseScoring)] +
-                        t.seconds[static_cast<int>(ProfKind::SparseSelection)];
+                        t.seconds[static_cast<int>(ProfKind::SparseSelection)] +
+                        t.seconds[static_cast<int>(ProfKind::Indexer)];
   j["sparse_share"] = t.total_s > 0 ? sparse / t.total_s : 0;
   return j;
 }
@@ -72,11 +74,15 @@ int run_profile(ProfileFlags f) {
         std::printf("  %-40s %9.4f s %6.1f%%\n", name.c_str(), v["seconds"].get<double>(), 100 * v["share"].get<double>());
       }
     }
-    std::printf("\nsparse-index share of decode: %.1f%% (importance scoring + top-K selection + eviction/merge; the "
-                "attention kernel's own importance accumulation is fused and counted under attention)\n", 100 * sparse);
+    std::printf("\nsparse-index share of decode: %.1f%% (importance scoring + top-K selection + eviction/merge, or "
+                "DeepSeek-V4's lightning indexer; the attention kernel's own importance accumulation is fused and "
+                "counted under attention)\n", 100 * sparse);
     if (sparse > f.warn_share) {
-      std::printf("WARNING: above %.0f%%: the sparse index eats the gain (seed 5.3). Raise --kv-sparse-topk (fewer "
-                  "evictions) or use --kv-sparse-mode static.\n", 100 * f.warn_share);
+      std::printf("WARNING: above %.0f%%: the sparse index eats the gain (seed 5.3). %s\n", 100 * f.warn_share,
+                  model->config.dsv4.enabled() ? "The indexer scores every visible entry: a smaller model is "
+                                                 "indexer-bound; lower --kv-sparse-topk has little effect on it"
+                                               : "Raise --kv-sparse-topk (fewer evictions) or use --kv-sparse-mode "
+                                                 "static.");
     }
   }
   return 0;

@@ -1,5 +1,6 @@
 #include "compress/compression_config.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
@@ -63,6 +64,17 @@ void CompressionConfig::validate(const std::vector<KvLayerSpec>& layers) const {
                "--kv-quant-rotation must be auto, hadamard or none (got '{}')", kv_quant_rotation);
   KvDtype d = dtype();  // validates the name
   if (!enabled) return;
+  const bool native = std::any_of(layers.begin(), layers.end(), [](const KvLayerSpec& l) {
+    return l.entry_tokens > 1 || l.kind != KvRecordKind::Attention;
+  });
+  if (native) {  // DeepSeek-V4: the model compresses and selects by itself; only the storage dtype composes
+    SLIMKV_CHECK(kv_layer_compress_ratio.empty(), "--kv-layer-compress-ratio: this model compresses its own cache "
+                 "(DeepSeek-V4's per-layer ratios 0/4/128 come from its weights and are printed at load); they "
+                 "cannot be overridden");
+    SLIMKV_CHECK(kv_sparse_mode == "off", "--kv-sparse-mode {}: this model selects its compressed entries natively "
+                 "(the lightning indexer); use --kv-sparse-topk K alone to change its top-k", kv_sparse_mode);
+    SLIMKV_CHECK(!low_rank(), "low-rank K/V does not apply to a natively compressed (DeepSeek-V4) cache");
+  }
   SLIMKV_CHECK(kv_sparse_mode == "off" || kv_sparse_mode == "static" || kv_sparse_mode == "dynamic",
                "--kv-sparse-mode must be off, static or dynamic (got '{}')", kv_sparse_mode);
   SLIMKV_CHECK(kv_evict_policy == "drop" || kv_evict_policy == "merge",
@@ -191,7 +203,15 @@ KvLayout CompressionConfig::layout(const std::vector<KvLayerSpec>& specs, int32_
     // auto rotation only where it applies (an MLA record rotates its latent and rope key apart: both powers of two)
     g.rotate = rotate() && (g.k_split() > 0 ? is_power_of_two(g.k_split()) && is_power_of_two(g.k_dim - g.k_split())
                                             : is_power_of_two(g.k_dim) && is_power_of_two(g.v_dim));
-    if (specs[l].window_tokens > 0) continue;  // a sliding-window layer keeps its own window
+    if (specs[l].kind == KvRecordKind::State) {  // compressor state stays exact
+      g.dtype = KvDtype::F32;
+      g.rotate = false;
+      continue;
+    }
+    if (specs[l].kind == KvRecordKind::IndexKeys && (g.dtype == KvDtype::F32 || g.dtype == KvDtype::F16)) {
+      g.dtype = KvDtype::F16;  // indexer keys are F16 unless the cache is narrower
+    }
+    if (specs[l].window_tokens > 0 || specs[l].entry_tokens > 1) continue;  // windows / entries are the model's
     if (sparse()) {
       g.spec.window_tokens = kv_recent_window;
       g.spec.sink_tokens = kv_sink_tokens;

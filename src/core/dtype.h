@@ -6,7 +6,8 @@
 
 namespace slimkv {
 
-enum class DType : uint8_t { F32, F16, BF16, Q8_0, Q4_0 };
+// I32: integer tables (DeepSeek-V4's token -> experts map), never a matmul operand.
+enum class DType : uint8_t { F32, F16, BF16, Q8_0, Q4_0, I32 };
 
 constexpr int64_t kQuantBlock = 32;  // elements per Q8_0 / Q4_0 block
 
@@ -28,6 +29,7 @@ constexpr int64_t dtype_block_bytes(DType t) {
     case DType::BF16: return 2;
     case DType::Q8_0: return 34;
     case DType::Q4_0: return 18;
+    case DType::I32: return 4;
   }
   return 0;
 }
@@ -38,6 +40,7 @@ constexpr std::string_view dtype_name(DType t) {
     case DType::BF16: return "BF16";
     case DType::Q8_0: return "Q8_0";
     case DType::Q4_0: return "Q4_0";
+    case DType::I32: return "I32";
   }
   return "?";
 }

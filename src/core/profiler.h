@@ -14,6 +14,8 @@ enum class ProfKind : int {
   KvWrite,          // RoPE + writing K/V (low-rank projection, rotation, quantization)
   SparseScoring,    // routing attention mass to per-block importance
   SparseSelection,  // choosing and evicting the least-attended blocks (+ merging them into summaries)
+  Indexer,          // DeepSeek-V4's lightning indexer: its queries, scores over the compressed keys, top-k
+  Compressor,       // DeepSeek-V4's compressors: gated pooling of token groups into entries (+ indexer keys)
   Sampling,
   Scheduling,
   Other,            // norms, SwiGLU, residuals, embedding, bookkeeping

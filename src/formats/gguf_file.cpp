@@ -24,6 +24,7 @@ std::optional<DType> dtype_from_ggml(uint32_t t) {
     case 1: return DType::F16;
     case 2: return DType::Q4_0;
     case 8: return DType::Q8_0;
+    case 26: return DType::I32;
     case 30: return DType::BF16;
     default: return std::nullopt;
   }

@@ -26,6 +26,7 @@ uint32_t ggml_type(DType t) {
     case DType::Q4_0: return 2;
     case DType::Q8_0: return 8;
     case DType::BF16: return 30;
+    case DType::I32: return 26;
   }
   return 0;
 }

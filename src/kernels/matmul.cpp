@@ -129,6 +129,7 @@ void matmul(const WeightView& w, const float* x, int64_t num_tokens, float* y, T
       });
       return;
     case DType::BF16:
+    case DType::I32:  // integer tables never reach a matmul (make_weight refuses them)
       return;
   }
 }
@@ -149,6 +150,9 @@ void dequantize_row(const WeightView& w, int64_t r, float* out) {
       return;
     case DType::BF16:
       for (int64_t i = 0; i < w.cols; ++i) out[i] = bf16_to_fp32(reinterpret_cast<const uint16_t*>(p)[i]);
+      return;
+    case DType::I32:
+      for (int64_t i = 0; i < w.cols; ++i) out[i] = static_cast<float>(reinterpret_cast<const int32_t*>(p)[i]);
       return;
     case DType::Q8_0: {
       const auto* b = reinterpret_cast<const Q8_0Block*>(p);

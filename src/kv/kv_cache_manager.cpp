@@ -73,9 +73,17 @@ PrefixHit KvCacheManager::find_cached_prefix(std::span<const int32_t> tokens) co
     parent = h;
     bool all_found = true;
     for (int32_t g = 0; g < G; ++g) {
+      const KvGroupSpec& s = groups_[g];
+      if (s.compressed()) {  // entry block j is registered under the hash of its last token block
+        if ((b + 1) % s.entry_tokens == 0) {
+          auto id = pool_.lookup(group_hash(h, g), blk);
+          found[g].push_back(id ? *id : -1);
+        }
+        continue;
+      }
       auto id = pool_.lookup(group_hash(h, g), blk);
       found[g].push_back(id ? *id : -1);
-      if (groups_[g].window_tokens <= 0) {
+      if (s.window_tokens <= 0) {
         any_full = true;
         all_found = all_found && id.has_value();
       }
@@ -90,14 +98,23 @@ PrefixHit KvCacheManager::find_cached_prefix(std::span<const int32_t> tokens) co
   for (; n > 0; --n) {
     bool ok = true;
     for (int32_t g = 0; g < G && ok; ++g) {
-      for (int64_t b = 0; b < n && ok; ++b) ok = found[g][b] >= 0 || !needed(groups_[g], b, n * block_size_);
+      const KvGroupSpec& s = groups_[g];
+      if (s.compressed()) {  // resumable only where the entries end on a block boundary, every block cached
+        const int64_t entries = n * block_size_ / s.entry_tokens, eb = entries / block_size_;
+        ok = entries % block_size_ == 0 && static_cast<int64_t>(found[g].size()) >= eb;
+        for (int64_t j = 0; j < eb && ok; ++j) ok = found[g][j] >= 0;
+        continue;
+      }
+      for (int64_t b = 0; b < n && ok; ++b) ok = found[g][b] >= 0 || !needed(s, b, n * block_size_);
     }
     if (ok) break;
   }
   hit.blocks.assign(G, {});
   for (int32_t g = 0; g < G; ++g) {
-    for (int64_t b = 0; b < n; ++b) {
-      hit.blocks[g].push_back(needed(groups_[g], b, n * block_size_) ? found[g][b] : -1);
+    const KvGroupSpec& s = groups_[g];
+    const int64_t count = s.compressed() ? n * block_size_ / s.entry_tokens / block_size_ : n;
+    for (int64_t b = 0; b < count; ++b) {
+      hit.blocks[g].push_back(s.compressed() || needed(s, b, n * block_size_) ? found[g][b] : -1);
     }
   }
   hit.hashes.assign(hashes.begin(), hashes.begin() + n);
@@ -111,11 +128,14 @@ bool KvCacheManager::allocate_slots(SeqKv& seq, int32_t num_tokens, const Prefix
   const int32_t hit_blocks = hit ? static_cast<int32_t>(hit->hashes.size()) : 0;
   SLIMKV_CHECK(hit_blocks == 0 || seq.groups[0].blocks.empty(),
                "allocate_slots: a prefix hit applies only to an empty sequence");
-  const int32_t need_total = (num_tokens + block_size_ - 1) / block_size_;
+  auto need_total = [&](int32_t g) {
+    return static_cast<int32_t>((groups_[g].records_for_tokens(num_tokens) + block_size_ - 1) / block_size_);
+  };
   int32_t need_new = 0, hit_unreferenced = 0;  // hit blocks now in the free queue stop being free once retained
   for (int32_t g = 0; g < G; ++g) {
     const int32_t have = static_cast<int32_t>(seq.groups[g].blocks.size());
-    need_new += std::max(0, need_total - have - hit_blocks);
+    const int32_t from_hit = hit_blocks > 0 ? static_cast<int32_t>(hit->blocks[g].size()) : 0;
+    need_new += std::max(0, need_total(g) - std::max(have, from_hit));
     if (hit_blocks > 0) {
       for (BlockId id : hit->blocks[g]) hit_unreferenced += id >= 0 && pool_.ref_count(id) == 0;
     }
@@ -136,7 +156,7 @@ bool KvCacheManager::allocate_slots(SeqKv& seq, int32_t num_tokens, const Prefix
     counters_.hit_tokens += hit->num_tokens;
   }
   for (int32_t g = 0; g < G; ++g) {
-    const int32_t n = std::max(0, need_total - static_cast<int32_t>(seq.groups[g].blocks.size()));
+    const int32_t n = std::max(0, need_total(g) - static_cast<int32_t>(seq.groups[g].blocks.size()));
     auto fresh = pool_.allocate(n);
     SLIMKV_CHECK(fresh.has_value(), "allocate_slots: pool changed between check and allocation");
     seq.groups[g].blocks.insert(seq.groups[g].blocks.end(), fresh->begin(), fresh->end());
@@ -146,8 +166,7 @@ bool KvCacheManager::allocate_slots(SeqKv& seq, int32_t num_tokens, const Prefix
 
 void KvCacheManager::cache_full_blocks(SeqKv& seq, std::span<const int32_t> tokens, int32_t num_computed_tokens) {
   if (seq.groups.empty()) return;
-  const int32_t full =
-      std::min<int32_t>(num_computed_tokens / block_size_, static_cast<int32_t>(seq.groups[0].blocks.size()));
+  const int32_t full = std::min<int32_t>(num_computed_tokens, static_cast<int32_t>(tokens.size())) / block_size_;
   if (caching_) {
     for (int32_t b = seq.num_registered_blocks; b < full; ++b) {
       auto blk = tokens.subspan(static_cast<size_t>(b) * block_size_, block_size_);
@@ -155,8 +174,12 @@ void KvCacheManager::cache_full_blocks(SeqKv& seq, std::span<const int32_t> toke
         seq.hashes.push_back(hash_block(b == 0 ? 0 : seq.hashes[b - 1], blk));
       }
       for (int32_t g = 0; g < num_groups(); ++g) {
-        const BlockId id = seq.groups[g].blocks[b];
-        if (id >= 0) pool_.register_hash(id, group_hash(seq.hashes[b], g), blk);
+        const KvGroupSpec& s = groups_[g];
+        // a compressed group's entry block j is full with token block (j + 1) * entry_tokens - 1
+        const int64_t j = !s.compressed() ? b : (b + 1) % s.entry_tokens == 0 ? (b + 1) / s.entry_tokens - 1 : -1;
+        const std::vector<BlockId>& blocks = seq.groups[g].blocks;
+        if (j < 0 || j >= static_cast<int64_t>(blocks.size()) || blocks[j] < 0) continue;
+        pool_.register_hash(blocks[j], group_hash(seq.hashes[b], g), blk);
       }
     }
     seq.num_registered_blocks = std::max(seq.num_registered_blocks, full);
@@ -167,7 +190,7 @@ void KvCacheManager::cache_full_blocks(SeqKv& seq, std::span<const int32_t> toke
     // never read again.
     std::vector<BlockId>& blocks = seq.groups[g].blocks;
     std::vector<BlockId> drop;
-    for (int64_t b = 0; b < full; ++b) {
+    for (int64_t b = 0; b < std::min<int64_t>(full, static_cast<int64_t>(blocks.size())); ++b) {
       if (blocks[b] < 0 || needed(groups_[g], b, num_computed_tokens)) continue;
       drop.push_back(blocks[b]);
       blocks[b] = -1;

@@ -9,6 +9,7 @@ namespace slimkv {
 
 std::string KvGroupSpec::describe() const {
   std::string s;
+  if (compressed()) s = fmt::format("compressed 1:{}", entry_tokens);
   if (window_tokens > 0) {
     s = sink_tokens > 0 ? fmt::format("window {} + {} sinks", window_tokens, sink_tokens)
                         : fmt::format("sliding window {}", window_tokens);
@@ -43,7 +44,10 @@ KvLayout KvLayout::from_specs(const std::vector<KvLayerSpec>& specs, int32_t blo
     g.head_dim_k = g.k_dim = s.head_dim_k;
     g.head_dim_v = g.v_dim = s.head_dim_v;
     g.spec.window_tokens = s.window_tokens;
+    g.spec.entry_tokens = s.entry_tokens > 1 ? s.entry_tokens : 0;
     g.v_in_k = s.v_in_k;
+    g.kind = s.kind;
+    if (s.kind == KvRecordKind::IndexKeys) g.dtype = KvDtype::F16;  // as llama.cpp stores indexer keys
     l.layers.push_back(g);
   }
   l.assign_groups();
@@ -117,7 +121,7 @@ int64_t KvLayout::bytes_per_block() const {
 int64_t KvLayout::blocks_for_sequence(int64_t n, int64_t chunk) const {
   int64_t total = 0;
   for (const KvGroup& g : groups) {
-    int64_t b = blocks_for_tokens(n);
+    int64_t b = blocks_for_tokens(g.spec.records_for_tokens(n));
     if (g.spec.window_tokens > 0) {
       const int64_t keep = blocks_for_tokens(g.spec.sink_tokens) + blocks_for_tokens(g.spec.window_tokens + chunk) + 1;
       b = std::min(b, keep);
@@ -130,7 +134,7 @@ int64_t KvLayout::blocks_for_sequence(int64_t n, int64_t chunk) const {
 int64_t KvLayout::blocks_held_after(int64_t n) const {
   int64_t total = 0;
   for (const KvGroup& g : groups) {
-    const int64_t all = blocks_for_tokens(n);
+    const int64_t all = blocks_for_tokens(g.spec.records_for_tokens(n));
     if (g.spec.window_tokens <= 0) {
       total += all;
       continue;

@@ -14,13 +14,21 @@
 
 namespace slimkv {
 
-// What a model's layer needs from the cache.
+// What a stream of records is for (DeepSeek-V4 keeps several streams per layer): attention keys/values, the
+// lightning indexer's keys (stored F16 by default, as llama.cpp does), or a compressor's exact per-token state
+// (always F32: compression configs leave it alone).
+enum class KvRecordKind : uint8_t { Attention, IndexKeys, State };
+
+// What a model's layer (or one of its cache streams) needs from the cache.
 struct KvLayerSpec {
   int32_t num_kv_heads = 0;
   int32_t head_dim_k = 0, head_dim_v = 0;
   int32_t window_tokens = 0;  // sliding-window attention: a query at p sees p0 with p - p0 < window; 0 = full
   bool v_in_k = false;        // the value is the first head_dim_v values of the key record (MLA's latent cache:
                               // one record of [latent | rope key] per token, no separate V)
+  int32_t entry_tokens = 0;   // > 1: a compressed stream, one record per this many tokens (DeepSeek-V4's CSA / HCA
+                              // entries and indexer keys); its block table counts entries, not tokens
+  KvRecordKind kind = KvRecordKind::Attention;
 };
 
 // How a group's block table keeps blocks (a compression config may turn full-attention specs into these).
@@ -31,6 +39,11 @@ struct KvGroupSpec {
   int32_t dyn_sink_tokens = 0;    // this many tokens; 0 = off
   int32_t dyn_window_tokens = 0;
   bool dyn_merge = false;         // evicted blocks fold into a summary block
+  int32_t entry_tokens = 0;       // > 1: blocks hold entries of this many tokens each (entry e of a sequence is
+                                  // complete once token (e + 1) * entry_tokens - 1 is computed)
+  bool compressed() const { return entry_tokens > 1; }
+  // Records a sequence of num_tokens computed tokens holds in this table (complete entries only).
+  int64_t records_for_tokens(int64_t num_tokens) const { return compressed() ? num_tokens / entry_tokens : num_tokens; }
   bool dynamic() const { return dyn_topk_tokens > 0; }
   bool operator==(const KvGroupSpec&) const = default;
   std::string describe() const;
@@ -44,6 +57,7 @@ struct KvLayerGeometry {
   KvDtype dtype = KvDtype::F32;
   bool rotate = false;       // rows stored after a fixed randomized Hadamard rotation per head
   bool v_in_k = false;       // no V rows: the value is the first v_dim values of the K record (KvLayerSpec)
+  KvRecordKind kind = KvRecordKind::Attention;
   KvGroupSpec spec;          // how its block table behaves
   int32_t group = 0;         // set by KvLayout::assign_groups
   int32_t tensor = 0;        // storage tensor (KvStorage region) its rows live in

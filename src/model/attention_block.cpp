@@ -40,6 +40,10 @@ PagedAttention::LayerKv DecoderForward::layer_kv(int32_t l) const {
 void DecoderForward::attention(int32_t l, const float* in, float* out) {
   const ModelConfig& c = model_.config;
   const LayerConfig& lc = c.layers[l];
+  if (c.dsv4.enabled()) {
+    dsv4_attention(l, in, out);
+    return;
+  }
   if (lc.mla) {
     mla_attention(l, in, out);
     return;

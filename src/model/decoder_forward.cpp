@@ -13,11 +13,42 @@ namespace slimkv {
 
 std::vector<KvLayerSpec> kv_layer_specs(const ModelConfig& c) {
   std::vector<KvLayerSpec> out;
+  if (c.dsv4.enabled()) {  // per layer: raw window, then (compressed layers) entries + compressor state, then
+                           // (CSA) indexer keys + their compressor state; kv_streams() gives the indices
+    for (const LayerConfig& l : c.layers) {
+      const int32_t D = l.head_dim_k, r = l.compress_ratio, coff = r == 4 ? 2 : 1, iD = c.dsv4.index_head_dim;
+      out.push_back({1, D, D, l.sliding_window, true});
+      if (r == 0) continue;
+      out.push_back({1, D, D, 0, true, r});
+      out.push_back({1, 2 * coff * D, 2 * coff * D, coff * r, true, 0, KvRecordKind::State});
+      if (r != 4) continue;
+      out.push_back({1, iD, iD, 0, true, r, KvRecordKind::IndexKeys});
+      out.push_back({1, 4 * iD, 4 * iD, 2 * r, true, 0, KvRecordKind::State});
+    }
+    return out;
+  }
   for (const LayerConfig& l : c.layers) {
     const int32_t w = l.sliding_window > 0 && l.sliding_window < c.max_seq_len ? l.sliding_window : 0;
     out.push_back({l.num_kv_heads, l.head_dim_k, l.head_dim_v, w, l.mla});
   }
   return out;
+}
+
+KvStreams kv_streams(const ModelConfig& c, int32_t layer) {
+  KvStreams k;
+  if (!c.dsv4.enabled()) {
+    k.raw = layer;
+    return k;
+  }
+  int32_t next = 0;
+  for (int32_t l = 0; l <= layer; ++l) {
+    const int32_t r = c.layers[l].compress_ratio;
+    k = KvStreams{};
+    k.raw = next++;
+    if (r > 0) k.comp = next++, k.comp_state = next++;
+    if (r == 4) k.idx = next++, k.idx_state = next++;
+  }
+  return k;
 }
 
 DecoderForward::DecoderForward(const Model& model, ThreadPool* pool)
@@ -129,13 +160,16 @@ void DecoderForward::forward(const ForwardBatch& b, KvStorage& kv, float* logits
   SLIMKV_CHECK(T > 0, "forward: empty batch");
   SLIMKV_CHECK(b.num_groups() == layout.num_groups(), "forward: batch has {} page tables for {} KV groups",
                b.num_groups(), layout.num_groups());
-  SLIMKV_CHECK(layout.num_layers() == c.num_layers, "forward: KV layout has {} layers, the model {}",
-               layout.num_layers(), c.num_layers);
+  SLIMKV_CHECK(layout.num_layers() == static_cast<int32_t>(kv_layer_specs(c).size()),
+               "forward: KV layout has {} layers (streams), the model {}", layout.num_layers(), kv_layer_specs(c).size());
   SLIMKV_CHECK(b.positions.size() == static_cast<size_t>(T), "forward: batch arrays differ in length");
   const int64_t num_slots = static_cast<int64_t>(kv.num_blocks()) * layout.block_size_tokens;
   for (int32_t g = 0; g < b.num_groups(); ++g) {
     SLIMKV_CHECK(b.slots[g].size() == static_cast<size_t>(T), "forward: batch arrays differ in length");
-    for (int64_t s : b.slots[g]) SLIMKV_CHECK(s >= 0 && s < num_slots, "forward: KV slot {} out of range", s);
+    const bool entries = layout.groups[g].spec.compressed();  // -1: this token completes no entry
+    for (int64_t s : b.slots[g]) {
+      SLIMKV_CHECK((s >= 0 || (entries && s == -1)) && s < num_slots, "forward: KV slot {} out of range", s);
+    }
   }
   for (int32_t t = 0; t < T; ++t) {
     SLIMKV_CHECK(b.token_ids[t] >= 0 && b.token_ids[t] < c.vocab_size,
@@ -151,6 +185,7 @@ void DecoderForward::forward(const ForwardBatch& b, KvStorage& kv, float* logits
   T_ = T;
   if (attention_.size() != static_cast<size_t>(layout.num_groups())) attention_.resize(layout.num_groups());
   for (int32_t g = 0; g < layout.num_groups(); ++g) {
+    if (c.dsv4.enabled()) break;  // DeepSeek-V4 reads its streams itself (dsv4_block.cpp)
     int32_t max_group = 1;
     for (int32_t l : layout.groups[g].layers) {
       max_group = std::max(max_group, c.layers[l].num_heads / c.layers[l].num_kv_heads);

@@ -7,6 +7,7 @@
 // Must not know: tokenizers, sampling, requests, how blocks are chosen, or which family it runs (no arch branches).
 #pragma once
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "compress/calibration.h"
@@ -20,11 +21,21 @@
 namespace slimkv {
 
 // The model's per-layer KV specs (heads, K/V head sizes, sliding windows): what compression configs transform.
+// DeepSeek-V4 layers have several streams each (kv_streams), so its list is longer than the layer count.
 std::vector<KvLayerSpec> kv_layer_specs(const ModelConfig& c);
+// Which entries of kv_layer_specs a layer's records live in (-1: none): the attention stream (raw tokens), and for
+// DeepSeek-V4 the compressed entries, their compressor state, the indexer keys and their compressor state.
+struct KvStreams {
+  int32_t raw = -1, comp = -1, comp_state = -1, idx = -1, idx_state = -1;
+};
+KvStreams kv_streams(const ModelConfig& c, int32_t layer);
 
 // How MLA layers attend: over the latents with absorbed queries (decode's choice), by decompressing the sequences'
 // latents into per-head K and V once per step (cheaper for long prefill chunks), or per step by a cost model.
 enum class MlaAttention : uint8_t { Absorbed, Decompressed, Auto };
+// Where a hyper-connection mix sits (DeepSeek-V4): around the attention or the FFN sub-block.
+enum class HcSite : uint8_t { Attn, Ffn };
+struct Dsv4Scratch;  // dsv4_block.cpp
 MlaAttention parse_mla_attention(const std::string& s);  // absorbed | decompressed | auto; throws otherwise
 
 class DecoderForward {
@@ -53,6 +64,11 @@ class DecoderForward {
   using QObserver = std::function<void(int32_t layer, const float* q, int32_t num_tokens)>;
   void set_q_observer(QObserver obs) { q_observer_ = std::move(obs); }
   void set_mla_attention(MlaAttention mode) { mla_mode_ = mode; }
+  // Sees discrete choices as they are made (tests compare them with llama.cpp's dumps): "experts" (a token's routed
+  // experts, in selection order) and "indexer" (a DeepSeek-V4 token's chosen compressed entries, ascending).
+  using ChoiceObserver =
+      std::function<void(const char* what, int32_t layer, int32_t token, const int32_t* ids, int32_t n)>;
+  void set_choice_observer(ChoiceObserver obs) { choice_observer_ = std::move(obs); }
 
   // ---- Shared blocks for the families' layer recipes (valid while forward() runs a layer) ----
   const LayerWeights& weights(int32_t layer) const { return model_.layers[layer]; }
@@ -67,13 +83,22 @@ class DecoderForward {
   // out[T, dim] = the layer's FFN of in[T, dim]: a gated MLP, or the mixture of experts
   void ffn(int32_t layer, const float* in, float* out);
   void add_to_residual(const float* y);       // x += y
+  // Hyper-connections (DeepSeek-V4, hyper_connection.cpp): the residual is hc_mult streams per token.
+  void hc_begin();                                    // streams = the embedding, hc_mult times
+  void hc_pre(int32_t layer, HcSite site, float* out);  // out[T, dim] = the sub-block's input (pre-mix of streams)
+  void hc_post(HcSite site, const float* y);          // streams = post * y + comb · streams (mixes of hc_pre)
+  void hc_head();                                     // residual() = the head's mix of the streams
+  // Overrides the model's indexer top-k (--kv-sparse-topk on a natively compressed model); 0 = the model's.
+  void set_index_topk(int32_t k) { index_topk_override_ = k; }
 
  private:
   void dense_ffn(const WeightView& gate, const WeightView& up, const WeightView& down, const float* in,
-                 int32_t num_tokens, float* out, float* h1, float* h2);
+                 int32_t num_tokens, float* out, float* h1, float* h2, float limit = 0.0f);
   void moe_ffn(int32_t layer, const float* in, float* out);
   void route_experts(int32_t layer);  // router_ -> sel_, selw_ for the step's tokens
   void mla_attention(int32_t layer, const float* in, float* out);
+  void dsv4_attention(int32_t layer, const float* in, float* out);  // dsv4_block.cpp
+  Dsv4Scratch& dsv4();
   bool mla_decompress_this_step(int32_t layer) const;  // the cost model of MlaAttention::Auto
   void mla_decompressed(int32_t layer);                 // mla_q_ + the cache -> mla_o_
   PagedAttention::LayerKv layer_kv(int32_t layer) const;  // how the step's storage holds the layer's rows
@@ -120,6 +145,9 @@ class DecoderForward {
   std::vector<LayerProjection> kv_proj_;  // [num_layers] low-rank K/V bases, or empty
   KvObserver observer_;
   QObserver q_observer_;
+  std::shared_ptr<Dsv4Scratch> dsv4_;  // DeepSeek-V4 scratch (hyper-connection streams, compressor, indexer)
+  int32_t index_topk_override_ = 0;
+  ChoiceObserver choice_observer_;
 };
 
 }  // namespace slimkv

@@ -23,6 +23,10 @@ enum class TensorRole {
   // MLA
   AttnQA, AttnQANorm, AttnQB, AttnKvAMqa, AttnKvANorm, AttnKB, AttnVB,
   AttnKvB,  // MLA's fused up-projection (HF kv_b_proj, older GGUFs): per head [nope rows of K | v rows of V]
+  // DeepSeek-V4
+  HcHeadFn, HcHeadBase, HcHeadScale, HcAttnFn, HcAttnBase, HcAttnScale, HcFfnFn, HcFfnBase, HcFfnScale,
+  AttnSinks, AttnKv, AttnKvNorm, AttnOutA, AttnOutB, CompWkv, CompWgate, CompApe, CompNorm,
+  IdxProj, IdxQB, IdxCompWkv, IdxCompWgate, IdxCompApe, IdxCompNorm, MoeTid2Eid,
 };
 
 enum class Need : uint8_t { Required, Optional };

@@ -14,15 +14,23 @@
 namespace slimkv {
 
 void DecoderForward::dense_ffn(const WeightView& gate, const WeightView& up, const WeightView& down, const float* in,
-                               int32_t num_tokens, float* out, float* h1, float* h2) {
+                               int32_t num_tokens, float* out, float* h1, float* h2, float limit) {
   {
     ProfScope ps(ProfKind::Matmul);
     matmul(gate, in, num_tokens, h1, pool_);
     matmul(up, in, num_tokens, h2, pool_);
   }
   const int64_t n = static_cast<int64_t>(num_tokens) * gate.rows;
-  if (model_.config.activation == FfnActivation::GeluTanh) geglu(h1, h2, n);
-  else swiglu(h1, h2, n);
+  if (limit > 0) {  // DeepSeek-V4: silu(min(gate, L)) * clamp(up, -L, L) (ggml's swiglu_clamp)
+    for (int64_t i = 0; i < n; ++i) {
+      const float g = std::min(h1[i], limit), u = std::clamp(h2[i], -limit, limit);
+      h1[i] = g / (1.0f + std::exp(-g)) * u;
+    }
+  } else if (model_.config.activation == FfnActivation::GeluTanh) {
+    geglu(h1, h2, n);
+  } else {
+    swiglu(h1, h2, n);
+  }
   ProfScope ps(ProfKind::Matmul);
   matmul(down, h1, num_tokens, out, pool_);
 }
@@ -46,6 +54,8 @@ void DecoderForward::route_experts(int32_t l) {
     float* p = router_.data() + static_cast<size_t>(t) * E;  // logits -> probabilities
     if (mc.gating == MoeGating::Sigmoid) {
       for (int32_t e = 0; e < E; ++e) p[e] = 1.0f / (1.0f + std::exp(-p[e]));
+    } else if (mc.gating == MoeGating::SqrtSoftplus) {  // ggml softplus: x above 20 stays x
+      for (int32_t e = 0; e < E; ++e) p[e] = std::sqrt(p[e] > 20.0f ? p[e] : std::log1p(std::exp(p[e])));
     } else {
       softmax(p, E);
     }
@@ -68,12 +78,18 @@ void DecoderForward::route_experts(int32_t l) {
       }
     }
     for (int32_t e = 0; e < E; ++e) order[e] = e;
-    std::partial_sort(order.begin(), order.begin() + K, order.end(), [&](int32_t a, int32_t b) {
-      return sel[a] > sel[b] || (sel[a] == sel[b] && a < b);
-    });
+    if (w.tid2eid) {  // hash-routed layer: the token's fixed experts (no bias, no groups)
+      const int32_t id = batch_->token_ids[t];
+      for (int32_t k = 0; k < K; ++k) order[k] = w.tid2eid[static_cast<size_t>(id) * K + k];
+    } else {
+      std::partial_sort(order.begin(), order.begin() + K, order.end(), [&](int32_t a, int32_t b) {
+        return sel[a] > sel[b] || (sel[a] == sel[b] && a < b);
+      });
+    }
     float sum = 0;
     for (int32_t k = 0; k < K; ++k) sum += p[order[k]];
     sum = std::max(sum, 6.103515625e-5f);  // as llama.cpp clamps the normaliser
+    if (choice_observer_) choice_observer_("experts", l, t, order.data(), K);
     for (int32_t k = 0; k < K; ++k) {
       sel_[static_cast<size_t>(t) * K + k] = order[k];
       float wk = p[order[k]];
@@ -107,7 +123,8 @@ void DecoderForward::moe_ffn(int32_t l, const float* in, float* out) {
       }
     }
     if (n == 0) continue;
-    dense_ffn(w.exp_gate[e], w.exp_up[e], w.exp_down[e], ein_.data(), n, eout_.data(), hb_.data(), hb2_.data());
+    dense_ffn(w.exp_gate[e], w.exp_up[e], w.exp_down[e], ein_.data(), n, eout_.data(), hb_.data(), hb2_.data(),
+              mc.swiglu_limit);
     for (int32_t i = 0; i < n; ++i) {
       float* dst = out + static_cast<size_t>(etok_[i]) * dim;
       const float* src = eout_.data() + static_cast<size_t>(i) * dim;
@@ -115,7 +132,8 @@ void DecoderForward::moe_ffn(int32_t l, const float* in, float* out) {
     }
   }
   if (mc.num_shared_experts > 0) {  // every token through the shared experts (fused into one MLP)
-    dense_ffn(w.shexp_gate, w.shexp_up, w.shexp_down, in, T, eout_.data(), hb_.data(), hb2_.data());
+    dense_ffn(w.shexp_gate, w.shexp_up, w.shexp_down, in, T, eout_.data(), hb_.data(), hb2_.data(),
+              mc.swiglu_limit_shared);
     for (size_t i = 0; i < static_cast<size_t>(T) * dim; ++i) out[i] += eout_[i];
   }
 }

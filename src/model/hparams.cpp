@@ -58,6 +58,19 @@ const std::vector<HpName>& names() {
       {Hp::RopeScalingYarnLogMul, "rope.scaling.yarn_log_multiplier", {}},
       {Hp::RopeScalingMscaleAllDim, "", {"rope_scaling.mscale_all_dim"}},
       {Hp::ScoringFunc, "", {"scoring_func"}},
+      {Hp::SwigluClampExp, "swiglu_clamp_exp", {"swiglu_limit"}},
+      {Hp::SwigluClampShexp, "swiglu_clamp_shexp", {}},
+      {Hp::IndexerHeadCount, "attention.indexer.head_count", {"index_n_heads"}},
+      {Hp::IndexerKeyLength, "attention.indexer.key_length", {"index_head_dim"}},
+      {Hp::IndexerTopK, "attention.indexer.top_k", {"index_topk"}},
+      {Hp::OutputGroupCount, "attention.output_group_count", {"o_groups"}},
+      {Hp::OutputLoraRank, "attention.output_lora_rank", {"o_lora_rank"}},
+      {Hp::CompressRatios, "attention.compress_ratios", {"compress_ratios"}},
+      {Hp::CompressRopeFreqBase, "attention.compress_rope_freq_base", {"compress_rope_theta"}},
+      {Hp::HcCount, "hyper_connection.count", {"hc_mult"}},
+      {Hp::HcSinkhornIters, "hyper_connection.sinkhorn_iterations", {"hc_sinkhorn_iters"}},
+      {Hp::HcEps, "hyper_connection.epsilon", {"hc_eps"}},
+      {Hp::HashLayerCount, "hash_layer_count", {"num_hash_layers"}},
   };
   return t;
 }
@@ -108,6 +121,16 @@ class GgufHParams : public HParams {
     SLIMKV_CHECK(static_cast<int32_t>(v->ints.size()) == n, "{}: metadata '{}' has {} values for {} layers",
                  source(), key_name(k), v->ints.size(), n);
     return v->ints;
+  }
+  std::optional<std::vector<double>> per_layer_real(Hp k, int32_t n) const override {
+    const GgufValue* v = find(k);
+    if (!v) return std::nullopt;
+    if (!v->is_array()) return std::vector<double>(n, *number(k));
+    std::vector<double> out = v->floats;
+    if (out.empty()) out.assign(v->ints.begin(), v->ints.end());
+    SLIMKV_CHECK(v->elem_type != GgufType::STRING && static_cast<int32_t>(out.size()) == n,
+                 "{}: metadata '{}' must hold {} numbers (one per layer)", source(), key_name(k), n);
+    return out;
   }
 
  private:
@@ -162,6 +185,19 @@ class HfHParams : public HParams {
     for (const auto& x : *v) {
       SLIMKV_CHECK(x.is_number_integer(), "{}: '{}' must be a list of integers", src_, key_name(k));
       out.push_back(x.get<int64_t>());
+    }
+    return out;
+  }
+  std::optional<std::vector<double>> per_layer_real(Hp k, int32_t n) const override {
+    const nlohmann::json* v = find(k);
+    if (!v) return std::nullopt;
+    if (!v->is_array()) return std::vector<double>(n, *number(k));
+    SLIMKV_CHECK(static_cast<int32_t>(v->size()) == n, "{}: '{}' has {} values for {} layers", src_, key_name(k),
+                 v->size(), n);
+    std::vector<double> out;
+    for (const auto& x : *v) {
+      SLIMKV_CHECK(x.is_number(), "{}: '{}' must be a list of numbers", src_, key_name(k));
+      out.push_back(x.get<double>());
     }
     return out;
   }

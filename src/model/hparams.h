@@ -24,6 +24,9 @@ enum class Hp {
   QLoraRank, KvLoraRank, KeyLengthMla, ValueLengthMla, QkRopeHeadDim, QkNopeHeadDim, LeadingDenseBlockCount,
   ExpertSharedCount, ExpertWeightsScale, ExpertGatingFunc, ExpertGroupCount, ExpertGroupUsedCount,
   RopeScalingYarnLogMul, RopeScalingMscaleAllDim, ScoringFunc,
+  // DeepSeek-V4 (compressed attention, lightning indexer, hyper-connections, hash routing)
+  SwigluClampExp, SwigluClampShexp, IndexerHeadCount, IndexerKeyLength, IndexerTopK, OutputGroupCount,
+  OutputLoraRank, CompressRatios, CompressRopeFreqBase, HcCount, HcSinkhornIters, HcEps, HashLayerCount,
 };
 
 class HParams {
@@ -41,6 +44,8 @@ class HParams {
   virtual std::optional<bool> boolean(Hp k) const = 0;
   // A scalar repeated per layer, or an array with one value per layer.
   virtual std::optional<std::vector<int64_t>> per_layer(Hp k, int32_t num_layers) const = 0;
+  // A real scalar repeated per layer, or an array of reals with one value per layer.
+  virtual std::optional<std::vector<double>> per_layer_real(Hp k, int32_t num_layers) const = 0;
 
   // Required integer in [lo, hi] ("missing '<key>'" when absent and no default is given).
   int32_t integer(Hp k, std::optional<int64_t> fallback = std::nullopt, int64_t lo = 0, int64_t hi = 1ll << 30) const;

@@ -35,6 +35,25 @@ struct LayerWeights {
                                                        // [kv_lora + rope, dim]
   const float *q_a_norm = nullptr, *kv_a_norm = nullptr;  // [q_lora], [kv_lora]
   std::vector<WeightView> k_b, v_b;                    // per head: [kv_lora, nope] (absorbs q), [v, kv_lora]
+  // DeepSeek-V4 (Dsv4Config): wq_a, q_a_norm, wq_b as above; kv = norm(wkv · x) (one K = V head, D values)
+  WeightView wkv;                                      // [D, dim]
+  const float* kv_norm = nullptr;                      // [D]
+  const float* attn_sinks = nullptr;                   // [heads] learned sink logits
+  std::vector<WeightView> wo_a;                        // [o_groups] of [o_lora, heads_per_group * D]
+  WeightView wo_b;                                     // [dim, o_groups * o_lora]
+  WeightView hc_attn_fn, hc_ffn_fn;                    // [(2 + hc) * hc, hc * dim]
+  const float *hc_attn_base = nullptr, *hc_attn_scale = nullptr;  // [(2 + hc) * hc], [3]
+  const float *hc_ffn_base = nullptr, *hc_ffn_scale = nullptr;
+  // compressor (ratio > 0): coff = 2 on CSA layers (overlapping groups), 1 on HCA
+  WeightView comp_wkv, comp_wgate;                     // [coff * D, dim]
+  const float* comp_ape = nullptr;                     // [ratio, coff * D] learned position embedding
+  const float* comp_norm = nullptr;                    // [D]
+  // lightning indexer (ratio 4)
+  WeightView idx_proj, idx_q_b;                        // [index_heads, dim], [index_heads * index_dim, q_lora]
+  WeightView idx_comp_wkv, idx_comp_wgate;             // [2 * index_dim, dim]
+  const float* idx_comp_ape = nullptr;                 // [4, 2 * index_dim]
+  const float* idx_comp_norm = nullptr;                // [index_dim]
+  const int32_t* tid2eid = nullptr;                    // hash-routed layers: [vocab, experts_used]
 
   // Every matrix of the layer, in the order a forward pass reads them (weight packing walks it).
   std::vector<WeightView*> matrices();
@@ -46,6 +65,8 @@ struct Model {
   std::vector<LayerWeights> layers;  // [num_layers]
   const float* final_norm = nullptr; // [dim]
   WeightView output;                 // [vocab, dim] (may alias tok_embd)
+  WeightView hc_head_fn;             // DeepSeek-V4: [hc, hc * dim] the head's stream mix
+  const float *hc_head_base = nullptr, *hc_head_scale = nullptr;  // [hc], [1]
   std::unique_ptr<Tokenizer> tokenizer;
   std::string path;
   std::string chat_template;         // GGUF tokenizer.chat_template / tokenizer_config.json (Jinja), or empty

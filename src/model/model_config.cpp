@@ -1,5 +1,7 @@
 #include "model/model_config.h"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 
 #include "core/check.h"
@@ -115,6 +117,12 @@ std::string ModelConfig::summary() const {
                    rope_layout == RopeLayout::Interleaved ? "interleaved" : "rotate-half", rope_theta);
   if (swa > 0) s += fmt::format(", {} sliding-window layers", swa);
   if (moe.num_experts > 0) s += fmt::format(", {} experts ({} used)", moe.num_experts, moe.num_experts_used);
+  if (dsv4.enabled()) {  // the seed's kv_layer_compress_ratio, as the weights define it
+    std::vector<int32_t> ratios;
+    for (const LayerConfig& l : layers) ratios.push_back(l.compress_ratio);
+    s += fmt::format(", kv_layer_compress_ratio [{}], indexer top-k {}, window {}, hc {}", fmt::join(ratios, ","),
+                     dsv4.index_topk, layers.empty() ? 0 : layers[0].sliding_window, dsv4.hc_mult);
+  }
   return s;
 }
 

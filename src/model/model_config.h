@@ -11,7 +11,8 @@
 namespace slimkv {
 
 enum class FfnActivation : uint8_t { Silu, GeluTanh };  // gate activation of the gated MLP (SwiGLU / GeGLU)
-enum class MoeGating : uint8_t { Softmax, Sigmoid };  // expert probabilities from the router logits
+// expert probabilities from the router logits (SqrtSoftplus: DeepSeek-V4's sqrt(softplus(logit)))
+enum class MoeGating : uint8_t { Softmax, Sigmoid, SqrtSoftplus };
 
 struct MoeConfig {
   int32_t num_experts = 0;           // 0 = no MoE layer in the model
@@ -25,6 +26,23 @@ struct MoeConfig {
   // Group-limited routing (DeepSeek-V3): experts in num_groups consecutive groups; a group scores the sum of its
   // two best selection scores; only the best groups_used groups' experts can be chosen. 1 = off.
   int32_t num_groups = 1, groups_used = 1;
+  int32_t num_hash_layers = 0;       // DeepSeek-V4: the first layers route by a token id -> experts table
+  float swiglu_limit = 0.0f;         // > 0: experts use silu(min(gate, L)) * clamp(up, -L, L) (DeepSeek-V4)
+  float swiglu_limit_shared = 0.0f;  // ... the shared experts
+};
+
+// DeepSeek-V4 (family deepseek4): per layer a compression ratio (LayerConfig::compress_ratio: 0 = the sliding
+// window only, 4 = CSA with the lightning indexer, 128 = HCA); one shared K = V head with RoPE on its last
+// rotary_dim dims; hyper-connections (hc_mult residual streams); grouped output LoRA.
+struct Dsv4Config {
+  int32_t hc_mult = 0;               // 0: not a DeepSeek-V4 model
+  int32_t hc_sinkhorn_iters = 20;
+  float hc_eps = 1e-6f;
+  int32_t q_lora_rank = 0;
+  int32_t o_groups = 1, o_lora_rank = 0;
+  int32_t index_heads = 0, index_head_dim = 0, index_topk = 0;
+  RopeConfig compress_rope;          // compressed layers (and their entries, indexer): own base, YaRN
+  bool enabled() const { return hc_mult > 0; }
 };
 
 // Multi-head latent attention (DeepSeek-V2/V3): the cache holds, per token, one latent of kv_lora_rank values plus a
@@ -49,6 +67,7 @@ struct LayerConfig {
   bool mla = false;                        // attention: MLA (ModelConfig::mla); the cache's one "head" is
                                            // [latent | rope key] (head_dim_k) and its value the latent (head_dim_v)
   int32_t ffn_dim = 0;
+  int32_t compress_ratio = 0;              // DeepSeek-V4: tokens pooled per compressed entry (0, 4 or 128)
   int32_t q_dim() const { return num_heads * head_dim_k; }
   int32_t k_dim() const { return num_kv_heads * head_dim_k; }
   int32_t v_dim() const { return num_kv_heads * head_dim_v; }
@@ -69,6 +88,7 @@ struct ModelConfig {
   float final_logit_softcap = 0.0f;  // logits = c * tanh(logits / c) when > 0
   MoeConfig moe;
   MlaConfig mla;
+  Dsv4Config dsv4;
   bool tie_word_embeddings = false;  // HF: the classifier is the embedding even when lm_head is stored
   std::string format;            // "llama2c", "gguf v3", "safetensors"
   std::vector<LayerConfig> layers;  // [num_layers]; filled from the uniform values below by finalize() if empty

@@ -20,6 +20,11 @@ std::vector<WeightView*> LayerWeights::matrices() {
     }
   }
   for (WeightView* w : {&shexp_gate, &shexp_up, &shexp_down}) v.push_back(w);
+  for (WeightView& w : wo_a) v.push_back(&w);
+  for (WeightView* w : {&wkv, &wo_b, &hc_attn_fn, &hc_ffn_fn, &comp_wkv, &comp_wgate, &idx_proj, &idx_q_b,
+                        &idx_comp_wkv, &idx_comp_wgate}) {
+    v.push_back(w);
+  }
   std::erase_if(v, [](const WeightView* w) { return w->data == nullptr; });
   return v;
 }
@@ -31,6 +36,7 @@ const float* Model::own_f32(std::vector<float> v) {
 
 WeightView make_weight(DType dtype, int64_t rows, int64_t cols, const void* data, uint64_t size_bytes,
                        const std::string& name) {
+  SLIMKV_CHECK(dtype != DType::I32, "tensor '{}' is an integer table (I32), not a weight matrix", name);
   WeightView w{dtype, rows, cols, data};
   SLIMKV_CHECK(cols % dtype_block_elems(dtype) == 0, "tensor '{}': {} columns are not a multiple of the {} block",
                name, cols, dtype_name(dtype));

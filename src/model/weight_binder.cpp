@@ -87,6 +87,15 @@ class Binder {
     }
     return m_.own_f32(std::move(out));
   }
+  // A small matrix as owned row-major floats (any stored type): position embeddings read by row.
+  const float* dense_f32(TensorRole r, int32_t l, int64_t rows, int64_t cols) {
+    const TensorRef* t = find(r, l);
+    if (!t) return nullptr;
+    const WeightView w = matrix(*t, rows, cols);
+    std::vector<float> f(static_cast<size_t>(rows * cols));
+    for (int64_t i = 0; i < rows; ++i) dequantize_row(w, i, f.data() + i * cols);
+    return m_.own_f32(std::move(f));
+  }
   static WeightView slice_rows(const WeightView& w, int64_t r0, int64_t n) {
     return WeightView{w.dtype, n, w.cols, w.row(r0)};
   }
@@ -123,6 +132,12 @@ class Binder {
         if (lc.sliding_window == 0) lc.rope.freq_factors.assign(ff, ff + lc.rotary_dim / 2);
       }
     }
+    if (c_.dsv4.enabled()) {
+      const int64_t hc = c_.dsv4.hc_mult;
+      m_.hc_head_fn = matrix(TensorRole::HcHeadFn, 0, hc, hc * dim);
+      m_.hc_head_base = vector(TensorRole::HcHeadBase, 0, hc);
+      m_.hc_head_scale = vector(TensorRole::HcHeadScale, 0, 1);
+    }
     m_.layers.resize(c_.num_layers);
     for (int32_t l = 0; l < c_.num_layers; ++l) bind_layer(l);
   }
@@ -132,7 +147,9 @@ class Binder {
     LayerWeights& w = m_.layers[l];
     const int64_t dim = c_.dim, q = lc.q_dim(), k = lc.k_dim(), v = lc.v_dim();
     w.attn_norm = vector(TensorRole::AttnNorm, l, dim);
-    if (lc.mla) {
+    if (c_.dsv4.enabled()) {
+      bind_dsv4(l);
+    } else if (lc.mla) {
       bind_mla(l);
     } else if (entry(TensorRole::AttnQkv)) {
       const TensorRef* t = find(TensorRole::AttnQkv, l);
@@ -145,7 +162,7 @@ class Binder {
       w.wk = matrix(TensorRole::AttnK, l, k, dim, lc.num_kv_heads);
       w.wv = matrix(TensorRole::AttnV, l, v, dim);
     }
-    w.wo = matrix(TensorRole::AttnOut, l, dim, lc.mla ? lc.num_heads * c_.mla.v_head_dim : lc.attn_out_dim());
+    if (!c_.dsv4.enabled()) w.wo = matrix(TensorRole::AttnOut, l, dim, lc.mla ? lc.num_heads * c_.mla.v_head_dim : lc.attn_out_dim());
     w.bq = vector(TensorRole::AttnQBias, l, q, lc.num_heads);
     w.bk = vector(TensorRole::AttnKBias, l, k, lc.num_kv_heads);
     w.bv = vector(TensorRole::AttnVBias, l, v);
@@ -216,6 +233,61 @@ class Binder {
       }
       w.k_b.push_back(WeightView{DType::F32, a.kv_lora_rank, a.nope_dim, m_.own_f32(std::move(kb))});
       w.v_b.push_back(slice_rows(kv_b, h * per + a.nope_dim, a.v_head_dim));
+    }
+  }
+
+  // DeepSeek-V4 attention, compressor, indexer and hyper-connection weights (the FFN binds as any MoE layer).
+  void bind_dsv4(int32_t l) {
+    const LayerConfig& lc = c_.layers[l];
+    const Dsv4Config& d = c_.dsv4;
+    LayerWeights& w = m_.layers[l];
+    const int64_t dim = c_.dim, H = lc.num_heads, D = lc.head_dim_k, hc = d.hc_mult, mix = (2 + hc) * hc;
+    w.hc_attn_fn = matrix(TensorRole::HcAttnFn, l, mix, hc * dim);
+    w.hc_attn_base = vector(TensorRole::HcAttnBase, l, mix);
+    w.hc_attn_scale = vector(TensorRole::HcAttnScale, l, 3);
+    w.hc_ffn_fn = matrix(TensorRole::HcFfnFn, l, mix, hc * dim);
+    w.hc_ffn_base = vector(TensorRole::HcFfnBase, l, mix);
+    w.hc_ffn_scale = vector(TensorRole::HcFfnScale, l, 3);
+    w.attn_sinks = vector(TensorRole::AttnSinks, l, H);
+    w.wq_a = matrix(TensorRole::AttnQA, l, d.q_lora_rank, dim);
+    w.q_a_norm = vector(TensorRole::AttnQANorm, l, d.q_lora_rank);
+    w.wq_b = matrix(TensorRole::AttnQB, l, H * D, d.q_lora_rank);
+    w.wkv = matrix(TensorRole::AttnKv, l, D, dim);
+    w.kv_norm = vector(TensorRole::AttnKvNorm, l, D);
+    const int64_t per_group = H * D / d.o_groups;
+    const WeightView wo_a = matrix(TensorRole::AttnOutA, l, d.o_groups * d.o_lora_rank, per_group);
+    for (int64_t g = 0; g < d.o_groups; ++g) w.wo_a.push_back(slice_rows(wo_a, g * d.o_lora_rank, d.o_lora_rank));
+    w.wo_b = matrix(TensorRole::AttnOutB, l, dim, d.o_groups * d.o_lora_rank);
+    const int32_t r = lc.compress_ratio;
+    if (r > 0) {
+      const int64_t coff = r == 4 ? 2 : 1;
+      w.comp_wkv = matrix(TensorRole::CompWkv, l, coff * D, dim);
+      w.comp_wgate = matrix(TensorRole::CompWgate, l, coff * D, dim);
+      w.comp_ape = dense_f32(TensorRole::CompApe, l, r, coff * D);
+      w.comp_norm = vector(TensorRole::CompNorm, l, D);
+    }
+    if (r == 4) {
+      const int64_t iH = d.index_heads, iD = d.index_head_dim;
+      w.idx_proj = matrix(TensorRole::IdxProj, l, iH, dim);
+      w.idx_q_b = matrix(TensorRole::IdxQB, l, iH * iD, d.q_lora_rank);
+      w.idx_comp_wkv = matrix(TensorRole::IdxCompWkv, l, 2 * iD, dim);
+      w.idx_comp_wgate = matrix(TensorRole::IdxCompWgate, l, 2 * iD, dim);
+      w.idx_comp_ape = dense_f32(TensorRole::IdxCompApe, l, r, 2 * iD);
+      w.idx_comp_norm = vector(TensorRole::IdxCompNorm, l, iD);
+    }
+    if (l < c_.moe.num_hash_layers) {  // token id -> experts, checked once here
+      const TensorRef* t = find(TensorRole::MoeTid2Eid, l);
+      const int64_t V = c_.vocab_size, K = c_.moe.num_experts_used;
+      SLIMKV_CHECK(t && t->dtype == DType::I32 && t->shape.size() == 2 && t->shape[0] == V && t->shape[1] == K &&
+                       t->size_bytes == static_cast<uint64_t>(V * K * 4),
+                   "{}: layer {} is hash-routed but has no I32 token -> experts table of shape [{}, {}]",
+                   src_.source(), l, V, K);
+      auto* ids = reinterpret_cast<const int32_t*>(t->data);
+      for (int64_t i = 0; i < V * K; ++i) {
+        SLIMKV_CHECK(ids[i] >= 0 && ids[i] < c_.moe.num_experts, "{}: tensor '{}' names expert {} (the model has {})",
+                     src_.source(), t->name, ids[i], c_.moe.num_experts);
+      }
+      w.tid2eid = ids;
     }
   }
 

@@ -9,6 +9,7 @@ void pack_weights_for_kernels(Model& m, Isa isa) {
     for (WeightView* w : l.matrices()) views.push_back(w);
   }
   views.push_back(&m.output);  // a tied classifier gets its own packed copy; tok_embd stays row-major for lookups
+  if (m.hc_head_fn.data) views.push_back(&m.hc_head_fn);
   int64_t total = 0;
   for (WeightView* w : views) {
     if (w->dtype == DType::F32 && !w->panel) total += panel_floats(*w);

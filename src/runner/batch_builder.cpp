@@ -26,6 +26,26 @@ void build_forward_batch(const SchedOutput& out, int32_t block_size, const std::
       const GroupKv& gk = c.groups[g];
       const std::vector<BlockId>& table = gk.blocks;
       PagedBatchMeta& a = b.attn[g];
+      const KvGroupSpec& spec = groups[g].spec;
+      if (spec.compressed()) {  // entries: a token that completes entry e writes it; pages hold complete entries
+        const int32_t r = spec.entry_tokens, entries = end / r, epages = (entries + block_size - 1) / block_size;
+        SLIMKV_CHECK(epages <= static_cast<int32_t>(table.size()), "batch: request {} has {} blocks for {} entries",
+                     c.id, table.size(), entries);
+        for (int32_t j = 0; j < n; ++j) {
+          const int32_t pos = c.start_pos + j, e = (pos + 1) / r - 1;
+          const bool writes = (pos + 1) % r == 0;
+          SLIMKV_CHECK(!writes || table[e / block_size] >= 0, "batch: request {} writes entry {} into a freed block",
+                       c.id, e);
+          b.slots[g].push_back(writes ? static_cast<int64_t>(table[e / block_size]) * block_size + e % block_size
+                                      : -1);
+          a.token_seq.push_back(static_cast<int32_t>(s));
+          a.token_pos.push_back(pos);
+        }
+        a.kv_indices.insert(a.kv_indices.end(), table.begin(), table.begin() + epages);
+        a.kv_indptr.push_back(static_cast<int32_t>(a.kv_indices.size()));
+        a.kv_last_page_len.push_back(epages == 0 ? 0 : entries - (epages - 1) * block_size);
+        continue;
+      }
       SLIMKV_CHECK(pages <= static_cast<int32_t>(table.size()), "batch: request {} has {} blocks for {} tokens", c.id,
                    table.size(), end);
       for (int32_t j = 0; j < n; ++j) {
@@ -36,7 +56,6 @@ void build_forward_batch(const SchedOutput& out, int32_t block_size, const std::
         a.token_seq.push_back(static_cast<int32_t>(s));
         a.token_pos.push_back(pos);
       }
-      const KvGroupSpec& spec = groups[g].spec;
       if (spec.dynamic()) {  // live pages only, with their logical index; visible rows per token
         const bool summary = gk.summary_block >= 0;
         a.seq_has_summary.push_back(summary ? 1 : 0);

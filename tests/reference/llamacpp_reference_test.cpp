@@ -13,8 +13,9 @@
 namespace slimkv::test {
 namespace {
 
-// Issue G's families and issue H's deepseek2.
-const std::set<std::string> kGFamilies = {"llama", "qwen2", "qwen3", "qwen3moe", "gemma3", "phi3", "deepseek2"};
+// Issue G's families, issue H's deepseek2 and issue V's deepseek4.
+const std::set<std::string> kGFamilies = {"llama",  "qwen2",     "qwen3",    "qwen3moe",
+                                           "gemma3", "phi3",      "deepseek2", "deepseek4"};
 
 class LlamaCppReference : public ::testing::TestWithParam<ManifestRow> {};
 

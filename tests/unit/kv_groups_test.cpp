@@ -143,8 +143,10 @@ std::vector<TestRequest> gemma_jobs(int32_t n, uint32_t seed) {
 
 const std::string kGemma = models_dir() + "/synthetic/gemma3/gemma3-f32.gguf";
 const std::string kDeepseek = models_dir() + "/synthetic/deepseek2/deepseek2-v3-F32.gguf";
+const std::string kDeepseek4 = models_dir() + "/synthetic/deepseek4/deepseek4-F32.gguf";
 
-// (model, block size, chunk, tight memory): Gemma 3 (window groups) and DeepSeek-V3 (MLA's latent cache).
+// (model, block size, chunk, tight memory): Gemma 3 (window groups), DeepSeek-V3 (MLA's latent cache) and
+// DeepSeek-V4 (raw window, compressed entries and indexer keys in entry-counted blocks, compressor state windows).
 class FamilyBatchedEqualsSingle
     : public ::testing::TestWithParam<std::tuple<std::string, int32_t, int32_t, bool>> {};
 
@@ -185,9 +187,14 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(std::tuple{kGemma, 4, 1, false}, std::tuple{kGemma, 4, 7, true}, std::tuple{kGemma, 4, 64, false},
                       std::tuple{kGemma, 8, 1, false}, std::tuple{kGemma, 8, 7, false}, std::tuple{kGemma, 8, 64, true},
                       std::tuple{kDeepseek, 4, 7, false}, std::tuple{kDeepseek, 8, 64, true},
-                      std::tuple{kDeepseek, 16, 1, false}),
+                      std::tuple{kDeepseek, 16, 1, false}, std::tuple{kDeepseek4, 4, 7, false},
+                      std::tuple{kDeepseek4, 8, 64, true}, std::tuple{kDeepseek4, 4, 1, false},
+                      std::tuple{kDeepseek4, 4, 5, true}),
     [](const auto& info) {
-      const std::string fam = std::get<0>(info.param).find("gemma") != std::string::npos ? "gemma3" : "deepseek2";
+      const std::string& p = std::get<0>(info.param);
+      const std::string fam = p.find("gemma") != std::string::npos       ? "gemma3"
+                              : p.find("deepseek4") != std::string::npos ? "deepseek4"
+                                                                         : "deepseek2";
       return fmt::format("{}_bs{}_chunk{}_{}", fam, std::get<1>(info.param), std::get<2>(info.param),
                          std::get<3>(info.param) ? "tight" : "roomy");
     });
