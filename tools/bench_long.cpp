@@ -34,6 +34,9 @@ struct Row {
   std::string name;
   int64_t kv_bytes_per_token = 0, peak_kv_bytes = 0;
   int64_t end_kv_bytes_per_seq = 0;  // KV bytes each sequence holds at its last decode step (every group)
+  int64_t end_record_bytes_per_seq = 0;  // ... counting only its groups' own records (the pool's block bytes cover
+                                         // every storage tensor: with mixed record sizes, as DeepSeek-V4's streams
+                                         // have, a block holds more bytes than its group uses)
   double decode_tps = 0, ms_per_step = 0, peak_rss_mib = 0, sparse_share = 0, fill_s = 0;
   nlohmann::json decode_shares;  // share of decode time per kernel family
 };
@@ -76,6 +79,7 @@ Row run_one(const Model& model, EngineConfig cfg, const std::string& name, const
   while (engine.has_unfinished()) {
     if (engine.metrics().num_running == f.batch) {  // all still running: the blocks they hold now
       row.end_kv_bytes_per_seq = engine.kv_manager().num_used_blocks() * block_bytes / f.batch;
+      row.end_record_bytes_per_seq = engine.record_bytes_in_use() / f.batch;
     }
     engine.step();
     ++steps;
@@ -84,7 +88,8 @@ Row run_one(const Model& model, EngineConfig cfg, const std::string& name, const
   Profiler::install(nullptr);
   const ProfileTimes& d = prof.decode();
   row.sparse_share = d.total_s > 0 ? (d.seconds[static_cast<int>(ProfKind::SparseScoring)] +
-                                      d.seconds[static_cast<int>(ProfKind::SparseSelection)]) / d.total_s
+                                      d.seconds[static_cast<int>(ProfKind::SparseSelection)] +
+                                      d.seconds[static_cast<int>(ProfKind::Indexer)]) / d.total_s
                                    : 0;
   for (int k = 0; k < static_cast<int>(ProfKind::kCount); ++k) {
     row.decode_shares[prof_kind_name(static_cast<ProfKind>(k))] = d.total_s > 0 ? d.seconds[k] / d.total_s : 0;
@@ -161,6 +166,7 @@ int run_long_context(const LongContextFlags& f, const ModelFlags& mf, EngineConf
     j["rows"].push_back({{"config", r.name}, {"decode_tokens_per_s", r.decode_tps}, {"ms_per_step", r.ms_per_step},
                          {"kv_bytes_per_token", r.kv_bytes_per_token}, {"peak_kv_bytes", r.peak_kv_bytes},
                          {"end_kv_bytes_per_seq", r.end_kv_bytes_per_seq},
+                         {"end_record_bytes_per_seq", r.end_record_bytes_per_seq},
                          {"peak_rss_mib", r.peak_rss_mib}, {"sparse_share", r.sparse_share},
                          {"decode_shares", r.decode_shares},
                          {"speedup", r.decode_tps / rows[0].decode_tps},
@@ -173,13 +179,14 @@ int run_long_context(const LongContextFlags& f, const ModelFlags& mf, EngineConf
   std::printf("%s, context %d x batch %d, %d decode steps, %s fill, %d threads\n", what.c_str(), f.context_len, f.batch,
               f.output_len, f.fill.c_str(), base.threads);
   std::printf("| config | decode tok/s | ms/step | speedup | peak KV MiB | KV smaller | KV/seq at end (bytes) | "
-              "peak RSS MiB | sparse share |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|\n");
+              "records/seq at end (bytes) | peak RSS MiB | sparse share |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
   for (const auto& r : rows) {
-    std::printf("| %s | %.1f | %.2f | %.2fx | %.1f | %.2fx | %lld | %.0f | %.1f%% |\n", r.name.c_str(), r.decode_tps,
-                r.ms_per_step, r.decode_tps / rows[0].decode_tps, r.peak_kv_bytes / 1048576.0,
+    std::printf("| %s | %.1f | %.2f | %.2fx | %.1f | %.2fx | %lld | %lld | %.0f | %.1f%% |\n", r.name.c_str(),
+                r.decode_tps, r.ms_per_step, r.decode_tps / rows[0].decode_tps, r.peak_kv_bytes / 1048576.0,
                 static_cast<double>(rows[0].peak_kv_bytes) / std::max<int64_t>(1, r.peak_kv_bytes),
-                static_cast<long long>(r.end_kv_bytes_per_seq), r.peak_rss_mib, 100 * r.sparse_share);
+                static_cast<long long>(r.end_kv_bytes_per_seq), static_cast<long long>(r.end_record_bytes_per_seq),
+                r.peak_rss_mib, 100 * r.sparse_share);
   }
   return 0;
 }

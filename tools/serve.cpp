@@ -91,6 +91,8 @@ int run_serve(ServeFlags f) {
   f.engine.threads = resolve_threads(f.model.threads);
   engine = std::make_unique<Engine>(*model, f.engine);
   if (f.server.chat_template.empty() && !model->chat_template.empty()) tmpl = detect_chat_template(model->chat_template);
+  // DeepSeek-V4 ships a Python chat encoder, not a Jinja template: its files carry none; use the built-in renderer
+  if (f.server.chat_template.empty() && model->config.family == "deepseek4") tmpl = ChatTemplate::DeepSeekV4;
 
   ServerMetrics metrics;
   EngineService service(*engine, f.server.max_queue);

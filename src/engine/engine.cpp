@@ -88,23 +88,41 @@ std::variant<RequestId, std::string> Engine::add_synthetic_prefilled_request(std
     return std::string("no room: not enough free KV blocks or running seats for the synthetic prompt");
   }
   const SeqKv& kv = scheduler_.find(id)->kv;
-  const int32_t bs = cfg_.cache.block_size, kv_dim = model_.config.max_kv_dim();
+  const int32_t bs = cfg_.cache.block_size;
+  int32_t kv_dim = 0;  // the widest record of any stream (a layer's, or one of DeepSeek-V4's several per layer)
+  for (const KvLayerGeometry& g : layout_.layers) kv_dim = std::max(kv_dim, g.num_kv_heads * std::max(g.head_dim_k, g.head_dim_v));
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> normal(0.0f, scale);
-  std::vector<float> k(kv_dim), v(kv_dim);  // [kv_dim] one token's rows
+  std::vector<float> k(kv_dim), v(kv_dim);  // [kv_dim] one token's (or entry's) rows
   for (int32_t p = 0; p < n; ++p) {
-    for (int32_t l = 0; l < model_.config.num_layers; ++l) {
-      const BlockId block = kv.groups[layout_.layers[l].group].blocks[p / bs];
+    for (int32_t l = 0; l < layout_.num_layers(); ++l) {
+      const KvGroupSpec& spec = layout_.groups[layout_.layers[l].group].spec;
+      // a compressed stream holds entry (p + 1) / ratio - 1 once token p completes it
+      if (spec.compressed() && (p + 1) % spec.entry_tokens != 0) continue;
+      const int64_t index = spec.compressed() ? (p + 1) / spec.entry_tokens - 1 : p;
+      const BlockId block = kv.groups[layout_.layers[l].group].blocks[index / bs];
       if (block < 0) continue;  // freed behind a window
       for (auto& x : k) x = normal(rng);
       for (auto& x : v) x = normal(rng);
-      fwd_.write_kv(storage_, l, static_cast<int64_t>(block) * bs + p % bs, k.data(), v.data());
+      fwd_.write_kv(storage_, l, static_cast<int64_t>(block) * bs + index % bs, k.data(), v.data());
     }
   }
   Request* req = scheduler_.find(id);
   kv_manager_.cache_full_blocks(req->kv, req->tokens, n);  // windowed groups free what no query will see
   refresh_gauges();
   return id;
+}
+
+int64_t Engine::record_bytes_in_use() const {
+  std::vector<int64_t> per_block(layout_.num_groups(), 0);  // [group] bytes of one block's records
+  for (const KvLayerGeometry& g : layout_.layers) per_block[g.group] += g.bytes_per_token() * layout_.block_size_tokens;
+  int64_t total = 0;
+  for (const Request* r : scheduler_.running()) {
+    for (size_t g = 0; g < r->kv.groups.size(); ++g) {
+      for (BlockId b : r->kv.groups[g].blocks) total += b >= 0 ? per_block[g] : 0;
+    }
+  }
+  return total;
 }
 
 bool Engine::abort(RequestId id) {

@@ -39,6 +39,9 @@ class Engine {
   const EngineConfig& config() const { return cfg_; }
   const KvCacheManager& kv_manager() const { return kv_manager_; }
   int32_t peak_used_blocks() const { return peak_used_blocks_; }
+  // Bytes of the records running sequences hold, each group counting only its own layers' records (the pool's
+  // block bytes cover every storage tensor: less than that when groups have different record sizes).
+  int64_t record_bytes_in_use() const;
   int64_t kv_bytes() const { return storage_.size_bytes(); }
   const KvLayout& kv_layout() const { return layout_; }
   // Requests that finished since the last call (their tokens and timings), then forgotten by the engine.

@@ -122,7 +122,7 @@ PrefixHit KvCacheManager::find_cached_prefix(std::span<const int32_t> tokens) co
   return hit;
 }
 
-bool KvCacheManager::allocate_slots(SeqKv& seq, int32_t num_tokens, const PrefixHit* hit) {
+bool KvCacheManager::allocate_slots(SeqKv& seq, int32_t num_tokens, const PrefixHit* hit, int32_t first_query_pos) {
   const int32_t G = num_groups();
   if (seq.groups.empty()) seq.groups.resize(G);
   const int32_t hit_blocks = hit ? static_cast<int32_t>(hit->hashes.size()) : 0;
@@ -131,11 +131,14 @@ bool KvCacheManager::allocate_slots(SeqKv& seq, int32_t num_tokens, const Prefix
   auto need_total = [&](int32_t g) {
     return static_cast<int32_t>((groups_[g].records_for_tokens(num_tokens) + block_size_ - 1) / block_size_);
   };
+  auto skipped = [&](int32_t g, int64_t b) {  // a block behind the window of every query from first_query_pos on
+    return first_query_pos > 0 && groups_[g].window_tokens > 0 && !needed(groups_[g], b, first_query_pos);
+  };
   int32_t need_new = 0, hit_unreferenced = 0;  // hit blocks now in the free queue stop being free once retained
   for (int32_t g = 0; g < G; ++g) {
     const int32_t have = static_cast<int32_t>(seq.groups[g].blocks.size());
     const int32_t from_hit = hit_blocks > 0 ? static_cast<int32_t>(hit->blocks[g].size()) : 0;
-    need_new += std::max(0, need_total(g) - std::max(have, from_hit));
+    for (int64_t b = std::max(have, from_hit); b < need_total(g); ++b) need_new += skipped(g, b) ? 0 : 1;
     if (hit_blocks > 0) {
       for (BlockId id : hit->blocks[g]) hit_unreferenced += id >= 0 && pool_.ref_count(id) == 0;
     }
@@ -156,10 +159,14 @@ bool KvCacheManager::allocate_slots(SeqKv& seq, int32_t num_tokens, const Prefix
     counters_.hit_tokens += hit->num_tokens;
   }
   for (int32_t g = 0; g < G; ++g) {
-    const int32_t n = std::max(0, need_total(g) - static_cast<int32_t>(seq.groups[g].blocks.size()));
+    std::vector<BlockId>& blocks = seq.groups[g].blocks;
+    const int32_t first = static_cast<int32_t>(blocks.size());
+    int32_t n = 0;
+    for (int64_t b = first; b < need_total(g); ++b) n += skipped(g, b) ? 0 : 1;
     auto fresh = pool_.allocate(n);
     SLIMKV_CHECK(fresh.has_value(), "allocate_slots: pool changed between check and allocation");
-    seq.groups[g].blocks.insert(seq.groups[g].blocks.end(), fresh->begin(), fresh->end());
+    size_t next = 0;
+    for (int64_t b = first; b < need_total(g); ++b) blocks.push_back(skipped(g, b) ? -1 : (*fresh)[next++]);
   }
   return true;
 }

@@ -66,7 +66,9 @@ class KvCacheManager {
   PrefixHit find_cached_prefix(std::span<const int32_t> tokens) const;
   // Gives every group of `seq` blocks for its first num_tokens tokens. With a hit (only for an empty seq) the hit
   // blocks become its first blocks. All or nothing over the groups: false (and no change) when the pool is short.
-  bool allocate_slots(SeqKv& seq, int32_t num_tokens, const PrefixHit* hit = nullptr);
+  // first_query_pos > 0 (an empty sequence declared computed up to there, benchmarks' synthetic fill): windowed
+  // groups get -1 for the blocks no query from that position on can see.
+  bool allocate_slots(SeqKv& seq, int32_t num_tokens, const PrefixHit* hit = nullptr, int32_t first_query_pos = 0);
   // Offers the newly full blocks among the first num_computed_tokens tokens to the prefix cache, then frees, in
   // windowed groups, the blocks no future query can see: wholly after the sinks and before the window.
   void cache_full_blocks(SeqKv& seq, std::span<const int32_t> tokens, int32_t num_computed_tokens);

@@ -222,22 +222,25 @@ void DecoderForward::dsv4_attention(int32_t l, const float* in, float* out) {
     s.ntopk.assign(T, 0);
     const StreamView idx(kv, b, ks.idx);
     auto score_tokens = [&](int64_t t0, int64_t t1, int32_t) {
-      std::vector<float> sc, kbuf(iD);
+      std::vector<float> sc, kmat, dots, kbuf(iD);
       std::vector<int32_t> order;
       for (int64_t t = t0; t < t1; ++t) {
         const int32_t nvis = (b.positions[t] + 1) / r, seq = idx.meta->token_seq[t];
         const float* q = s.iq.data() + static_cast<size_t>(t) * iH * iD;
         const float* hw = s.iw.data() + static_cast<size_t>(t) * iH;
-        sc.resize(nvis);
-        for (int32_t e = 0; e < nvis; ++e) {
-          const float* k = idx.read(idx.slot(seq, e), kbuf.data());
-          float acc = 0;
-          for (int32_t h = 0; h < iH; ++h) {
-            float dot = 0;
-            for (int32_t i = 0; i < iD; ++i) dot += q[h * iD + i] * k[i];
-            acc += std::max(dot, 0.0f) * hw[h];
+        sc.assign(nvis, 0.0f);
+        if (nvis > 0) {  // dots[h, e] = q_h · k_e through the matmul kernels: keys [nvis, iD] as the matrix
+          kmat.resize(static_cast<size_t>(nvis) * iD);
+          for (int32_t e = 0; e < nvis; ++e) {
+            const float* k = idx.read(idx.slot(seq, e), kbuf.data());
+            std::copy_n(k, iD, kmat.data() + static_cast<size_t>(e) * iD);
           }
-          sc[e] = acc;
+          dots.resize(static_cast<size_t>(iH) * nvis);
+          matmul(WeightView{DType::F32, nvis, iD, kmat.data()}, q, iH, dots.data(), nullptr);
+          for (int32_t h = 0; h < iH; ++h) {
+            const float* dh = dots.data() + static_cast<size_t>(h) * nvis;
+            for (int32_t e = 0; e < nvis; ++e) sc[e] += std::max(dh[e], 0.0f) * hw[h];
+          }
         }
         const int32_t k = std::min(topk_cap, nvis);
         order.resize(nvis);
@@ -262,7 +265,7 @@ void DecoderForward::dsv4_attention(int32_t l, const float* in, float* out) {
     const bool has_comp = r > 0;
     auto attend = [&](int64_t t0, int64_t t1, int32_t) {
       std::vector<const float*> keys;
-      std::vector<float> dec, sc;
+      std::vector<float> dec, sc, kmat, kT;
       const StreamView comp = has_comp ? StreamView(kv, b, ks.comp) : raw;
       for (int64_t t = t0; t < t1; ++t) {
         const int32_t pos = b.positions[t], seq = raw.meta->token_seq[t];
@@ -281,27 +284,28 @@ void DecoderForward::dsv4_attention(int32_t l, const float* in, float* out) {
           const int32_t at = pos - lo + 1 + j;
           keys[at] = comp.read(comp.slot(seq, e), dec.data() + static_cast<size_t>(at) * D);
         }
-        sc.resize(nkeys);
-        for (int32_t h = 0; h < H; ++h) {
-          const float* q = s.q.data() + (static_cast<size_t>(t) * H + h) * D;
-          float mx = w.attn_sinks[h];
-          for (int32_t j = 0; j < nkeys; ++j) {
-            float dot = 0;
-            for (int32_t i = 0; i < D; ++i) dot += q[i] * keys[j][i];
-            sc[j] = dot * scale;
-            mx = std::max(mx, sc[j]);
-          }
-          float sum = std::exp(w.attn_sinks[h] - mx);
-          for (int32_t j = 0; j < nkeys; ++j) sum += sc[j] = std::exp(sc[j] - mx);
-          const float inv = 1.0f / sum;
-          float* o = s.o.data() + (static_cast<size_t>(t) * H + h) * D;
-          std::fill(o, o + D, 0.0f);
-          for (int32_t j = 0; j < nkeys; ++j) {
-            const float p = sc[j] * inv;
-            for (int32_t i = 0; i < D; ++i) o[i] += p * keys[j][i];
-          }
-          derope(rope, o + nope, pos);
+        // scores [H, nkeys] = q · K^T and outputs [H, D] = P · K through the matmul kernels
+        kmat.resize(static_cast<size_t>(nkeys) * D);
+        kT.resize(static_cast<size_t>(nkeys) * D);
+        for (int32_t j = 0; j < nkeys; ++j) {
+          std::copy_n(keys[j], D, kmat.data() + static_cast<size_t>(j) * D);
+          for (int32_t i = 0; i < D; ++i) kT[static_cast<size_t>(i) * nkeys + j] = keys[j][i];
         }
+        sc.resize(static_cast<size_t>(H) * nkeys);
+        const float* qt = s.q.data() + static_cast<size_t>(t) * H * D;
+        matmul(WeightView{DType::F32, nkeys, D, kmat.data()}, qt, H, sc.data(), nullptr);
+        for (int32_t h = 0; h < H; ++h) {
+          float* sh = sc.data() + static_cast<size_t>(h) * nkeys;
+          float mx = w.attn_sinks[h];
+          for (int32_t j = 0; j < nkeys; ++j) mx = std::max(mx, sh[j] *= scale);
+          float sum = std::exp(w.attn_sinks[h] - mx);
+          for (int32_t j = 0; j < nkeys; ++j) sum += sh[j] = std::exp(sh[j] - mx);
+          const float inv = 1.0f / sum;
+          for (int32_t j = 0; j < nkeys; ++j) sh[j] *= inv;
+        }
+        float* ot = s.o.data() + static_cast<size_t>(t) * H * D;
+        matmul(WeightView{DType::F32, D, nkeys, kT.data()}, sc.data(), H, ot, nullptr);
+        for (int32_t h = 0; h < H; ++h) derope(rope, ot + static_cast<size_t>(h) * D + nope, pos);
       }
     };
     if (pool_) pool_->parallel_for(T, 1, attend);

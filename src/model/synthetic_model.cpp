@@ -34,9 +34,53 @@ ModelConfig synthetic_shape(const std::string& name) {
     c.attn_scale = 1.0f / std::sqrt(192.0f);
     c.finalize();
     for (auto& l : c.layers) l.mla = true;
+  } else if (name == "llama3-8b-4l") {
+    // Llama-3-8B's layer (dim 4096, 32 heads / 8 KV heads of 128, SwiGLU 14336) in 4 layers: the dense-attention
+    // baseline for the DeepSeek-V4 shape below (same width, same depth, the same active FFN width).
+    set(4096, 14336, 4, 32, 8, 32000, 1 << 20);
+    c.rope_theta = 500000.0f;
+  } else if (name == "deepseek-v4-flash-4l") {
+    // DeepSeek-V4-Flash's attention at full width (dim 4096, 64 heads of 512 with 64 RoPE dims, q LoRA 1024, 8
+    // output groups of LoRA 1024, window 128, indexer 64 heads x 128, top-512, hc 4) in 4 layers CSA, HCA, CSA, HCA;
+    // MoE scaled down to 8 experts of 2048 (6 used + 1 shared: the real active width), a 32K vocabulary.
+    set(4096, 0, 4, 64, 1, 32000, 1 << 20);
+    c.family = "deepseek4";
+    c.head_dim = c.head_dim_v = 512;
+    c.rotary_dim = 64;
+    Dsv4Config& d = c.dsv4;
+    d.hc_mult = 4;
+    d.q_lora_rank = 1024;
+    d.o_groups = 8;
+    d.o_lora_rank = 1024;
+    d.index_heads = 64;
+    d.index_head_dim = 128;
+    d.index_topk = 512;
+    d.compress_rope.base = 160000.0f;
+    d.compress_rope.freq_scale = 1.0f / 16.0f;
+    d.compress_rope.ext_factor = 1.0f;
+    d.compress_rope.orig_ctx = 65536;
+    d.compress_rope.attn_factor = 1.0f / (1.0f + 0.1f * std::log(16.0f));
+    MoeConfig& m = c.moe;
+    m.num_experts = 8;
+    m.num_experts_used = 6;
+    m.expert_ffn_dim = 2048;
+    m.num_shared_experts = 1;
+    m.shared_ffn_dim = 2048;
+    m.weights_scale = 1.5f;
+    m.gating = MoeGating::SqrtSoftplus;
+    m.swiglu_limit = m.swiglu_limit_shared = 10.0f;
+    c.finalize();
+    const int32_t ratios[4] = {4, 128, 4, 128};
+    for (int32_t l = 0; l < 4; ++l) {
+      LayerConfig& lc = c.layers[l];
+      lc.compress_ratio = ratios[l];
+      lc.rope = d.compress_rope;
+      lc.sliding_window = 128;
+      lc.moe = true;
+    }
   } else {
-    fail("unknown synthetic shape '{}' (choose one of llama-260k, llama-15m, llama-110m, llama-1b, deepseek-v2-lite)",
-         name);
+    fail("unknown synthetic shape '{}' (choose one of llama-260k, llama-15m, llama-110m, llama-1b, deepseek-v2-lite, "
+         "llama3-8b-4l, deepseek-v4-flash-4l)", name);
   }
   c.finalize();
   c.validate();
@@ -44,7 +88,8 @@ ModelConfig synthetic_shape(const std::string& name) {
 }
 
 std::vector<std::string> synthetic_shape_names() {
-  return {"llama-260k", "llama-15m", "llama-110m", "llama-1b", "deepseek-v2-lite"};
+  return {"llama-260k", "llama-15m", "llama-110m", "llama-1b", "deepseek-v2-lite", "llama3-8b-4l",
+          "deepseek-v4-flash-4l"};
 }
 
 std::unique_ptr<Model> make_synthetic_model(const std::string& shape, DType dtype, uint64_t seed) {
@@ -74,9 +119,69 @@ std::unique_ptr<Model> make_synthetic_model(const std::string& shape, DType dtyp
   m->tok_embd = matrix(c.vocab_size, c.dim);
   m->output = m->tok_embd;
   m->final_norm = ones(c.dim);
+  auto values = [&](int64_t n, float mean, float sd) {
+    std::normal_distribution<float> d(mean, sd);
+    std::vector<float> v(n);
+    for (auto& x : v) x = d(rng);
+    return m->own_f32(std::move(v));
+  };
+  if (c.dsv4.enabled()) {
+    const int64_t hc = c.dsv4.hc_mult;
+    m->hc_head_fn = matrix(hc, hc * c.dim);
+    m->hc_head_base = values(hc, 0.0f, 0.5f);
+    m->hc_head_scale = values(1, 0.5f, 0.0f);
+  }
   for (int32_t l = 0; l < c.num_layers; ++l) {
     LayerWeights lw;
     lw.attn_norm = ones(c.dim);
+    if (c.dsv4.enabled()) {  // DeepSeek-V4 attention, compressor, indexer, hyper-connections; MoE FFN
+      const Dsv4Config& d = c.dsv4;
+      const LayerConfig& lc = c.layers[l];
+      const int64_t H = lc.num_heads, D = lc.head_dim_k, hc = d.hc_mult, mix = (2 + hc) * hc, r = lc.compress_ratio;
+      const int64_t coff = r == 4 ? 2 : 1, iH = d.index_heads, iD = d.index_head_dim;
+      lw.hc_attn_fn = matrix(mix, hc * c.dim);
+      lw.hc_ffn_fn = matrix(mix, hc * c.dim);
+      lw.hc_attn_base = values(mix, 0.0f, 0.5f);
+      lw.hc_ffn_base = values(mix, 0.0f, 0.5f);
+      lw.hc_attn_scale = values(3, 0.5f, 0.0f);
+      lw.hc_ffn_scale = values(3, 0.5f, 0.0f);
+      lw.attn_sinks = values(H, 0.0f, 1.0f);
+      lw.wq_a = matrix(d.q_lora_rank, c.dim);
+      lw.q_a_norm = ones(d.q_lora_rank);
+      lw.wq_b = matrix(H * D, d.q_lora_rank);
+      lw.wkv = matrix(D, c.dim);
+      lw.kv_norm = ones(D);
+      for (int64_t g = 0; g < d.o_groups; ++g) lw.wo_a.push_back(matrix(d.o_lora_rank, H * D / d.o_groups));
+      lw.wo_b = matrix(c.dim, d.o_groups * d.o_lora_rank);
+      if (r > 0) {
+        lw.comp_wkv = matrix(coff * D, c.dim);
+        lw.comp_wgate = matrix(coff * D, c.dim);
+        lw.comp_ape = values(r * coff * D, 0.0f, 0.5f);
+        lw.comp_norm = ones(D);
+      }
+      if (r == 4) {
+        lw.idx_proj = matrix(iH, c.dim);
+        lw.idx_q_b = matrix(iH * iD, d.q_lora_rank);
+        lw.idx_comp_wkv = matrix(2 * iD, c.dim);
+        lw.idx_comp_wgate = matrix(2 * iD, c.dim);
+        lw.idx_comp_ape = values(r * 2 * iD, 0.0f, 0.5f);
+        lw.idx_comp_norm = ones(iD);
+      }
+      lw.ffn_norm = ones(c.dim);
+      const MoeConfig& mc = c.moe;
+      lw.router = matrix(mc.num_experts, c.dim);
+      for (int32_t e = 0; e < mc.num_experts; ++e) {
+        lw.exp_gate.push_back(matrix(mc.expert_ffn_dim, c.dim));
+        lw.exp_up.push_back(matrix(mc.expert_ffn_dim, c.dim));
+        lw.exp_down.push_back(matrix(c.dim, mc.expert_ffn_dim));
+      }
+      lw.exp_probs_b = values(mc.num_experts, 0.0f, 0.1f);
+      lw.shexp_gate = matrix(mc.shared_ffn_dim, c.dim);
+      lw.shexp_up = matrix(mc.shared_ffn_dim, c.dim);
+      lw.shexp_down = matrix(c.dim, mc.shared_ffn_dim);
+      m->layers.push_back(lw);
+      continue;
+    }
     if (c.layers[l].mla) {
       const MlaConfig& a = c.mla;
       lw.wq = matrix(static_cast<int64_t>(c.num_heads) * a.q_head_dim(), c.dim);

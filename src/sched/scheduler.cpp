@@ -160,7 +160,8 @@ bool Scheduler::admit_prefilled(RequestId id, int32_t num_tokens, double now_ms)
   auto it = std::find(waiting_.begin(), waiting_.end(), r);
   SLIMKV_CHECK(it != waiting_.end(), "admit_prefilled: request {} is not waiting", id);
   if (static_cast<int32_t>(running_.size()) >= cfg_.max_num_seqs) return false;
-  if (!kv_.allocate_slots(r->kv, num_tokens)) return false;
+  // the next query is at num_tokens: windowed groups get no blocks wholly behind its window
+  if (!kv_.allocate_slots(r->kv, num_tokens, nullptr, num_tokens)) return false;
   r->num_computed_tokens = num_tokens;
   r->num_cached_tokens = 0;
   r->times.first_scheduled_ms = now_ms;

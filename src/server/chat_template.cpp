@@ -17,6 +17,7 @@ const char* chat_template_name(ChatTemplate t) {
     case ChatTemplate::Gemma: return "gemma";
     case ChatTemplate::Phi3: return "phi3";
     case ChatTemplate::Mistral: return "mistral";
+    case ChatTemplate::DeepSeekV4: return "deepseek-v4";
   }
   return "?";
 }
@@ -34,14 +35,14 @@ ChatTemplate detect_chat_template(std::string_view j) {
 
 ChatTemplate resolve_chat_template(const std::string& s) {
   for (auto t : {ChatTemplate::Plain, ChatTemplate::ChatML, ChatTemplate::Llama2, ChatTemplate::Llama3,
-                 ChatTemplate::Gemma, ChatTemplate::Phi3, ChatTemplate::Mistral}) {
+                 ChatTemplate::Gemma, ChatTemplate::Phi3, ChatTemplate::Mistral, ChatTemplate::DeepSeekV4}) {
     if (s == chat_template_name(t)) return t;
   }
   if (s == "qwen") return ChatTemplate::ChatML;
   std::ifstream in(s);
   SLIMKV_CHECK(in.good(),
-               "--chat-template {}: neither a known name (plain, chatml, qwen, llama2, llama3, gemma, phi3, mistral) "
-               "nor a readable file", s);
+               "--chat-template {}: neither a known name (plain, chatml, qwen, llama2, llama3, gemma, phi3, mistral, "
+               "deepseek-v4) nor a readable file", s);
   std::stringstream ss;
   ss << in.rdbuf();
   ChatTemplate t = detect_chat_template(ss.str());
@@ -121,6 +122,29 @@ std::string render_chat(ChatTemplate t, const std::vector<ChatMessage>& m) {
         std::string content = m[i].content;
         if (i + 1 == m.size() && !sys.empty()) content = sys + "\n\n" + content;  // as Mistral's template does
         out += "[INST]" + content + "[/INST]";
+      }
+      return out;
+    }
+    case ChatTemplate::DeepSeekV4: {
+      // encoding_dsv4.py in chat mode; the BOS is the tokenizer's. Consecutive user and tool messages form one user
+      // turn (parts joined by a blank line, tool results as <tool_result>…</tool_result>); a user turn followed by
+      // the assistant (or ending the conversation) opens the reply with <｜Assistant｜></think>.
+      const std::string user = "<｜User｜>", assistant = "<｜Assistant｜>", eos = "<｜end▁of▁sentence｜>";
+      for (size_t i = 0; i < m.size();) {
+        const std::string& role = m[i].role;
+        if (role == "user" || role == "tool") {
+          std::string turn;
+          for (; i < m.size() && (m[i].role == "user" || m[i].role == "tool"); ++i) {
+            if (!turn.empty()) turn += "\n\n";
+            turn += m[i].role == "tool" ? "<tool_result>" + m[i].content + "</tool_result>" : m[i].content;
+          }
+          out += user + turn;
+        } else {
+          out += role == "assistant" ? m[i].content + eos : role == "developer" ? user + m[i].content : m[i].content;
+          ++i;
+        }
+        const bool opens = role == "user" || role == "tool" || role == "developer";
+        if (opens && (i == m.size() || m[i].role == "assistant")) out += assistant + "</think>";
       }
       return out;
     }

@@ -10,12 +10,14 @@
 
 namespace slimkv {
 
-enum class ChatTemplate { Plain, ChatML, Llama2, Llama3, Gemma, Phi3, Mistral };
+// DeepSeekV4: a built-in renderer (DeepSeek-V4 ships a Python encoder, encoding_dsv4.py, not a Jinja template): chat
+// mode (no thinking), tool results merged into the user turn as <tool_result> blocks.
+enum class ChatTemplate { Plain, ChatML, Llama2, Llama3, Gemma, Phi3, Mistral, DeepSeekV4 };
 
 const char* chat_template_name(ChatTemplate t);
 // A Jinja source (e.g. GGUF tokenizer.chat_template) -> the format it implements; Plain when not recognised.
 ChatTemplate detect_chat_template(std::string_view jinja);
-// --chat-template: a name (plain, chatml, qwen, llama2, llama3, gemma, phi3, mistral) or a file holding a Jinja
+// --chat-template: a name (plain, chatml, qwen, llama2, llama3, gemma, phi3, mistral, deepseek-v4) or a file holding a Jinja
 // template that detect_chat_template recognises. Throws Error otherwise.
 ChatTemplate resolve_chat_template(const std::string& name_or_file);
 // The prompt text for `messages`, ending where the assistant's reply starts.

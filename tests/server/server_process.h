@@ -49,11 +49,11 @@ inline int connect_loopback(int port) {
 
 class ServerProcess {
  public:
-  explicit ServerProcess(std::vector<std::string> extra_args = {}) {
+  explicit ServerProcess(std::vector<std::string> extra_args = {}, const std::string& model = default_model()) {
     static int counter = 0;
     log_path_ = std::filesystem::temp_directory_path() /
                 ("slimkv-serve-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".log");
-    std::vector<std::string> args = {SLIMKV_BINARY, "serve", "-m", default_model(), "--port", "0", "--threads", "1",
+    std::vector<std::string> args = {SLIMKV_BINARY, "serve", "-m", model, "--port", "0", "--threads", "1",
                                      "--kv-cache-memory", "0.02"};
     args.insert(args.end(), extra_args.begin(), extra_args.end());
     std::vector<char*> argv;

@@ -98,6 +98,42 @@ TEST(ChatTemplate, RendersAsTheTemplatesDo) {
   EXPECT_EQ(render_chat(ChatTemplate::Plain, {{"user", "Hi"}}), "User: Hi\nAssistant:");
 }
 
+// DeepSeek-V4's built-in renderer on the shared chat cases, with expectations derived by hand from the rules of
+// DeepSeek's encoding_dsv4.py in chat mode (the BOS is the tokenizer's; no third-party render exists to compare with:
+// ../shared/data/real-tokenizers/deepseek_v4/MISSING.md). Tools are not rendered (the encoder renders them only in
+// system / developer turns; the server does not pass them to chat templates).
+TEST(ChatTemplate, DeepSeekV4FollowsItsEncoderRules) {
+  const std::string U = "<｜User｜>", A = "<｜Assistant｜></think>", E = "<｜end▁of▁sentence｜>";
+  const std::map<std::string, std::string> want = {
+      {"single_user", U + "Hello! How are you?" + A},
+      {"system_user", "You are a concise assistant." + U + "What is the capital of France?" + A},
+      {"multi_turn", U + "Hi there." + A + "Hello! How can I help you today?" + E + U + "Tell me a joke." + A +
+                         "Why did the scarecrow win an award? Because he was outstanding in his field." + E + U +
+                         "Another one, please." + A},
+      {"multi_turn_system_no_gen", "Be brief." + U + "2+2?" + A + "4" + E},
+      {"tools_given", U + "What's the weather in Paris?" + A},
+  };
+  const std::string path = shared_dir() + "/data/real-tokenizers/chat-cases.json";
+  if (!exists(path)) GTEST_SKIP() << path << " not present";
+  std::ifstream in(path);
+  int checked = 0;
+  for (const auto& c : nlohmann::json::parse(in)) {
+    auto it = want.find(c["id"].get<std::string>());
+    if (it == want.end()) continue;
+    std::vector<ChatMessage> m;
+    for (const auto& x : c["messages"]) m.push_back({x["role"], x["content"].is_string() ? x["content"].get<std::string>() : ""});
+    EXPECT_EQ(render_chat(ChatTemplate::DeepSeekV4, m), it->second) << it->first;
+    ++checked;
+  }
+  EXPECT_EQ(checked, static_cast<int>(want.size()));
+  // tool results join the user turn; consecutive results and a following user message are one turn
+  EXPECT_EQ(render_chat(ChatTemplate::DeepSeekV4, {{"user", "Weather?"}, {"assistant", "calling"}, {"tool", "sunny"},
+                                                   {"tool", "22C"}, {"user", "thanks"}}),
+            U + "Weather?" + A + "calling" + E + U + "<tool_result>sunny</tool_result>\n\n<tool_result>22C</tool_result>"
+                "\n\nthanks" + A);
+  EXPECT_EQ(resolve_chat_template("deepseek-v4"), ChatTemplate::DeepSeekV4);
+}
+
 TEST(OpenAiRequest, ParsesEveryFieldAndNamesTheBadOne) {
   auto r = parse_completion_request(nlohmann::json::parse(R"({"model": "m", "prompt": ["a", [1, 2]],
       "max_tokens": 7, "temperature": 0.5, "top_p": 0.9, "top_k": -1, "seed": 3, "stop": "x", "n": 2,
