@@ -27,7 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       auto r = chat ? slimkv::parse_chat_request(body) : slimkv::parse_completion_request(body);
       for (auto t : {slimkv::ChatTemplate::Plain, slimkv::ChatTemplate::ChatML, slimkv::ChatTemplate::Llama2,
                      slimkv::ChatTemplate::Llama3, slimkv::ChatTemplate::Gemma, slimkv::ChatTemplate::Phi3,
-                     slimkv::ChatTemplate::Mistral}) {
+                     slimkv::ChatTemplate::Mistral, slimkv::ChatTemplate::DeepSeekV4}) {
         if (chat) slimkv::render_chat(t, r.messages);
       }
       ByteTokenizer tok;

@@ -69,16 +69,15 @@ Row run_one(const Model& model, EngineConfig cfg, const std::string& name, const
   // Until every sequence has its first token (prefill, or the last prompt token after a synthetic fill).
   while (engine.metrics().generation_tokens < f.batch) engine.step();
   row.fill_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  row.peak_kv_bytes = static_cast<int64_t>(engine.peak_used_blocks()) * engine.kv_layout().bytes_per_block();
+  row.peak_kv_bytes = engine.peak_kv_bytes();
   Profiler prof;
   Profiler::install(&prof);
   const auto t1 = std::chrono::steady_clock::now();
   int64_t steps = 0;
   const int64_t tokens0 = engine.metrics().generation_tokens;
-  const int64_t block_bytes = engine.kv_layout().bytes_per_block();
   while (engine.has_unfinished()) {
     if (engine.metrics().num_running == f.batch) {  // all still running: the blocks they hold now
-      row.end_kv_bytes_per_seq = engine.kv_manager().num_used_blocks() * block_bytes / f.batch;
+      row.end_kv_bytes_per_seq = engine.kv_bytes_in_use() / f.batch;
       row.end_record_bytes_per_seq = engine.record_bytes_in_use() / f.batch;
     }
     engine.step();
@@ -96,8 +95,7 @@ Row run_one(const Model& model, EngineConfig cfg, const std::string& name, const
   }
   row.decode_tps = static_cast<double>(engine.metrics().generation_tokens - tokens0) / secs;
   row.ms_per_step = 1000 * secs / std::max<int64_t>(1, steps);
-  row.peak_kv_bytes = std::max(row.peak_kv_bytes,
-                               static_cast<int64_t>(engine.peak_used_blocks()) * engine.kv_layout().bytes_per_block());
+  row.peak_kv_bytes = std::max(row.peak_kv_bytes, engine.peak_kv_bytes());
   row.peak_rss_mib = static_cast<double>(proc_status_kb("VmHWM:") - rss0) / 1024.0;
   return row;
 }

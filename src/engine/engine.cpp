@@ -40,9 +40,9 @@ Engine::Engine(const Model& model, EngineConfig cfg)
       pool_(cfg_.threads > 0 ? cfg_.threads : default_num_threads()),
       fwd_(model, &pool_),
       layout_(fwd_.kv_layout(cfg_.cache.block_size, cfg_.compress)),
-      storage_(layout_, cfg_.cache.num_blocks(layout_, cfg_.sched.max_model_len, cfg_.sched.max_num_batched_tokens,
-                                                 cfg_.sched.max_num_seqs)),
-      kv_manager_(storage_.num_blocks(), cfg_.cache.block_size, cfg_.cache.enable_prefix_caching,
+      storage_(layout_, cfg_.cache.pool_blocks(layout_, cfg_.sched.max_model_len, cfg_.sched.max_num_batched_tokens,
+                                                  cfg_.sched.max_num_seqs)),
+      kv_manager_(storage_.pool_blocks(), cfg_.cache.block_size, cfg_.cache.enable_prefix_caching,
                   cache_salt(model, cfg_.compress), group_specs(layout_)),
       scheduler_(cfg_.sched, kv_manager_) {
   fwd_.set_kv_projection(load_kv_projection(cfg_.compress, model, layout_));
@@ -111,6 +111,14 @@ std::variant<RequestId, std::string> Engine::add_synthetic_prefilled_request(std
   kv_manager_.cache_full_blocks(req->kv, req->tokens, n);  // windowed groups free what no query will see
   refresh_gauges();
   return id;
+}
+
+int64_t Engine::kv_bytes_in_use() const {
+  int64_t b = 0;
+  for (int32_t p = 0; p < kv_manager_.num_pools(); ++p) {
+    b += static_cast<int64_t>(kv_manager_.pool(p).num_used_blocks()) * layout_.bytes_per_block(p);
+  }
+  return b;
 }
 
 int64_t Engine::record_bytes_in_use() const {
@@ -224,7 +232,9 @@ void Engine::refresh_gauges() {
   metrics_.blocks_used = kv_manager_.num_used_blocks();
   peak_used_blocks_ = std::max(peak_used_blocks_, metrics_.blocks_used);
   metrics_.blocks_total = kv_manager_.num_blocks();
-  metrics_.kv_usage = kv_manager_.usage();
+  const int64_t used_bytes = kv_bytes_in_use();
+  peak_kv_bytes_ = std::max(peak_kv_bytes_, used_bytes);
+  metrics_.kv_usage = static_cast<double>(used_bytes) / static_cast<double>(storage_.size_bytes());
   metrics_.kv_usage_peak = std::max(metrics_.kv_usage_peak, metrics_.kv_usage);
   metrics_.prefix_query_tokens = kv_manager_.prefix_counters().query_tokens;
   metrics_.prefix_hit_tokens = kv_manager_.prefix_counters().hit_tokens;

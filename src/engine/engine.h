@@ -39,6 +39,10 @@ class Engine {
   const EngineConfig& config() const { return cfg_; }
   const KvCacheManager& kv_manager() const { return kv_manager_; }
   int32_t peak_used_blocks() const { return peak_used_blocks_; }
+  // The pool bytes of the blocks in use (each pool's block bytes; several pools when record sizes differ), and the
+  // most since start.
+  int64_t kv_bytes_in_use() const;
+  int64_t peak_kv_bytes() const { return peak_kv_bytes_; }
   // Bytes of the records running sequences hold, each group counting only its own layers' records (the pool's
   // block bytes cover every storage tensor: less than that when groups have different record sizes).
   int64_t record_bytes_in_use() const;
@@ -67,6 +71,7 @@ class Engine {
   std::vector<std::unique_ptr<Request>> finished_;
   int64_t vocab_rejected_ = 0;
   int32_t peak_used_blocks_ = 0;
+  int64_t peak_kv_bytes_ = 0;
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
 };
 

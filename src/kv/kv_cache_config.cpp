@@ -56,4 +56,30 @@ int32_t KvCacheConfig::num_blocks(const KvLayout& layout, int32_t max_seq_tokens
   return static_cast<int32_t>(blocks);
 }
 
+std::vector<int32_t> KvCacheConfig::pool_blocks(const KvLayout& layout, int32_t max_seq_tokens, int32_t chunk_tokens,
+                                                int32_t max_num_seqs) const {
+  if (layout.num_pools() == 1) return {num_blocks(layout, max_seq_tokens, chunk_tokens, max_num_seqs)};
+  validate();
+  const int64_t chunk = chunk_tokens > 0 ? chunk_tokens : max_seq_tokens;
+  std::vector<int64_t> need(layout.num_pools());
+  int64_t seq_bytes = 0;  // one full sequence, over the pools
+  for (int32_t p = 0; p < layout.num_pools(); ++p) {
+    need[p] = std::max<int64_t>(1, layout.blocks_for_sequence(max_seq_tokens, chunk, p));
+    seq_bytes += need[p] * layout.bytes_per_block(p);
+  }
+  const int64_t budget = budget_bytes();
+  SLIMKV_CHECK(budget >= seq_bytes,
+               "KV cache memory of {:.1f} MiB is less than one sequence of --max-model-len {} needs ({:.1f} MiB over "
+               "{} block pools of {} tokens per block): raise --kv-cache-memory or lower --max-model-len",
+               budget / 1048576.0, max_seq_tokens, seq_bytes / 1048576.0, layout.num_pools(), layout.block_size_tokens);
+  double seqs = static_cast<double>(budget) / static_cast<double>(seq_bytes);
+  if (kv_cache_memory_gib <= 0 && max_num_seqs > 0) seqs = std::min(seqs, static_cast<double>(max_num_seqs));
+  std::vector<int32_t> out;
+  for (int32_t p = 0; p < layout.num_pools(); ++p) {
+    out.push_back(static_cast<int32_t>(std::min<int64_t>(std::max<int64_t>(need[p], static_cast<int64_t>(seqs * need[p])),
+                                                         1 << 30)));
+  }
+  return out;
+}
+
 }  // namespace slimkv

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "kv/kv_layout.h"
 
@@ -23,6 +24,10 @@ struct KvCacheConfig {
   // to grow into (a small model's pool otherwise became resident up to half the machine's memory).
   int32_t num_blocks(const KvLayout& layout, int32_t max_seq_tokens, int32_t chunk_tokens = 0,
                      int32_t max_num_seqs = 0) const;
+  // Per block pool (KvLayout::num_pools): a one-pool layout gets num_blocks(); a layout with a pool per record size
+  // splits the budget in the proportions one full sequence needs, with the same checks and cap.
+  std::vector<int32_t> pool_blocks(const KvLayout& layout, int32_t max_seq_tokens, int32_t chunk_tokens = 0,
+                                   int32_t max_num_seqs = 0) const;
 };
 
 int64_t available_memory_bytes();  // MemAvailable, or 0 when unknown

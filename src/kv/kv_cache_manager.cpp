@@ -8,10 +8,35 @@ namespace slimkv {
 
 KvCacheManager::KvCacheManager(int32_t num_blocks, int32_t block_size_tokens, bool enable_prefix_caching,
                                uint64_t cache_salt, std::vector<KvGroupSpec> groups)
-    : block_size_(block_size_tokens), caching_(enable_prefix_caching), salt_(cache_salt), groups_(std::move(groups)),
-      pool_(num_blocks, enable_prefix_caching) {
+    : KvCacheManager(std::vector<int32_t>{num_blocks}, block_size_tokens, enable_prefix_caching, cache_salt,
+                     std::move(groups)) {}
+
+KvCacheManager::KvCacheManager(std::vector<int32_t> pool_blocks, int32_t block_size_tokens, bool enable_prefix_caching,
+                               uint64_t cache_salt, std::vector<KvGroupSpec> groups)
+    : block_size_(block_size_tokens), caching_(enable_prefix_caching), salt_(cache_salt), groups_(std::move(groups)) {
   SLIMKV_CHECK(block_size_tokens >= 1, "block size must be >= 1");
   SLIMKV_CHECK(!groups_.empty(), "KV cache manager: no groups");
+  for (int32_t n : pool_blocks) pools_.emplace_back(n, enable_prefix_caching);
+  for (const KvGroupSpec& g : groups_) {
+    SLIMKV_CHECK(g.pool >= 0 && g.pool < num_pools(), "KV cache manager: a group uses pool {} of {}", g.pool,
+                 num_pools());
+  }
+}
+
+int32_t KvCacheManager::num_free_blocks() const {
+  int32_t n = 0;
+  for (const BlockPool& p : pools_) n += p.num_free_blocks();
+  return n;
+}
+int32_t KvCacheManager::num_used_blocks() const {
+  int32_t n = 0;
+  for (const BlockPool& p : pools_) n += p.num_used_blocks();
+  return n;
+}
+int32_t KvCacheManager::num_blocks() const {
+  int32_t n = 0;
+  for (const BlockPool& p : pools_) n += p.num_blocks();
+  return n;
 }
 
 BlockHash KvCacheManager::hash_block(BlockHash parent, std::span<const int32_t> tokens) const {
@@ -76,12 +101,12 @@ PrefixHit KvCacheManager::find_cached_prefix(std::span<const int32_t> tokens) co
       const KvGroupSpec& s = groups_[g];
       if (s.compressed()) {  // entry block j is registered under the hash of its last token block
         if ((b + 1) % s.entry_tokens == 0) {
-          auto id = pool_.lookup(group_hash(h, g), blk);
+          auto id = gpool(g).lookup(group_hash(h, g), blk);
           found[g].push_back(id ? *id : -1);
         }
         continue;
       }
-      auto id = pool_.lookup(group_hash(h, g), blk);
+      auto id = gpool(g).lookup(group_hash(h, g), blk);
       found[g].push_back(id ? *id : -1);
       if (s.window_tokens <= 0) {
         any_full = true;
@@ -134,20 +159,24 @@ bool KvCacheManager::allocate_slots(SeqKv& seq, int32_t num_tokens, const Prefix
   auto skipped = [&](int32_t g, int64_t b) {  // a block behind the window of every query from first_query_pos on
     return first_query_pos > 0 && groups_[g].window_tokens > 0 && !needed(groups_[g], b, first_query_pos);
   };
-  int32_t need_new = 0, hit_unreferenced = 0;  // hit blocks now in the free queue stop being free once retained
+  // per pool: new blocks needed, and hit blocks now in the free queue (they stop being free once retained)
+  std::vector<int32_t> need_new(pools_.size(), 0), hit_unreferenced(pools_.size(), 0);
   for (int32_t g = 0; g < G; ++g) {
+    const int32_t p = groups_[g].pool;
     const int32_t have = static_cast<int32_t>(seq.groups[g].blocks.size());
     const int32_t from_hit = hit_blocks > 0 ? static_cast<int32_t>(hit->blocks[g].size()) : 0;
-    for (int64_t b = std::max(have, from_hit); b < need_total(g); ++b) need_new += skipped(g, b) ? 0 : 1;
+    for (int64_t b = std::max(have, from_hit); b < need_total(g); ++b) need_new[p] += skipped(g, b) ? 0 : 1;
     if (hit_blocks > 0) {
-      for (BlockId id : hit->blocks[g]) hit_unreferenced += id >= 0 && pool_.ref_count(id) == 0;
+      for (BlockId id : hit->blocks[g]) hit_unreferenced[p] += id >= 0 && pools_[p].ref_count(id) == 0;
     }
   }
-  if (need_new > pool_.num_free_blocks() - hit_unreferenced) return false;
+  for (size_t p = 0; p < pools_.size(); ++p) {
+    if (need_new[p] > pools_[p].num_free_blocks() - hit_unreferenced[p]) return false;
+  }
   if (hit_blocks > 0) {
     for (int32_t g = 0; g < G; ++g) {
       for (BlockId id : hit->blocks[g]) {
-        if (id >= 0) pool_.retain(id);
+        if (id >= 0) gpool(g).retain(id);
       }
       seq.groups[g].blocks = hit->blocks[g];
     }
@@ -163,7 +192,7 @@ bool KvCacheManager::allocate_slots(SeqKv& seq, int32_t num_tokens, const Prefix
     const int32_t first = static_cast<int32_t>(blocks.size());
     int32_t n = 0;
     for (int64_t b = first; b < need_total(g); ++b) n += skipped(g, b) ? 0 : 1;
-    auto fresh = pool_.allocate(n);
+    auto fresh = gpool(g).allocate(n);
     SLIMKV_CHECK(fresh.has_value(), "allocate_slots: pool changed between check and allocation");
     size_t next = 0;
     for (int64_t b = first; b < need_total(g); ++b) blocks.push_back(skipped(g, b) ? -1 : (*fresh)[next++]);
@@ -186,7 +215,7 @@ void KvCacheManager::cache_full_blocks(SeqKv& seq, std::span<const int32_t> toke
         const int64_t j = !s.compressed() ? b : (b + 1) % s.entry_tokens == 0 ? (b + 1) / s.entry_tokens - 1 : -1;
         const std::vector<BlockId>& blocks = seq.groups[g].blocks;
         if (j < 0 || j >= static_cast<int64_t>(blocks.size()) || blocks[j] < 0) continue;
-        pool_.register_hash(blocks[j], group_hash(seq.hashes[b], g), blk);
+        gpool(g).register_hash(blocks[j], group_hash(seq.hashes[b], g), blk);
       }
     }
     seq.num_registered_blocks = std::max(seq.num_registered_blocks, full);
@@ -203,7 +232,7 @@ void KvCacheManager::cache_full_blocks(SeqKv& seq, std::span<const int32_t> toke
       blocks[b] = -1;
     }
     num_evicted_ += static_cast<int64_t>(drop.size());
-    pool_.release(drop);
+    gpool(g).release(drop);
   }
 }
 
@@ -236,14 +265,14 @@ void KvCacheManager::evict_least_attended(SeqKv& seq, int32_t num_computed, int3
     }
     if (evict_hook_ && s.dyn_merge) evict_hook_(seq, g, evicted);  // fold the rows into summaries first
     num_evicted_ += static_cast<int64_t>(drop.size());
-    pool_.release(drop);
+    gpool(g).release(drop);
   }
 }
 
 bool KvCacheManager::ensure_summary_block(SeqKv& seq, int32_t group) {
   GroupKv& gk = seq.groups[group];
   if (gk.summary_block >= 0) return true;
-  auto b = pool_.allocate(1);
+  auto b = gpool(group).allocate(1);
   if (!b) return false;
   gk.summary_block = (*b)[0];
   gk.summary_count.assign(block_size_, 0.0f);
@@ -252,18 +281,19 @@ bool KvCacheManager::ensure_summary_block(SeqKv& seq, int32_t group) {
 }
 
 void KvCacheManager::free(SeqKv& seq) {
-  std::vector<BlockId> rev;
+  std::vector<std::vector<BlockId>> rev(pools_.size());  // per pool
   size_t longest = 0;
-  for (const GroupKv& g : seq.groups) {
-    if (g.summary_block >= 0) rev.push_back(g.summary_block);
-    longest = std::max(longest, g.blocks.size());
+  for (size_t g = 0; g < seq.groups.size(); ++g) {
+    if (seq.groups[g].summary_block >= 0) rev[groups_[g].pool].push_back(seq.groups[g].summary_block);
+    longest = std::max(longest, seq.groups[g].blocks.size());
   }
   for (size_t i = longest; i-- > 0;) {  // tail first, across the groups
-    for (const GroupKv& g : seq.groups) {
-      if (i < g.blocks.size() && g.blocks[i] >= 0) rev.push_back(g.blocks[i]);
+    for (size_t g = 0; g < seq.groups.size(); ++g) {
+      const std::vector<BlockId>& b = seq.groups[g].blocks;
+      if (i < b.size() && b[i] >= 0) rev[groups_[g].pool].push_back(b[i]);
     }
   }
-  pool_.release(rev);
+  for (size_t p = 0; p < pools_.size(); ++p) pools_[p].release(rev[p]);
   seq = SeqKv{};
 }
 

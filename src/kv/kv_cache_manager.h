@@ -47,16 +47,21 @@ class KvCacheManager {
   // groups: the block-table behaviour of each KV group (KvLayout::groups), in order.
   KvCacheManager(int32_t num_blocks, int32_t block_size_tokens, bool enable_prefix_caching, uint64_t cache_salt,
                  std::vector<KvGroupSpec> groups = {KvGroupSpec{}});
+  // One block pool per KvGroupSpec::pool value (layouts mixing record sizes, kv_layout.h): pool_blocks[p] blocks.
+  KvCacheManager(std::vector<int32_t> pool_blocks, int32_t block_size_tokens, bool enable_prefix_caching,
+                 uint64_t cache_salt, std::vector<KvGroupSpec> groups);
 
   int32_t block_size() const { return block_size_; }
   int32_t num_groups() const { return static_cast<int32_t>(groups_.size()); }
   const KvGroupSpec& group_spec(int32_t g) const { return groups_[g]; }
-  int32_t num_free_blocks() const { return pool_.num_free_blocks(); }
-  int32_t num_used_blocks() const { return pool_.num_used_blocks(); }
-  int32_t num_blocks() const { return pool_.num_blocks(); }
+  // Summed over the pools.
+  int32_t num_free_blocks() const;
+  int32_t num_used_blocks() const;
+  int32_t num_blocks() const;
+  int32_t num_pools() const { return static_cast<int32_t>(pools_.size()); }
   double usage() const { return static_cast<double>(num_used_blocks()) / num_blocks(); }
   const PrefixCacheCounters& prefix_counters() const { return counters_; }
-  const BlockPool& pool() const { return pool_; }
+  const BlockPool& pool(int32_t p = 0) const { return pools_[p]; }
   int64_t num_evicted_blocks() const { return num_evicted_; }
   // Live blocks a sequence holds, over all groups (summary blocks included).
   static int32_t held_blocks(const SeqKv& seq);
@@ -88,7 +93,9 @@ class KvCacheManager {
   // Releases every block (the tail first, so a cached prefix outlives its suffix in the LRU).
   void free(SeqKv& seq);
 
-  void check_integrity() const { pool_.check_integrity(); }
+  void check_integrity() const {
+    for (const BlockPool& p : pools_) p.check_integrity();
+  }
 
  private:
   BlockHash hash_block(BlockHash parent, std::span<const int32_t> tokens) const;
@@ -100,7 +107,9 @@ class KvCacheManager {
   bool caching_;
   uint64_t salt_;
   std::vector<KvGroupSpec> groups_;
-  BlockPool pool_;
+  std::vector<BlockPool> pools_;  // [pools]
+  BlockPool& gpool(int32_t g) { return pools_[groups_[g].pool]; }
+  const BlockPool& gpool(int32_t g) const { return pools_[groups_[g].pool]; }
   PrefixCacheCounters counters_;
   int64_t num_evicted_ = 0;
   EvictHook evict_hook_;

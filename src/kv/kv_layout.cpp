@@ -56,6 +56,22 @@ KvLayout KvLayout::from_specs(const std::vector<KvLayerSpec>& specs, int32_t blo
 
 void KvLayout::assign_groups() {
   SLIMKV_CHECK(!layers.empty(), "KV layout: no layers");
+  // Streams of different record sizes (DeepSeek-V4) get a pool per size: the size joins the group spec.
+  const bool native = std::any_of(layers.begin(), layers.end(), [](const KvLayerGeometry& g) {
+    return g.spec.compressed() || g.kind != KvRecordKind::Attention;
+  });
+  std::vector<int32_t> rep;  // [pool] a layer with that pool's record
+  for (KvLayerGeometry& g : layers) {
+    g.spec.pool = 0;
+    if (!native) continue;
+    int32_t p = -1;
+    for (size_t i = 0; i < rep.size() && p < 0; ++i) p = layers[rep[i]].same_record(g) ? static_cast<int32_t>(i) : -1;
+    if (p < 0) {
+      p = static_cast<int32_t>(rep.size());
+      rep.push_back(static_cast<int32_t>(&g - layers.data()));
+    }
+    g.spec.pool = p;
+  }
   std::vector<KvGroupSpec> specs;           // distinct, in order of first use
   std::vector<std::vector<int32_t>> by_spec;
   for (int32_t l = 0; l < num_layers(); ++l) {
@@ -80,6 +96,7 @@ void KvLayout::assign_groups() {
   }
   // Tensors: slot j of each group shares one when the records agree (a block id is used by one group at a time).
   tensor_layer.clear();
+  tensor_pool.clear();
   for (size_t j = 0; j < per_group; ++j) {
     std::vector<int32_t> slot_tensors;  // tensors created for this slot
     for (int32_t gi = 0; gi < num_groups(); ++gi) {
@@ -93,6 +110,7 @@ void KvLayout::assign_groups() {
       if (t < 0) {
         t = static_cast<int32_t>(tensor_layer.size());
         tensor_layer.push_back(l);
+        tensor_pool.push_back(layers[l].spec.pool);
         slot_tensors.push_back(t);
       }
       layers[l].tensor = t;
@@ -118,9 +136,36 @@ int64_t KvLayout::bytes_per_block() const {
   return b * block_size_tokens;
 }
 
-int64_t KvLayout::blocks_for_sequence(int64_t n, int64_t chunk) const {
+int64_t KvLayout::bytes_per_block(int32_t pool) const {
+  int64_t b = 0;
+  for (int32_t t = 0; t < num_tensors(); ++t) b += tensor_pool[t] == pool ? layers[tensor_layer[t]].bytes_per_token() : 0;
+  return b * block_size_tokens;
+}
+
+int32_t KvLayout::num_pools() const {
+  int32_t n = 1;
+  for (const KvGroup& g : groups) n = std::max(n, g.spec.pool + 1);
+  return n;
+}
+
+std::vector<int32_t> KvLayout::pool_blocks_per_group(int32_t n) const {
+  std::vector<int32_t> out(num_pools(), 0);
+  for (const KvGroup& g : groups) out[g.spec.pool] += n;
+  return out;
+}
+
+int32_t KvLayout::index_in_pool(int32_t g) const {
+  int32_t k = 0;
+  for (int32_t i = 0; i < g; ++i) k += groups[i].spec.pool == groups[g].spec.pool;
+  return k;
+}
+
+int64_t KvLayout::blocks_for_sequence(int64_t n, int64_t chunk) const { return blocks_for_sequence(n, chunk, -1); }
+
+int64_t KvLayout::blocks_for_sequence(int64_t n, int64_t chunk, int32_t pool) const {
   int64_t total = 0;
   for (const KvGroup& g : groups) {
+    if (pool >= 0 && g.spec.pool != pool) continue;
     int64_t b = blocks_for_tokens(g.spec.records_for_tokens(n));
     if (g.spec.window_tokens > 0) {
       const int64_t keep = blocks_for_tokens(g.spec.sink_tokens) + blocks_for_tokens(g.spec.window_tokens + chunk) + 1;

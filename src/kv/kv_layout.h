@@ -41,6 +41,8 @@ struct KvGroupSpec {
   bool dyn_merge = false;         // evicted blocks fold into a summary block
   int32_t entry_tokens = 0;       // > 1: blocks hold entries of this many tokens each (entry e of a sequence is
                                   // complete once token (e + 1) * entry_tokens - 1 is computed)
+  int32_t pool = 0;               // the block pool its blocks come from (KvLayout: one per record size when the
+                                  // layout mixes record sizes, as DeepSeek-V4's streams do; else 0)
   bool compressed() const { return entry_tokens > 1; }
   // Records a sequence of num_tokens computed tokens holds in this table (complete entries only).
   int64_t records_for_tokens(int64_t num_tokens) const { return compressed() ? num_tokens / entry_tokens : num_tokens; }
@@ -58,7 +60,7 @@ struct KvLayerGeometry {
   bool rotate = false;       // rows stored after a fixed randomized Hadamard rotation per head
   bool v_in_k = false;       // no V rows: the value is the first v_dim values of the K record (KvLayerSpec)
   KvRecordKind kind = KvRecordKind::Attention;
-  KvGroupSpec spec;          // how its block table behaves
+  KvGroupSpec spec;          // how its block table behaves (spec.pool: its block pool)
   int32_t group = 0;         // set by KvLayout::assign_groups
   int32_t tensor = 0;        // storage tensor (KvStorage region) its rows live in
   // MLA records are two parts, scaled (and rotated) on their own: the latent (the value) and the rope key.
@@ -86,6 +88,7 @@ struct KvLayout {
   std::vector<KvLayerGeometry> layers;  // [num_layers]
   std::vector<KvGroup> groups;          // set by assign_groups
   std::vector<int32_t> tensor_layer;    // [num_tensors] a layer whose geometry the tensor has
+  std::vector<int32_t> tensor_pool;     // [num_tensors] the pool whose block ids index it
 
   // Every layer stores full K and V rows in `dtype`, full attention, one group.
   static KvLayout uniform(int32_t num_layers, int32_t num_kv_heads, int32_t head_dim, int32_t block_size_tokens,
@@ -94,19 +97,30 @@ struct KvLayout {
   static KvLayout from_specs(const std::vector<KvLayerSpec>& specs, int32_t block_size_tokens);
   // Groups layers by spec (vLLM's rule: groups of at most min(count per spec) layers, in layer order) and assigns
   // storage tensors: slot j of every group shares tensor j when the record geometry agrees (else its own tensor).
+  // A block id reserves a record in every tensor of its pool, so a layout whose streams have different record sizes
+  // (DeepSeek-V4: raw window, entries, indexer keys, compressor state) gets one block pool per record size (the
+  // size is part of the group spec); every other layout has one pool, as before.
   void assign_groups();
 
   int32_t num_layers() const { return static_cast<int32_t>(layers.size()); }
   int32_t num_groups() const { return static_cast<int32_t>(groups.size()); }
   int32_t num_tensors() const { return static_cast<int32_t>(tensor_layer.size()); }
+  int32_t num_pools() const;
+  int32_t group_pool(int32_t g) const { return groups[g].spec.pool; }
   int64_t bytes_per_token() const;  // summed over layers: what one token costs when every group holds it
-  int64_t bytes_per_block() const;  // one block id's bytes, summed over the storage tensors
+  int64_t bytes_per_block() const;  // one block id's bytes, summed over the storage tensors (of every pool)
+  int64_t bytes_per_block(int32_t pool) const;  // ... of one pool's tensors
   int32_t blocks_for_tokens(int64_t num_tokens) const {
     return static_cast<int32_t>((num_tokens + block_size_tokens - 1) / block_size_tokens);
   }
   // Blocks one sequence of num_tokens holds at most (over all groups), computed in chunks of chunk_tokens: a
   // windowed group never holds more than its window plus a chunk.
   int64_t blocks_for_sequence(int64_t num_tokens, int64_t chunk_tokens) const;
+  int64_t blocks_for_sequence(int64_t num_tokens, int64_t chunk_tokens, int32_t pool) const;  // one pool's groups
+  // Per pool: blocks for n_per_group blocks in each of its groups (single-sequence tools' identity tables).
+  std::vector<int32_t> pool_blocks_per_group(int32_t n_per_group) const;
+  // Group g's index among the groups of its pool.
+  int32_t index_in_pool(int32_t g) const;
   // Blocks (summed over groups) a sequence holds after num_tokens, once behind-window blocks are freed.
   int64_t blocks_held_after(int64_t num_tokens) const;
   bool uniform_full() const { return groups.size() == 1 && groups[0].spec == KvGroupSpec{}; }

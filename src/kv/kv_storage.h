@@ -13,13 +13,16 @@ namespace slimkv {
 
 class KvStorage {
  public:
-  KvStorage(const KvLayout& layout, int32_t num_blocks);
+  KvStorage(const KvLayout& layout, int32_t num_blocks);  // every pool num_blocks (one-pool layouts)
+  KvStorage(const KvLayout& layout, std::vector<int32_t> pool_blocks);  // [layout.num_pools()] blocks per pool
   ~KvStorage();
   KvStorage(const KvStorage&) = delete;
   KvStorage& operator=(const KvStorage&) = delete;
 
   const KvLayout& layout() const { return layout_; }
-  int32_t num_blocks() const { return num_blocks_; }
+  int32_t num_blocks() const { return pool_blocks_[0]; }
+  int32_t num_blocks(int32_t pool) const { return pool_blocks_[pool]; }
+  const std::vector<int32_t>& pool_blocks() const { return pool_blocks_; }
   int64_t size_bytes() const { return size_bytes_; }
   // One token's record of one KV head of `layer`: slot = block_id * block_size + offset in block, where block_id
   // comes from the block table of the layer's group.
@@ -34,14 +37,16 @@ class KvStorage {
   const uint8_t* k_base(int32_t layer) const { return k_[layout_.layers[layer].tensor]; }
   const uint8_t* v_base(int32_t layer) const { return v_[layout_.layers[layer].tensor]; }
   // Bytes between one KV head's plane and the next in a layer's K (V) region.
-  int64_t k_head_stride_bytes(int32_t layer) const { return num_slots() * layout_.layers[layer].k_head_bytes(); }
-  int64_t v_head_stride_bytes(int32_t layer) const { return num_slots() * layout_.layers[layer].v_head_bytes(); }
+  int64_t k_head_stride_bytes(int32_t layer) const { return num_slots(layer) * layout_.layers[layer].k_head_bytes(); }
+  int64_t v_head_stride_bytes(int32_t layer) const { return num_slots(layer) * layout_.layers[layer].v_head_bytes(); }
 
  private:
-  int64_t num_slots() const { return static_cast<int64_t>(num_blocks_) * layout_.block_size_tokens; }
+  int64_t num_slots(int32_t layer) const {
+    return static_cast<int64_t>(pool_blocks_[layout_.layers[layer].spec.pool]) * layout_.block_size_tokens;
+  }
 
   KvLayout layout_;
-  int32_t num_blocks_;
+  std::vector<int32_t> pool_blocks_;  // [pools]
   int64_t size_bytes_ = 0;
   void* mapping_ = nullptr;
   std::vector<uint8_t*> k_, v_;  // [num_tensors] region starts

@@ -163,8 +163,8 @@ void DecoderForward::forward(const ForwardBatch& b, KvStorage& kv, float* logits
   SLIMKV_CHECK(layout.num_layers() == static_cast<int32_t>(kv_layer_specs(c).size()),
                "forward: KV layout has {} layers (streams), the model {}", layout.num_layers(), kv_layer_specs(c).size());
   SLIMKV_CHECK(b.positions.size() == static_cast<size_t>(T), "forward: batch arrays differ in length");
-  const int64_t num_slots = static_cast<int64_t>(kv.num_blocks()) * layout.block_size_tokens;
   for (int32_t g = 0; g < b.num_groups(); ++g) {
+    const int64_t num_slots = static_cast<int64_t>(kv.num_blocks(layout.group_pool(g))) * layout.block_size_tokens;
     SLIMKV_CHECK(b.slots[g].size() == static_cast<size_t>(T), "forward: batch arrays differ in length");
     const bool entries = layout.groups[g].spec.compressed();  // -1: this token completes no entry
     for (int64_t s : b.slots[g]) {

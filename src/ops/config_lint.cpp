@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/check.h"
+#include "model/decoder_forward.h"
 
 namespace slimkv {
 
@@ -10,7 +11,8 @@ std::vector<Finding> lint_config(const EngineConfig& cfg, const ModelConfig& m) 
   std::vector<Finding> f;
   const CompressionConfig& c = cfg.compress;
   try {
-    c.validate(m.num_layers, m.head_dim);
+    if (m.layers.empty()) c.validate(m.num_layers, m.head_dim);
+    else c.validate(kv_layer_specs(m));  // the model's own streams (DeepSeek-V4: natively compressed)
   } catch (const Error& e) {
     f.push_back({"invalid configuration", "a contradiction in the compression flags", "fix the flag named", e.what()});
     return f;
@@ -35,6 +37,15 @@ std::vector<Finding> lint_config(const EngineConfig& cfg, const ModelConfig& m) 
   if (c.low_rank() && c.dtype() == KvDtype::F32) {
     f.push_back({"memory not down as much as it could be", "low-rank latents are stored in f32",
                  "add --kv-cache-dtype int8 (near-lossless on its own)", "low rank with --kv-cache-dtype f32"});
+  }
+  if (m.dsv4.enabled() && c.enabled && c.dtype() == KvDtype::F32) {
+    f.push_back({"memory not down as much as it could be", "DeepSeek-V4's entries and window are stored in f32",
+                 "add --kv-cache-dtype int8 (DeepSeek serves them in fp8)", "--kv-cache-dtype f32"});
+  }
+  if (m.dsv4.enabled() && c.kv_sparse_topk > m.dsv4.index_topk) {
+    f.push_back({"indexer cost without a trained benefit", "--kv-sparse-topk raises the indexer's top-k above the "
+                 "model's", fmt::format("keep it at or below the model's {}", m.dsv4.index_topk),
+                 fmt::format("--kv-sparse-topk {}", c.kv_sparse_topk)});
   }
   if (c.dtype() == KvDtype::Int4 && m.head_dim < 32) {
     f.push_back({"quality drop risk", "int4 with per-head scales needs wide heads",

@@ -24,6 +24,30 @@ TuneResult run_tuning_ladder(QualityEvaluator& ev, const ModelConfig& m, const T
     if (on_step) on_step(out.steps.back());
     return s.accepted;
   };
+  auto choose = [&] {
+    for (int32_t i = 0; i < static_cast<int32_t>(out.steps.size()); ++i) {
+      const auto& s = out.steps[i];
+      if (s.accepted && s.quality.kv_bytes_per_token < out.steps[out.chosen].quality.kv_bytes_per_token) out.chosen = i;
+    }
+  };
+  if (m.dsv4.enabled()) {  // a natively compressed model: the cache dtype, then the indexer's top-k
+    if (opt.quantize) {
+      for (const char* d : {"f16", "int8", "int4"}) {
+        CompressionConfig cc = current;
+        cc.kv_cache_dtype = d;
+        if (!measure("2 cache dtype", fmt::format("entries and window in {}", d), cc)) break;
+        current = cc;
+      }
+    }
+    for (int32_t k = m.dsv4.index_topk / 2; k >= 1 && k >= m.dsv4.index_topk / 8; k /= 2) {
+      CompressionConfig cc = current;
+      cc.kv_sparse_topk = k;
+      if (!measure("3 indexer top-k", fmt::format("+ indexer top-{} (model: {})", k, m.dsv4.index_topk), cc)) break;
+      current = cc;
+    }
+    choose();
+    return out;
+  }
   // 2. Low rank only, from head_dim / 2 upward while quality drops too much.
   int32_t rank = 0;
   if (!opt.calibration.empty()) {
@@ -70,10 +94,7 @@ TuneResult run_tuning_ladder(QualityEvaluator& ev, const ModelConfig& m, const T
       current = cc;
     }
   }
-  for (int32_t i = 0; i < static_cast<int32_t>(out.steps.size()); ++i) {
-    const auto& s = out.steps[i];
-    if (s.accepted && s.quality.kv_bytes_per_token < out.steps[out.chosen].quality.kv_bytes_per_token) out.chosen = i;
-  }
+  choose();
   return out;
 }
 

@@ -1,6 +1,7 @@
 // The seed's tuning ladder (4.3) as a procedure: baseline -> low rank at head_dim/2 (raised while quality drops
 // too much) -> sparse retention at K = 512, 256, 128 (stopping at the knee) -> deeper layers compressed harder ->
-// int8 / int4. Every rung is measured with the QualityEvaluator and kept only within the quality limit.
+// int8 / int4 (a natively compressed model, DeepSeek-V4: cache dtype f16 -> int8 -> int4, then the indexer's top-k
+// halved while quality holds). Every rung is measured with the QualityEvaluator and kept only within the quality limit.
 // Must not know: command lines or files (the caller writes the config, the report and the chart).
 #pragma once
 #include <functional>

@@ -9,12 +9,13 @@ SequenceForward::SequenceForward(const Model& model, ThreadPool* pool, int32_t c
                                  int32_t max_chunk_tokens, const CompressionConfig& compression)
     : fwd_(model, pool), capacity_(capacity_tokens), block_size_(block_size), max_chunk_(max_chunk_tokens),
       layout_(fwd_.kv_layout(block_size, compression)),
-      kv_(layout_, layout_.num_groups() * ((capacity_tokens + block_size - 1) / block_size)) {
+      kv_(layout_, layout_.pool_blocks_per_group((capacity_tokens + block_size - 1) / block_size)) {
   SLIMKV_CHECK(capacity_tokens > 0, "sequence capacity must be positive");
-  const int32_t per_group = kv_.num_blocks() / layout_.num_groups();
+  const int32_t per_group = (capacity_tokens + block_size - 1) / block_size;
   tables_.resize(layout_.num_groups());
-  for (int32_t g = 0; g < layout_.num_groups(); ++g) {
-    for (int32_t i = 0; i < per_group; ++i) tables_[g].blocks.push_back(g * per_group + i);
+  for (int32_t g = 0; g < layout_.num_groups(); ++g) {  // group g: the k-th of its pool uses [k n, (k + 1) n)
+    const int32_t k = layout_.index_in_pool(g);
+    for (int32_t i = 0; i < per_group; ++i) tables_[g].blocks.push_back(k * per_group + i);
   }
   fwd_.set_kv_projection(load_kv_projection(compression, model, kv_.layout()));
   fwd_.reserve(max_chunk_, max_chunk_);

@@ -6,12 +6,27 @@
 
 namespace slimkv {
 
+namespace {
+
+std::vector<int32_t> pool_blocks(const KvLayout& layout, int32_t capacity_tokens) {  // one sequence, + a spare per group
+  std::vector<int32_t> out;
+  for (int32_t p = 0; p < layout.num_pools(); ++p) {
+    int32_t groups = 0;
+    for (int32_t g = 0; g < layout.num_groups(); ++g) groups += layout.group_pool(g) == p;
+    out.push_back(static_cast<int32_t>(layout.blocks_for_sequence(capacity_tokens, 1, p)) + groups);
+  }
+  return out;
+}
+
+}  // namespace
+
 TeacherForcedRun::TeacherForcedRun(const Model& model, ThreadPool* pool, const CompressionConfig& cc,
                                    int32_t capacity_tokens, int32_t block_size)
     : fwd_(model, pool), cc_(cc), block_size_(block_size), layout_(fwd_.kv_layout(block_size, cc)),
-      kv_(layout_, static_cast<int32_t>(layout_.blocks_for_sequence(capacity_tokens, 1)) + layout_.num_groups()),
-      mgr_(kv_.num_blocks(), block_size, /*enable_prefix_caching=*/false, 0, group_specs(layout_)) {
+      kv_(layout_, pool_blocks(layout_, capacity_tokens)),
+      mgr_(kv_.pool_blocks(), block_size, /*enable_prefix_caching=*/false, 0, group_specs(layout_)) {
   fwd_.set_kv_projection(load_kv_projection(cc, model, layout_));
+  if (model.config.dsv4.enabled() && cc.enabled) fwd_.set_index_topk(cc.kv_sparse_topk);  // the indexer's top-k
   mgr_.set_evict_hook([this](SeqKv& seq, int32_t g, const std::vector<KvCacheManager::Evicted>& ev) {
     merge_into_summaries(kv_, mgr_, seq, g, ev);
   });

@@ -167,8 +167,12 @@ TEST_P(FamilyBatchedEqualsSingle, MixedRequestsWithPrefixHitsAndPreemption) {
   c.sched.max_model_len = 256;
   if (tight) {  // room for one longest sequence and a little more: preemption
     const KvLayout layout = DecoderForward(m, nullptr).kv_layout(bs);
-    const int64_t blocks = layout.blocks_for_sequence(256, chunk) + 24;
-    c.cache.kv_cache_memory_gib = static_cast<double>(blocks * layout.bytes_per_block()) / (1 << 30);
+    int64_t bytes = 0;  // per block pool (one, or one per record size: DeepSeek-V4)
+    for (int32_t p = 0; p < layout.num_pools(); ++p) {
+      const int64_t slack = layout.num_pools() == 1 ? 24 : 2;
+      bytes += (layout.blocks_for_sequence(256, chunk, p) + slack) * layout.bytes_per_block(p);
+    }
+    c.cache.kv_cache_memory_gib = static_cast<double>(bytes) / (1 << 30);
   }
   EngineRun r = run_requests(m, c, jobs);
   for (size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(r.tokens[i], expected[path][i]) << "job " << i;
