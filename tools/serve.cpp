@@ -105,7 +105,7 @@ int run_serve(ServeFlags f) {
                                                       : f.server.served_model_name;
   ctx.max_model_len = engine->config().sched.max_model_len;
   ctx.request_timeout_s = f.server.request_timeout_s;
-  std::fprintf(stderr, "%s\n", describe_plan(engine->kv_layout()).c_str());
+  std::fprintf(stderr, "model: %s\n%s\n", model->config.summary().c_str(), describe_plan(engine->kv_layout()).c_str());
   http.attach(ctx, &metrics);
   std::fprintf(stderr,
                "slimkv serve: ready: model \"%s\" (context %d tokens, chat template %s, %d KV blocks)\n"
