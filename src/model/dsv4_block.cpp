@@ -78,12 +78,13 @@ struct StreamView {
     return static_cast<int64_t>(page) * bs + index % bs;
   }
   bool plain() const { return g->is_plain_f32(); }
-  // The record at a slot as floats: a pointer into the cache (plain F32) or decoded into buf.
-  const float* read(int64_t s, float* buf) const {
+  // The record at a slot as floats: a pointer into the cache (plain F32) or decoded into buf; rotated records are
+  // un-rotated unless the caller works in the rotated basis (rotated = true: it rotates its queries instead).
+  const float* read(int64_t s, float* buf, bool rotated = false) const {
     const uint8_t* p = const_cast<KvStorage*>(kv)->k_head(stream, s, 0);
     if (plain()) return reinterpret_cast<const float*>(p);
     decode_kv_record(p, g->k_dim, 0, g->dtype, buf);
-    if (g->rotate) hadamard_unrotate_record(buf, g->k_dim, 0);
+    if (g->rotate && !rotated) hadamard_unrotate_record(buf, g->k_dim, 0);
     return buf;
   }
 };
@@ -267,6 +268,11 @@ void DecoderForward::dsv4_attention(int32_t l, const float* in, float* out) {
       std::vector<const float*> keys;
       std::vector<float> dec, sc, kmat, kT;
       const StreamView comp = has_comp ? StreamView(kv, b, ks.comp) : raw;
+      // Rotated (int8 / int4) records: attend in the rotated basis — the queries rotated once per head, the output
+      // (a mix of keys, K = V) un-rotated once — instead of un-rotating every key read.
+      const bool rot = raw.g->rotate;
+      SLIMKV_CHECK(comp.g->rotate == rot, "deepseek4: raw and compressed records rotate alike");
+      std::vector<float> qrot;
       for (int64_t t = t0; t < t1; ++t) {
         const int32_t pos = b.positions[t], seq = raw.meta->token_seq[t];
         const int32_t lo = std::max(0, pos - W + 1);
@@ -277,12 +283,12 @@ void DecoderForward::dsv4_attention(int32_t l, const float* in, float* out) {
         keys.resize(nkeys);
         dec.resize(static_cast<size_t>(nkeys) * D);
         for (int32_t p = lo; p <= pos; ++p) {
-          keys[p - lo] = raw.read(raw.slot(seq, p), dec.data() + static_cast<size_t>(p - lo) * D);
+          keys[p - lo] = raw.read(raw.slot(seq, p), dec.data() + static_cast<size_t>(p - lo) * D, rot);
         }
         for (int32_t j = 0; j < ncomp; ++j) {
           const int32_t e = r == 4 ? s.topk[static_cast<size_t>(t) * topk_cap + j] : j;
           const int32_t at = pos - lo + 1 + j;
-          keys[at] = comp.read(comp.slot(seq, e), dec.data() + static_cast<size_t>(at) * D);
+          keys[at] = comp.read(comp.slot(seq, e), dec.data() + static_cast<size_t>(at) * D, rot);
         }
         // scores [H, nkeys] = q · K^T and outputs [H, D] = P · K through the matmul kernels
         kmat.resize(static_cast<size_t>(nkeys) * D);
@@ -293,6 +299,11 @@ void DecoderForward::dsv4_attention(int32_t l, const float* in, float* out) {
         }
         sc.resize(static_cast<size_t>(H) * nkeys);
         const float* qt = s.q.data() + static_cast<size_t>(t) * H * D;
+        if (rot) {
+          qrot.assign(qt, qt + static_cast<size_t>(H) * D);
+          for (int32_t h = 0; h < H; ++h) hadamard_rotate_record(qrot.data() + static_cast<size_t>(h) * D, D, 0);
+          qt = qrot.data();
+        }
         matmul(WeightView{DType::F32, nkeys, D, kmat.data()}, qt, H, sc.data(), nullptr);
         for (int32_t h = 0; h < H; ++h) {
           float* sh = sc.data() + static_cast<size_t>(h) * nkeys;
@@ -305,7 +316,10 @@ void DecoderForward::dsv4_attention(int32_t l, const float* in, float* out) {
         }
         float* ot = s.o.data() + static_cast<size_t>(t) * H * D;
         matmul(WeightView{DType::F32, D, nkeys, kT.data()}, sc.data(), H, ot, nullptr);
-        for (int32_t h = 0; h < H; ++h) derope(rope, ot + static_cast<size_t>(h) * D + nope, pos);
+        for (int32_t h = 0; h < H; ++h) {
+          if (rot) hadamard_unrotate_record(ot + static_cast<size_t>(h) * D, D, 0);
+          derope(rope, ot + static_cast<size_t>(h) * D + nope, pos);
+        }
       }
     };
     if (pool_) pool_->parallel_for(T, 1, attend);

@@ -234,6 +234,52 @@ TEST(KvGroups, LatentCacheCompressesAndStaysBatchedEqualToSingle) {
   expect_engine_error<Engine>(*m, lr, "low-rank K/V does not apply to a latent (MLA) cache");
 }
 
+// DeepSeek-V4's natively compressed streams: one block pool per record size, pool bytes equal to the records'
+// own; our storage compression composes (f16 / int8 with rotation on the window and the entries; indexer keys F16,
+// compressor state F32) and stays batched == single; the model's own selection cannot be overridden by post-hoc
+// retention or ratios.
+TEST(KvGroups, DeepSeekV4StreamsComposeWithStorageCompression) {
+  SKIP_IF_MISSING(kDeepseek4);
+  auto m = load(kDeepseek4);
+  const KvLayout plain = DecoderForward(*m, nullptr).kv_layout(8);
+  EXPECT_GT(plain.num_pools(), 1);
+  for (int32_t g = 0; g < plain.num_groups(); ++g) {
+    for (int32_t l : plain.groups[g].layers) {
+      EXPECT_EQ(plain.layers[l].spec.pool, plain.group_pool(g));
+      if (plain.layers[l].kind == KvRecordKind::IndexKeys) EXPECT_EQ(plain.layers[l].dtype, KvDtype::F16);
+    }
+  }
+  for (int32_t t = 0; t < plain.num_tensors(); ++t) {  // every tensor holds records of its pool's size only
+    for (int32_t l = 0; l < plain.num_layers(); ++l) {
+      if (plain.layers[l].tensor == t) EXPECT_TRUE(plain.layers[l].same_record(plain.layers[plain.tensor_layer[t]]));
+    }
+  }
+  for (const char* dtype : {"f16", "int8"}) {
+    EngineConfig c = small_engine_config();
+    c.sched.max_model_len = 512;
+    c.compress.kv_cache_dtype = dtype;
+    c.cache.block_size = 4;
+    const KvLayout lay = DecoderForward(*m, nullptr).kv_layout(4, c.compress);
+    for (const KvLayerGeometry& g : lay.layers) {
+      if (g.kind == KvRecordKind::State) EXPECT_EQ(g.dtype, KvDtype::F32) << dtype;
+    }
+    auto jobs = gemma_jobs(6, 5);
+    for (auto& j : jobs) j.max_tokens = 40, j.arrival_step = 0;
+    const EngineRun batched = run_requests(*m, c, jobs);
+    expect_each_alone_equal(*m, c, jobs, batched, dtype);
+  }
+  EngineConfig bad = small_engine_config();
+  bad.sched.max_model_len = 512;
+  bad.compress.kv_sparse_mode = "dynamic";
+  bad.compress.kv_sparse_topk = 64;
+  bad.compress.kv_recent_window = 16;
+  expect_engine_error<Engine>(*m, bad, "selects its compressed entries natively");
+  EngineConfig ratio = small_engine_config();
+  ratio.sched.max_model_len = 512;
+  ratio.compress.kv_layer_compress_ratio = std::vector<int32_t>(12, 2);
+  expect_engine_error<Engine>(*m, ratio, "cannot be overridden");
+}
+
 // Compression on a windowed model: a transform on the specs. The window layers keep their window; the global
 // layer gets the retention; batched == single under int8 + dynamic top-K + merge.
 TEST(KvGroups, CompressionTransformsOnlyTheFullAttentionLayersOfGemma3) {
