@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <optional>
 #include <thread>
 
 #include "core/check.h"
@@ -24,6 +25,48 @@ void send_error(httplib::Response& res, const ApiError& e) {
   res.status = e.status;
   if (e.status == 429 || e.status == 503) res.set_header("Retry-After", "1");
   res.set_content(dump_json(e.to_json()), "application/json");
+}
+
+// Request framing and header syntax the HTTP library accepts leniently (RFC 9112 says reject): a body without
+// Content-Length or chunked encoding (it waited for the read timeout), a Content-Length that is not one plain
+// decimal number (negative, 2^64, repeated: request smuggling), both framings at once, header names with
+// whitespace or control bytes (folded lines, no colon), values with a bare CR or a NUL. Returns the error, or
+// nothing when the request may proceed.
+std::optional<ApiError> framing_error(const httplib::Request& req, int64_t max_body_bytes) {
+  for (const auto& [name, value] : req.headers) {
+    for (unsigned char ch : name) {
+      if (ch <= 32 || ch == 127 || ch == ':') {
+        return ApiError(400, "malformed header line (a header name holds whitespace or a control byte)",
+                        "invalid_request_error");
+      }
+    }
+    for (unsigned char ch : value) {
+      if ((ch < 32 && ch != '\t') || ch == 127) {
+        return ApiError(400, "malformed header '" + name + "': a control byte in its value", "invalid_request_error");
+      }
+    }
+  }
+  if (req.method != "POST" && req.method != "PUT" && req.method != "PATCH") return std::nullopt;
+  const bool chunked = strcasestr(req.get_header_value("Transfer-Encoding").c_str(), "chunked") != nullptr;
+  const size_t lengths = req.get_header_value_count("Content-Length");
+  if (chunked) {
+    if (lengths > 0) {
+      return ApiError(400, "both Content-Length and Transfer-Encoding: chunked", "invalid_request_error");
+    }
+    return std::nullopt;
+  }
+  if (lengths == 0) {
+    return ApiError(411, "a request body needs a Content-Length header (or Transfer-Encoding: chunked)",
+                    "invalid_request_error");
+  }
+  if (lengths > 1) return ApiError(400, "more than one Content-Length header", "invalid_request_error");
+  const std::string v = req.get_header_value("Content-Length");
+  const bool digits = !v.empty() && v.size() <= 18 && v.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits) return ApiError(400, "Content-Length must be one decimal number", "invalid_request_error");
+  if (std::stoll(v) > max_body_bytes) {
+    return ApiError(413, "the request body is too large (see --max-body-bytes)", "invalid_request_error");
+  }
+  return std::nullopt;
 }
 
 // The accepted socket whose peer is addr:port (the connection a handler serves), or -1.
@@ -150,6 +193,11 @@ void HttpServer::attach(ServeContext ctx, ServerMetrics* metrics) {
 void HttpServer::install_routes() {
   auto& s = *http_;
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (auto e = framing_error(req, cfg_.max_body_bytes)) {
+      res.set_header("Connection", "close");  // the body (if any) was not read: the stream cannot be resynced
+      send_error(res, *e);
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (cfg_.api_keys.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
     // The scheme is case-insensitive (RFC 7235); keys compare in constant time (no timing oracle on the prefix).
     const std::string auth = req.get_header_value("Authorization");

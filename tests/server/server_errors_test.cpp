@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include "server/server_process.h"
 
 namespace slimkv::test {
@@ -134,6 +136,36 @@ TEST_F(ServerErrors, ChunkedBodiesObeyTheBodyLimit) {
   EXPECT_EQ(r.rfind("HTTP/1.1 413", 0), 0u) << r.substr(0, 200);
   EXPECT_NE(r.find("--max-body-bytes"), std::string::npos) << r.substr(0, 400);
   EXPECT_EQ(server_->post("/v1/completions", json{{"prompt", "still serving"}, {"max_tokens", 2}}).first, 200);
+}
+
+// Issue R defect 10: framing the library took leniently is refused at once, before any body is read (a missing
+// Content-Length used to wait for the 30 s read timeout, -5 and 2^64 likewise, two lengths were accepted), and so
+// are malformed header bytes (a bare CR or a NUL).
+TEST_F(ServerErrors, BadFramingAndHeaderBytesAreRefusedAtOnce) {
+  const std::string head = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n";
+  const std::string body = json{{"prompt", "hi"}, {"max_tokens", 2}}.dump();
+  const std::string len = "Content-Length: " + std::to_string(body.size()) + "\r\n";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", "HTTP/1.1 411"},
+      {"Content-Length: -5\r\n", "HTTP/1.1 400"},
+      {"Content-Length: 18446744073709551616\r\n", "HTTP/1.1 400"},
+      {"Content-Length: 5, 5\r\n", "HTTP/1.1 400"},
+      {len + "Content-Length: 3\r\n", "HTTP/1.1 400"},
+      {len + "Transfer-Encoding: chunked\r\n", "HTTP/1.1 400"},
+      {"Content-Length: 999999999\r\n", "HTTP/1.1 413"},
+      {std::string("X-A: b\rX-C: d\r\n") + len, "HTTP/1.1 400"},
+      {std::string("X-A: b\0c\r\n", 12) + len, "HTTP/1.1 400"},
+  };
+  for (const auto& [headers, want] : cases) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string r = raw_exchange(server_->port(), head + headers + "Connection: close\r\n\r\n" + body);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(r.rfind(want, 0), 0u) << headers << " -> " << r.substr(0, 120);
+    EXPECT_LT(s, 5.0) << headers << ": answered only after " << s << " s";
+    EXPECT_NE(r.find("\"error\""), std::string::npos) << headers;
+  }
+  EXPECT_EQ(raw_exchange(server_->port(), head + len + "Connection: close\r\n\r\n" + body).rfind("HTTP/1.1 200", 0),
+            0u);
 }
 
 // Issue R defect 10: fields this server does not implement are refused with a 400 naming them, never ignored;
