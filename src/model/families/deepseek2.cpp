@@ -62,14 +62,7 @@ void read(const HParams& h, ModelConfig& c) {
   // DeepSeekMoE
   const int32_t dense = h.integer(Hp::LeadingDenseBlockCount, 0, 0, c.num_layers);
   MoeConfig& m = c.moe;
-  m.num_experts = h.integer(Hp::ExpertCount, std::nullopt, 1, 4096);
-  m.num_experts_used = h.integer(Hp::ExpertUsedCount, std::nullopt, 1, m.num_experts);
-  m.expert_ffn_dim = h.integer(Hp::ExpertFeedForwardLength, std::nullopt, 1, 1 << 18);
-  m.num_shared_experts = h.integer(Hp::ExpertSharedCount, 0, 0, 64);
-  m.shared_ffn_dim = m.num_shared_experts * m.expert_ffn_dim;
-  const float scale = h.real(Hp::ExpertWeightsScale, 1.0);
-  m.weights_scale = scale == 0.0f ? 1.0f : scale;
-  m.norm_topk_prob = h.boolean(Hp::ExpertWeightsNorm).value_or(false);
+  read_deepseek_moe(h, m);
   int32_t gating = h.integer(Hp::ExpertGatingFunc, 1, 1, 3);  // llama.cpp: 1 softmax, 2 sigmoid
   if (!h.is_gguf()) {
     const std::string f = h.string(Hp::ScoringFunc).value_or("softmax");

@@ -52,14 +52,7 @@ void read(const HParams& h, ModelConfig& c) {
   d.compress_rope = comp;
   // MoE on every layer
   MoeConfig& m = c.moe;
-  m.num_experts = h.integer(Hp::ExpertCount, std::nullopt, 1, 4096);
-  m.num_experts_used = h.integer(Hp::ExpertUsedCount, std::nullopt, 1, m.num_experts);
-  m.expert_ffn_dim = h.integer(Hp::ExpertFeedForwardLength, std::nullopt, 1, 1 << 18);
-  m.num_shared_experts = h.integer(Hp::ExpertSharedCount, 0, 0, 64);
-  m.shared_ffn_dim = m.num_shared_experts * m.expert_ffn_dim;
-  const float scale = h.real(Hp::ExpertWeightsScale, 1.0);
-  m.weights_scale = scale == 0.0f ? 1.0f : scale;
-  m.norm_topk_prob = h.boolean(Hp::ExpertWeightsNorm).value_or(false);
+  read_deepseek_moe(h, m);
   const int32_t gating = h.integer(Hp::ExpertGatingFunc, 4, 1, 4);
   SLIMKV_CHECK(gating == 4, "{}: DeepSeek-V4 expects sqrt-softplus expert scoring ('{}' = 4), got {}", h.source(),
                h.key_name(Hp::ExpertGatingFunc), gating);
