@@ -16,6 +16,13 @@ void rmsnorm(float* out, const float* x, const float* w, int64_t n, float eps) {
   for (int64_t i = 0; i < n; ++i) out[i] = w[i] * (ss * x[i]);
 }
 
+void rmsnorm_unweighted(float* out, const float* x, int64_t n, float eps) {
+  float ss = 0;
+  for (int64_t i = 0; i < n; ++i) ss += x[i] * x[i];
+  ss = 1.0f / std::sqrt(ss / static_cast<float>(n) + eps);
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] * ss;
+}
+
 void softmax(float* x, int64_t n) {
   float mx = x[0];
   for (int64_t i = 1; i < n; ++i) mx = std::max(mx, x[i]);

@@ -12,6 +12,8 @@ namespace slimkv {
 
 // out[n] = x[n] / sqrt(mean(x^2) + eps) * w[n]
 void rmsnorm(float* out, const float* x, const float* w, int64_t n, float eps);
+// out[n] = x / rms(x), no weight (DeepSeek-V4's per-head q norm and hyper-connection mixes; out may be x)
+void rmsnorm_unweighted(float* out, const float* x, int64_t n, float eps);
 
 void softmax(float* x, int64_t n);
 // gate[n] = silu(gate) * up

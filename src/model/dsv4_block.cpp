@@ -50,13 +50,6 @@ void derope(const RopeTable& r, float* x, int32_t pos) {
   }
 }
 
-void rms_unweighted(float* x, int32_t n, float eps) {
-  float ss = 0;
-  for (int32_t i = 0; i < n; ++i) ss += x[i] * x[i];
-  const float k = 1.0f / std::sqrt(ss / static_cast<float>(n) + eps);
-  for (int32_t i = 0; i < n; ++i) x[i] *= k;
-}
-
 // Where one stream's records live for the step: its storage geometry and its group's page table.
 struct StreamView {
   const KvStorage* kv = nullptr;
@@ -159,7 +152,7 @@ void DecoderForward::dsv4_attention(int32_t l, const float* in, float* out) {
     for (int32_t t = 0; t < T; ++t) {
       const int32_t pos = b.positions[t];
       float* q = s.q.data() + static_cast<size_t>(t) * H * D;
-      for (int32_t h = 0; h < H; ++h) rms_unweighted(q + static_cast<size_t>(h) * D, D, eps);
+      for (int32_t h = 0; h < H; ++h) rmsnorm_unweighted(q + static_cast<size_t>(h) * D, q + static_cast<size_t>(h) * D, D, eps);
       rope.apply(q + nope, H, pos, D);
       float* k = s.kv.data() + static_cast<size_t>(t) * D;
       rmsnorm(k, k, w.kv_norm, D, eps);

@@ -29,7 +29,6 @@ struct Dsv4Scratch {
   std::vector<int32_t> topk;    // [T, top_k] chosen compressed entries per token (-1 = none)
   std::vector<int32_t> ntopk;   // [T] how many
   std::vector<float> entry;     // [max(D, index_dim)] one compressed entry being built
-  std::vector<float> pool_w;    // [2 * ratio] softmax weights of one channel
 };
 
 }  // namespace slimkv

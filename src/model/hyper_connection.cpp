@@ -7,6 +7,7 @@
 
 #include "core/check.h"
 #include "core/profiler.h"
+#include "kernels/ops.h"
 #include "model/decoder_forward.h"
 #include "model/dsv4_scratch.h"
 
@@ -95,12 +96,7 @@ void DecoderForward::hc_pre(int32_t l, HcSite site, float* out) {
   s.post.resize(static_cast<size_t>(T_) * hc);
   s.comb.resize(static_cast<size_t>(T_) * hc * hc);
   for (int32_t t = 0; t < T_; ++t) {  // RMS norm of the flattened streams, no weight
-    const float* x = s.streams.data() + t * flat_n;
-    float ss = 0;
-    for (size_t i = 0; i < flat_n; ++i) ss += x[i] * x[i];
-    const float k = 1.0f / std::sqrt(ss / static_cast<float>(flat_n) + c.rms_eps);
-    float* y = s.flat.data() + t * flat_n;
-    for (size_t i = 0; i < flat_n; ++i) y[i] = x[i] * k;
+    rmsnorm_unweighted(s.flat.data() + t * flat_n, s.streams.data() + t * flat_n, flat_n, c.rms_eps);
   }
   {
     ProfScope ps(ProfKind::Matmul);
@@ -149,12 +145,7 @@ void DecoderForward::hc_head() {
   const size_t flat_n = static_cast<size_t>(hc) * dim;
   s.flat.resize(T_ * flat_n);
   for (int32_t t = 0; t < T_; ++t) {
-    const float* x = s.streams.data() + t * flat_n;
-    float ss = 0;
-    for (size_t i = 0; i < flat_n; ++i) ss += x[i] * x[i];
-    const float k = 1.0f / std::sqrt(ss / static_cast<float>(flat_n) + c.rms_eps);
-    float* yv = s.flat.data() + t * flat_n;
-    for (size_t i = 0; i < flat_n; ++i) yv[i] = x[i] * k;
+    rmsnorm_unweighted(s.flat.data() + t * flat_n, s.streams.data() + t * flat_n, flat_n, c.rms_eps);
   }
   std::vector<float> pre(static_cast<size_t>(T_) * hc);
   {

@@ -249,10 +249,18 @@ TEST(KvGroups, DeepSeekV4StreamsComposeWithStorageCompression) {
       if (plain.layers[l].kind == KvRecordKind::IndexKeys) EXPECT_EQ(plain.layers[l].dtype, KvDtype::F16);
     }
   }
-  for (int32_t t = 0; t < plain.num_tensors(); ++t) {  // every tensor holds records of its pool's size only
-    for (int32_t l = 0; l < plain.num_layers(); ++l) {
-      if (plain.layers[l].tensor == t) EXPECT_TRUE(plain.layers[l].same_record(plain.layers[plain.tensor_layer[t]]));
-    }
+  {  // a running sequence's blocks cost its records' bytes and no more (one pool per record size)
+    EngineConfig c = small_engine_config();
+    c.sched.max_model_len = 512;
+    Engine e(*m, c);
+    RequestParams p;
+    p.max_tokens = 8;
+    std::vector<int32_t> prompt(300, 7);
+    prompt[0] = 1;
+    ASSERT_TRUE(std::holds_alternative<RequestId>(e.add_request(prompt, p)));
+    for (int i = 0; i < 3 && e.has_unfinished(); ++i) e.step();
+    EXPECT_GT(e.record_bytes_in_use(), 0);
+    EXPECT_EQ(e.kv_bytes_in_use(), e.record_bytes_in_use());
   }
   for (const char* dtype : {"f16", "int8"}) {
     EngineConfig c = small_engine_config();
