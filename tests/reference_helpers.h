@@ -27,7 +27,8 @@ struct ManifestRow {
   bool is_f32() const { return ftype() == "F32"; }
   // Tensor types slimkv cannot read yet (empty = all supported).
   std::vector<std::string> unsupported_types() const {
-    static const std::set<std::string> ok = {"F32", "F16", "BF16", "Q8_0", "Q4_0", "I32"};
+    std::set<std::string> ok;
+    for (const DTypeInfo& i : kDTypeInfo) ok.insert(std::string(i.name));
     std::vector<std::string> out;
     for (auto& [t, n] : j["tensor_types"].items()) {
       if (!ok.count(t)) out.push_back(t);

@@ -88,12 +88,16 @@ std::unique_ptr<Model> load_model_from_flags(const ModelFlags& f) {
   return load_model(o);
 }
 
-DType parse_dtype(const std::string& s) {
-  if (s == "f32") return DType::F32;
-  if (s == "f16") return DType::F16;
-  if (s == "q8_0") return DType::Q8_0;
-  if (s == "q4_0") return DType::Q4_0;
-  fail("unknown weight dtype '{}' (f32, f16, q8_0, q4_0)", s);
+DType parse_dtype(const std::string& s) {  // a weight type's GGML name, any case (f32, q8_0, q4_k, iq4_xs, ...)
+  std::string names;
+  for (const DTypeInfo& i : kDTypeInfo) {
+    if (!i.weight) continue;
+    std::string lower(i.name);
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (s == lower || s == i.name) return i.type;
+    names += (names.empty() ? "" : ", ") + lower;
+  }
+  fail("unknown weight dtype '{}' ({})", s, names);
 }
 
 int32_t resolve_threads(int32_t flag) { return flag > 0 ? flag : default_num_threads(); }

@@ -1,15 +1,24 @@
-// Element types of weights and activations, with their storage geometry (block size, bytes per block).
-// Must not know: file formats (each parser maps its own type codes onto DType).
+// Element types of weights and activations: the data half of the type traits table (storage geometry, GGML's type
+// number, activation pairing). Must not know: how a type is computed with (kernels/type_traits.h) or parsed.
 #pragma once
 #include <cstdint>
 #include <string_view>
 
 namespace slimkv {
 
-// I32: integer tables (DeepSeek-V4's token -> experts map), never a matmul operand.
-enum class DType : uint8_t { F32, F16, BF16, Q8_0, Q4_0, I32 };
+// Every element type of a weight or an activation, one row each in kDTypeInfo below (geometry, GGML's id, the
+// activation type its dot product pairs with); kernels/type_traits.h adds each row's functions. Block layouts are
+// GGML's, bit for bit (core/quant_blocks.h). I32: integer tables (DeepSeek-V4's token -> experts map), never a
+// matmul operand. Q8_1 / Q8_K: activation-only types (llama.cpp's pairing for Q4_1/Q5_1 and the K-quants).
+enum class DType : uint8_t {
+  F32, F16, BF16, Q8_0, Q4_0, I32,
+  Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4,
+  Q8_1, Q8_K,
+};
+constexpr int kNumDTypes = 19;
 
-constexpr int64_t kQuantBlock = 32;  // elements per Q8_0 / Q4_0 block
+constexpr int64_t kQuantBlock = 32;  // elements per Q8_0 / Q4_0 / Q4_1 / Q5_x / IQ4_NL / MXFP4 block
+constexpr int64_t kSuperBlock = 256; // elements per K-quant / IQ4_XS / Q8_K super-block (GGML's QK_K)
 
 struct Q8_0Block {  // 34 bytes: scale (fp16) + 32 int8
   uint16_t d;
@@ -21,29 +30,54 @@ struct Q4_0Block {  // 18 bytes: scale (fp16) + 32 nibbles, low nibbles = elemen
 };
 static_assert(sizeof(Q8_0Block) == 34 && sizeof(Q4_0Block) == 18);
 
-constexpr int64_t dtype_block_elems(DType t) { return (t == DType::Q8_0 || t == DType::Q4_0) ? kQuantBlock : 1; }
-constexpr int64_t dtype_block_bytes(DType t) {
-  switch (t) {
-    case DType::F32: return 4;
-    case DType::F16: return 2;
-    case DType::BF16: return 2;
-    case DType::Q8_0: return 34;
-    case DType::Q4_0: return 18;
-    case DType::I32: return 4;
+struct DTypeInfo {
+  DType type;
+  std::string_view name;   // GGML's spelling
+  int32_t ggml_id;         // GGML's type number (what GGUF files store); -1 = none
+  int64_t block_elems;     // values per block
+  int64_t block_bytes;     // bytes per block
+  DType act;               // activations are quantized to this type for the dot product (F32 = not quantized)
+  bool weight;             // may be a matmul weight
+};
+
+// One row per type, in enum order.
+inline constexpr DTypeInfo kDTypeInfo[kNumDTypes] = {
+    {DType::F32, "F32", 0, 1, 4, DType::F32, true},
+    {DType::F16, "F16", 1, 1, 2, DType::F32, true},
+    {DType::BF16, "BF16", 30, 1, 2, DType::F32, false},  // converted to F32 at load time
+    {DType::Q8_0, "Q8_0", 8, 32, 34, DType::Q8_0, true},
+    {DType::Q4_0, "Q4_0", 2, 32, 18, DType::Q8_0, true},
+    {DType::I32, "I32", 26, 1, 4, DType::F32, false},
+    {DType::Q4_1, "Q4_1", 3, 32, 20, DType::Q8_1, true},
+    {DType::Q5_0, "Q5_0", 6, 32, 22, DType::Q8_0, true},
+    {DType::Q5_1, "Q5_1", 7, 32, 24, DType::Q8_1, true},
+    {DType::Q2_K, "Q2_K", 10, 256, 84, DType::Q8_K, true},
+    {DType::Q3_K, "Q3_K", 11, 256, 110, DType::Q8_K, true},
+    {DType::Q4_K, "Q4_K", 12, 256, 144, DType::Q8_K, true},
+    {DType::Q5_K, "Q5_K", 13, 256, 176, DType::Q8_K, true},
+    {DType::Q6_K, "Q6_K", 14, 256, 210, DType::Q8_K, true},
+    {DType::IQ4_NL, "IQ4_NL", 20, 32, 18, DType::Q8_0, true},
+    {DType::IQ4_XS, "IQ4_XS", 23, 256, 136, DType::Q8_K, true},
+    {DType::MXFP4, "MXFP4", 39, 32, 17, DType::Q8_0, true},
+    {DType::Q8_1, "Q8_1", 9, 32, 36, DType::Q8_1, false},
+    {DType::Q8_K, "Q8_K", 15, 256, 292, DType::Q8_K, false},
+};
+
+constexpr const DTypeInfo& dtype_info(DType t) { return kDTypeInfo[static_cast<int>(t)]; }
+constexpr int64_t dtype_block_elems(DType t) { return dtype_info(t).block_elems; }
+constexpr int64_t dtype_block_bytes(DType t) { return dtype_info(t).block_bytes; }
+constexpr std::string_view dtype_name(DType t) { return dtype_info(t).name; }
+constexpr bool dtype_is_quantized(DType t) { return dtype_info(t).block_elems > 1; }
+// Bytes of a row of n values (n a multiple of the block size).
+constexpr int64_t dtype_row_bytes(DType t, int64_t n) { return n / dtype_block_elems(t) * dtype_block_bytes(t); }
+
+constexpr bool dtype_table_in_order() {
+  for (int i = 0; i < kNumDTypes; ++i) {
+    if (static_cast<int>(kDTypeInfo[i].type) != i) return false;
   }
-  return 0;
+  return true;
 }
-constexpr std::string_view dtype_name(DType t) {
-  switch (t) {
-    case DType::F32: return "F32";
-    case DType::F16: return "F16";
-    case DType::BF16: return "BF16";
-    case DType::Q8_0: return "Q8_0";
-    case DType::Q4_0: return "Q4_0";
-    case DType::I32: return "I32";
-  }
-  return "?";
-}
+static_assert(dtype_table_in_order(), "kDTypeInfo rows must follow the enum's order");
 
 // How one KV head's row (head_dim values of one token) is stored in the KV cache.
 //   F32: head_dim floats. F16: head_dim halves. Int8 / Int4: an fp16 scale, then head_dim signed values

@@ -64,4 +64,11 @@ inline float bf16_to_fp32(uint16_t b) {
   return f;
 }
 
+inline uint16_t fp32_to_bf16(float f) {  // round to nearest even; NaN stays NaN
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 64);
+  return static_cast<uint16_t>((x + (0x7fffu + ((x >> 16) & 1))) >> 16);
+}
+
 }  // namespace slimkv

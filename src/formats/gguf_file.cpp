@@ -14,20 +14,18 @@ const char* ggml_type_name(uint32_t t) {
   static const char* names[] = {"F32",  "F16",  "Q4_0", "Q4_1",   "Q4_2",   "Q4_3",   "Q5_0", "Q5_1",
                                 "Q8_0", "Q8_1", "Q2_K", "Q3_K",   "Q4_K",   "Q5_K",   "Q6_K", "Q8_K",
                                 "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S", "IQ4_NL", "IQ3_S", "IQ2_S", "IQ4_XS",
-                                "I8",   "I16",  "I32",  "I64",    "F64",    "IQ1_M",  "BF16"};
+                                "I8",   "I16",  "I32",  "I64",    "F64",    "IQ1_M",  "BF16", "Q4_0_4_4", "Q4_0_4_8",
+                                "Q4_0_8_8", "TQ1_0", "TQ2_0", "IQ4_NL_4_4", "IQ4_NL_4_8", "IQ4_NL_8_8", "MXFP4"};
   return t < sizeof(names) / sizeof(names[0]) ? names[t] : "unknown";
 }
 
-std::optional<DType> dtype_from_ggml(uint32_t t) {
-  switch (t) {
-    case 0: return DType::F32;
-    case 1: return DType::F16;
-    case 2: return DType::Q4_0;
-    case 8: return DType::Q8_0;
-    case 26: return DType::I32;
-    case 30: return DType::BF16;
-    default: return std::nullopt;
+std::optional<DType> dtype_from_ggml(uint32_t t) {  // the type traits table's GGML ids (core/dtype.h)
+  for (const DTypeInfo& i : kDTypeInfo) {
+    if (i.ggml_id == static_cast<int32_t>(t) && (i.weight || i.type == DType::BF16 || i.type == DType::I32)) {
+      return i.type;
+    }
   }
+  return std::nullopt;
 }
 
 struct Parser {

@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "core/half.h"
+#include "kernels/type_traits.h"
 
 namespace slimkv {
 namespace {
@@ -19,17 +20,7 @@ void put_str(std::vector<uint8_t>& out, const std::string& s) {
   put<uint64_t>(out, s.size());
   out.insert(out.end(), s.begin(), s.end());
 }
-uint32_t ggml_type(DType t) {
-  switch (t) {
-    case DType::F32: return 0;
-    case DType::F16: return 1;
-    case DType::Q4_0: return 2;
-    case DType::Q8_0: return 8;
-    case DType::BF16: return 30;
-    case DType::I32: return 26;
-  }
-  return 0;
-}
+uint32_t ggml_type(DType t) { return static_cast<uint32_t>(dtype_info(t).ggml_id); }
 
 }  // namespace
 
@@ -99,36 +90,12 @@ void GgufWriter::write(const std::string& path) const {
 }
 
 std::vector<uint8_t> quantize_rows(DType dtype, const float* x, int64_t n) {
-  SLIMKV_CHECK(n % kQuantBlock == 0, "quantize_rows: {} is not a multiple of 32", n);
-  std::vector<uint8_t> out;
-  for (int64_t k = 0; k < n / kQuantBlock; ++k) {
-    const float* b = x + k * kQuantBlock;
-    if (dtype == DType::Q8_0) {
-      float amax = 0;
-      for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(b[j]));
-      float d = amax / 127.0f, id = d ? 1.0f / d : 0.0f;
-      Q8_0Block q;
-      q.d = fp32_to_fp16(d);
-      for (int j = 0; j < 32; ++j) q.qs[j] = static_cast<int8_t>(std::nearbyint(b[j] * id));
-      put(out, q);
-    } else if (dtype == DType::Q4_0) {  // llama.cpp: d = max / -8 where max is the signed value of largest |x|
-      float amax = 0, mx = 0;
-      for (int j = 0; j < 32; ++j) {
-        if (std::fabs(b[j]) > amax) { amax = std::fabs(b[j]); mx = b[j]; }
-      }
-      float d = mx / -8.0f, id = d ? 1.0f / d : 0.0f;
-      Q4_0Block q;
-      q.d = fp32_to_fp16(d);
-      for (int j = 0; j < 16; ++j) {
-        int lo = std::min(15, static_cast<int>(b[j] * id + 8.5f));
-        int hi = std::min(15, static_cast<int>(b[j + 16] * id + 8.5f));
-        q.qs[j] = static_cast<uint8_t>(lo | (hi << 4));
-      }
-      put(out, q);
-    } else {
-      fail("quantize_rows: {} is not a quantized type", dtype_name(dtype));
-    }
-  }
+  const TypeTraits& t = type_traits(dtype);
+  SLIMKV_CHECK(t.from_float != nullptr && t.info->weight, "quantize_rows: {} cannot be written", dtype_name(dtype));
+  SLIMKV_CHECK(n % t.info->block_elems == 0, "quantize_rows: {} values are not whole {} blocks of {}", n,
+               dtype_name(dtype), t.info->block_elems);
+  std::vector<uint8_t> out(static_cast<size_t>(dtype_row_bytes(dtype, n)));
+  t.from_float(x, out.data(), n);
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include "core/check.h"
 #include "core/half.h"
 #include "kernels/dot.h"
+#include "kernels/type_traits.h"
 
 namespace slimkv {
 namespace {
@@ -90,48 +91,31 @@ void matmul(const WeightView& w, const float* x, int64_t num_tokens, float* y, T
     return;
   }
   const int64_t cols = w.cols;
+  const TypeTraits& tt = type_traits(w.dtype);
+  SLIMKV_CHECK(tt.info->weight, "matmul: {} is not a weight type", tt.info->name);
+  SLIMKV_CHECK(cols % tt.info->block_elems == 0, "matmul: {} columns are not whole {} blocks", cols, tt.info->name);
+  // Activations in the type's pairing (Q8_0 / Q8_1 / Q8_K), [T, x_row_bytes], reused across calls.
+  const DType act = tt.info->act;
   const void* xin = x;
-  const int64_t nb = cols / kQuantBlock;
-  if (w.dtype == DType::Q8_0 || w.dtype == DType::Q4_0) {
-    thread_local std::vector<Q8_0Block> xq;  // [T, cols/32] quantized activations, reused across calls
-    if (static_cast<int64_t>(xq.size()) < num_tokens * nb) xq.resize(num_tokens * nb);
-    for (int64_t t = 0; t < num_tokens; ++t) k.quantize_q8_0(x + t * cols, xq.data() + t * nb, cols);
+  int64_t x_row_bytes = cols * static_cast<int64_t>(sizeof(float));
+  if (act != DType::F32) {
+    x_row_bytes = dtype_row_bytes(act, cols);
+    thread_local std::vector<uint8_t> xq;
+    if (static_cast<int64_t>(xq.size()) < num_tokens * x_row_bytes) xq.resize(num_tokens * x_row_bytes);
+    for (int64_t t = 0; t < num_tokens; ++t) quantize_activations(act, x + t * cols, xq.data() + t * x_row_bytes, cols, isa);
     xin = xq.data();
   }
-  if (k.gemm != nullptr) {  // blocked kernel over a range of rows
-    auto body = [&](int64_t r0, int64_t r1, int32_t) {
-      k.gemm(w.dtype, w.row(r0), r1 - r0, cols, xin, num_tokens, y + r0, w.rows);
-    };
-    if (pool == nullptr || w.rows * cols * num_tokens < kInlineMacs) body(0, w.rows, 0);
+  const bool inline_run = pool == nullptr || w.rows * cols * num_tokens < kInlineMacs;
+  if (const GemmFn gemm = tt.gemm[static_cast<int>(isa)]) {  // blocked kernel over a range of rows
+    auto body = [&](int64_t r0, int64_t r1, int32_t) { gemm(w.row(r0), r1 - r0, cols, xin, num_tokens, y + r0, w.rows); };
+    if (inline_run) body(0, w.rows, 0);
     else pool->parallel_for(w.rows, 16, body);
     return;
   }
-  const auto* xq = static_cast<const Q8_0Block*>(xin);
-  switch (w.dtype) {
-    case DType::F32:
-      run_rows(w, num_tokens, w.rows, y, pool, [&](int64_t r, int64_t t) {
-        return k.f32(static_cast<const float*>(w.data) + r * cols, x + t * cols, cols);
-      });
-      return;
-    case DType::F16:
-      run_rows(w, num_tokens, w.rows, y, pool, [&](int64_t r, int64_t t) {
-        return k.f16_f32(static_cast<const uint16_t*>(w.data) + r * cols, x + t * cols, cols);
-      });
-      return;
-    case DType::Q8_0:
-      run_rows(w, num_tokens, w.rows, y, pool, [&](int64_t r, int64_t t) {
-        return k.q8_0_q8_0(static_cast<const Q8_0Block*>(w.data) + r * nb, xq + t * nb, nb);
-      });
-      return;
-    case DType::Q4_0:
-      run_rows(w, num_tokens, w.rows, y, pool, [&](int64_t r, int64_t t) {
-        return k.q4_0_q8_0(static_cast<const Q4_0Block*>(w.data) + r * nb, xq + t * nb, nb);
-      });
-      return;
-    case DType::BF16:
-    case DType::I32:  // integer tables never reach a matmul (make_weight refuses them)
-      return;
-  }
+  const VecDotFn dot = tt.dot[static_cast<int>(isa)];
+  const auto* xb = static_cast<const uint8_t*>(xin);
+  run_rows(w, num_tokens, w.rows, y, pool,
+           [&](int64_t r, int64_t t) { return dot(w.row(r), xb + t * x_row_bytes, cols); });
 }
 
 void dequantize_row(const WeightView& w, int64_t r, float* out) {
@@ -140,40 +124,7 @@ void dequantize_row(const WeightView& w, int64_t r, float* out) {
     for (int64_t i = 0; i < w.cols; ++i) out[i] = base[i * kPanelRows];
     return;
   }
-  const uint8_t* p = w.row(r);
-  switch (w.dtype) {
-    case DType::F32:
-      for (int64_t i = 0; i < w.cols; ++i) out[i] = reinterpret_cast<const float*>(p)[i];
-      return;
-    case DType::F16:
-      for (int64_t i = 0; i < w.cols; ++i) out[i] = fp16_to_fp32(reinterpret_cast<const uint16_t*>(p)[i]);
-      return;
-    case DType::BF16:
-      for (int64_t i = 0; i < w.cols; ++i) out[i] = bf16_to_fp32(reinterpret_cast<const uint16_t*>(p)[i]);
-      return;
-    case DType::I32:
-      for (int64_t i = 0; i < w.cols; ++i) out[i] = static_cast<float>(reinterpret_cast<const int32_t*>(p)[i]);
-      return;
-    case DType::Q8_0: {
-      const auto* b = reinterpret_cast<const Q8_0Block*>(p);
-      for (int64_t k = 0; k < w.cols / 32; ++k) {
-        float d = fp16_to_fp32(b[k].d);
-        for (int j = 0; j < 32; ++j) out[k * 32 + j] = d * b[k].qs[j];
-      }
-      return;
-    }
-    case DType::Q4_0: {
-      const auto* b = reinterpret_cast<const Q4_0Block*>(p);
-      for (int64_t k = 0; k < w.cols / 32; ++k) {
-        float d = fp16_to_fp32(b[k].d);
-        for (int j = 0; j < 16; ++j) {
-          out[k * 32 + j] = d * (int(b[k].qs[j] & 0x0F) - 8);
-          out[k * 32 + j + 16] = d * (int(b[k].qs[j] >> 4) - 8);
-        }
-      }
-      return;
-    }
-  }
+  type_traits(w.dtype).to_float(w.row(r), out, w.cols);
 }
 
 }  // namespace slimkv

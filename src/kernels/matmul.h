@@ -1,5 +1,6 @@
 // Matrix products against weight matrices of any supported dtype: y[T, rows] = x[T, cols] · W[rows, cols]^T.
-// Splits rows across the thread pool; quantizes activations to Q8_0 for Q8_0/Q4_0 weights (as llama.cpp does).
+// Splits rows across the thread pool; quantizes activations to the weight type's pairing (Q8_0 / Q8_1 / Q8_K, as
+// llama.cpp does) and runs the per-ISA kernels of the type traits table (kernels/type_traits.h).
 // Must not know: which layer or model the weights belong to.
 #pragma once
 #include <cstdint>

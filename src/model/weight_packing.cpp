@@ -30,4 +30,22 @@ void pack_weights_for_kernels(Model& m, Isa isa) {
   m.owned_f32.push_back(std::move(arena));
 }
 
+int64_t dequantize_weights(Model& m, Isa isa) {
+  std::vector<WeightView*> views;
+  for (auto& l : m.layers) {
+    for (WeightView* w : l.matrices()) views.push_back(w);
+  }
+  for (WeightView* w : {&m.tok_embd, &m.output, &m.hc_head_fn}) views.push_back(w);
+  int64_t converted = 0;
+  for (WeightView* w : views) {
+    if (w->data == nullptr || w->dtype == DType::F32) continue;
+    std::vector<float> f(static_cast<size_t>(w->rows * w->cols));
+    for (int64_t r = 0; r < w->rows; ++r) dequantize_row(*w, r, f.data() + r * w->cols);
+    *w = WeightView{DType::F32, w->rows, w->cols, m.own_f32(std::move(f))};
+    ++converted;
+  }
+  pack_weights_for_kernels(m, isa);
+  return converted;
+}
+
 }  // namespace slimkv

@@ -2,12 +2,13 @@
 // llama.cpp's own outputs with that file's criteria (README there): F32 files to max |Δlogit| <= max_abs_logit at
 // every position on all three evaluation paths (one batch, token by token, chunks of 7 that split windows) with
 // greedy ids identical while llama.cpp's margin is above the threshold; F16/BF16/quantized files by mean KL and
-// argmax agreement against .logits.f32 and, where slimkv multiplies in f32 with the dequantized weights (F16/BF16),
-// to dequant_max_abs_logit against .dequant_logits.f32. Files with tensor types slimkv does not read yet are skipped
-// with the types named (issue Q). Each file prints one REF line (what docs/models.md tabulates).
+// argmax agreement against .logits.f32 and, with every weight dequantized to F32 (dequantize_weights), to
+// dequant_max_abs_logit against .dequant_logits.f32 (this pins each weight type's block layout). Files with tensor
+// types slimkv does not read are skipped with the types named. Each file prints one REF line (what docs/models.md tabulates).
 #include <gtest/gtest.h>
 
 #include "engine_helpers.h"
+#include "model/weight_packing.h"
 #include "reference_helpers.h"
 
 namespace slimkv::test {
@@ -59,11 +60,19 @@ TEST_P(LlamaCppReference, LogitsAndGreedyMatch) {
     }
   }
   if (!row.is_f32() && row.j.contains("dequant_logits")) {
-    const LogitsDiff d = compare_logits(all_logits(*m, ids, 0, &pool), read_f32_file(row.path("dequant_logits")), V);
+    // The same file with every weight dequantized to F32 by the type traits' reference: llama.cpp's
+    // .dequant_logits computes exactly that, so this pins each type's block layout bit for bit.
+    auto md = load(row.path("file"));
+    dequantize_weights(*md);
+    const LogitsDiff d = compare_logits(all_logits(*md, ids, 0, &pool), read_f32_file(row.path("dequant_logits")), V);
     line += fmt::format(" dequant:max={:.2g}", d.worst());
-    const bool f32_math = row.ftype() == "F16" || row.ftype() == "BF16";  // Q8_0/Q4_0 quantize activations
-    if (f32_math) {
-      EXPECT_LE(d.worst(), c["dequant_max_abs_logit"].get<double>());
+    if (c.value("statistical", false)) {
+      const double tol = c.value("dequant_max_abs_logit_q90", c["dequant_max_abs_logit"].get<double>());
+      size_t within = 0;
+      for (double x : d.max_abs) within += x <= tol;
+      EXPECT_GE(static_cast<double>(within), 0.9 * static_cast<double>(d.max_abs.size())) << "dequant";
+    } else {
+      EXPECT_LE(d.worst(), c["dequant_max_abs_logit"].get<double>()) << "dequant";
     }
   }
   // Greedy continuation: identical while llama.cpp's own margin is above the threshold.

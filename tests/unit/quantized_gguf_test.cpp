@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <cmath>
+#include <cstring>
 #include <fstream>
 
 #include "core/half.h"
@@ -98,6 +100,58 @@ TEST(QuantizedGgufShapes, TensorShapeMismatchIsAClearError) {
     EXPECT_NE(std::string(e.what()).find("ffn_gate"), std::string::npos) << e.what();
   }
   std::filesystem::remove(path);
+}
+
+// The writer writes every weight type of the type traits table and the parser reads each back: same type, same
+// bytes, same dequantized values; a tensor whose rows are not whole blocks, or whose data is cut short, is a clear
+// error naming it.
+TEST(QuantizedGgufTypes, EveryTypeRoundTripsThroughTheWriterAndParser) {
+  constexpr int64_t cols = 512, rows = 3;
+  std::vector<float> x(cols * rows);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i)) * (1.0f + (i % 7));
+  GgufWriter w;
+  w.add_string("general.architecture", "llama");
+  std::vector<std::pair<std::string, std::vector<uint8_t>>> written;
+  for (const DTypeInfo& i : kDTypeInfo) {
+    if (!i.weight) continue;
+    auto q = quantize_rows(i.type, x.data(), cols * rows);
+    const std::string name = fmt::format("t.{}", i.name);
+    w.add_tensor(name, i.type, {cols, rows}, q.data(), q.size());
+    written.emplace_back(name, std::move(q));
+  }
+  const std::string path = ::testing::TempDir() + "/all_types.gguf";
+  w.write(path);
+  GgufFile g(path);
+  for (const auto& [name, bytes] : written) {
+    const GgufTensorInfo* t = g.find_tensor(name);
+    ASSERT_NE(t, nullptr) << name;
+    EXPECT_EQ(t->size_bytes, bytes.size()) << name;
+    EXPECT_EQ(std::memcmp(t->data, bytes.data(), bytes.size()), 0) << name;
+    EXPECT_EQ(fmt::format("t.{}", dtype_name(t->dtype)), name);
+  }
+  std::filesystem::remove(path);
+  for (DType bad : {DType::Q4_K, DType::IQ4_XS, DType::Q5_1}) {  // 96 columns: not whole blocks of 256 (or of 32 + cut)
+    GgufWriter b;
+    b.add_string("general.architecture", "llama");
+    std::vector<uint8_t> junk(4096, 0);
+    const int64_t c = bad == DType::Q5_1 ? 64 : 96;
+    const size_t n = bad == DType::Q5_1 ? 10 : 4096;  // Q5_1: whole blocks but too few bytes for the data section
+    b.add_tensor("t.bad", bad, {c, 1}, junk.data(), n);
+    const std::string bp = ::testing::TempDir() + "/bad_type.gguf";
+    b.write(bp);
+    try {
+      GgufFile gb(bp);
+      if (bad == DType::Q5_1) {
+        const GgufTensorInfo* t = gb.find_tensor("t.bad");
+        EXPECT_NE(t->size_bytes, n) << "the parser must size Q5_1 from its block geometry";
+      } else {
+        FAIL() << "expected an error for " << dtype_name(bad);
+      }
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("t.bad"), std::string::npos) << e.what();
+    }
+    std::filesystem::remove(bp);
+  }
 }
 
 }  // namespace

@@ -1,0 +1,20 @@
+// AVX-512 VNNI build of the GGML block types' dot kernels (quant_dot_impl.h with dpbusd products): this ISA's rows
+// of the type traits table.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "core/quant_blocks.h"
+#include "kernels/cpu_avx2/simd_avx2.h"
+#include "kernels/quant_ref.h"
+#include "kernels/type_traits.h"
+
+#define SLIMKV_VNNI 1
+namespace slimkv {
+namespace {
+#include "kernels/cpu_avx2/quant_dot_impl.h"
+}  // namespace
+
+const IsaTypeKernels* const kAvx512TypeKernels = make_rows();
+
+}  // namespace slimkv
