@@ -32,7 +32,22 @@ struct Row {
   std::string model;
   int32_t threads;
   double pp_tps, tg_tps;
+  int64_t weight_bytes_per_token;
 };
+
+// Bytes of weight matrices one decode step reads (every layer's matrices and the classifier; the embedding table
+// is a one-row lookup). MoE experts count in full: an upper bound there.
+int64_t weight_bytes_per_token(const Model& m) {
+  auto bytes = [](const WeightView& w) -> int64_t {
+    if (w.data == nullptr) return 0;
+    return w.panel ? panel_floats(w) * 4 : w.rows * w.row_bytes();
+  };
+  int64_t total = bytes(m.output) + bytes(m.hc_head_fn);
+  for (const LayerWeights& l : m.layers) {
+    for (const WeightView* w : const_cast<LayerWeights&>(l).matrices()) total += bytes(*w);
+  }
+  return total;
+}
 
 Row bench_one(const Model& m, const std::string& label, int32_t threads, const BenchFlags& f) {
   using clock = std::chrono::steady_clock;
@@ -61,7 +76,7 @@ Row bench_one(const Model& m, const std::string& label, int32_t threads, const B
     pps.push_back(pp / std::chrono::duration<double>(t1 - t0).count());
     tgs.push_back(tg / std::chrono::duration<double>(t2 - t1).count());
   }
-  return {label, threads, median(pps), median(tgs)};
+  return {label, threads, median(pps), median(tgs), weight_bytes_per_token(m)};
 }
 
 int run_bench(const BenchFlags& f) {
@@ -95,7 +110,8 @@ int run_bench(const BenchFlags& f) {
     for (int32_t t : f.threads) {
       Row r = bench_one(*m, label, t, f);
       if (f.json) {
-        rows.push_back({{"model", r.model}, {"threads", r.threads}, {"prefill_tps", r.pp_tps}, {"decode_tps", r.tg_tps}});
+        rows.push_back({{"model", r.model}, {"threads", r.threads}, {"prefill_tps", r.pp_tps}, {"decode_tps", r.tg_tps},
+                        {"weight_bytes_per_token", r.weight_bytes_per_token}});
       } else {
         std::printf("| %s | %d | %.0f | %.0f |\n", r.model.c_str(), r.threads, r.pp_tps, r.tg_tps);
         std::fflush(stdout);
@@ -113,7 +129,7 @@ void add_bench_command(CLI::App& app, std::vector<Command>& out) {
   auto* sub = app.add_subcommand("bench", "Single-stream prefill/decode speed (a benchmark, not a test)");
   sub->add_option("-m,--model", f->models, "Model paths (default: every model in ../shared/models)");
   sub->add_option("--synthetic", f->synthetic, "Synthetic shapes: llama-260k, llama-15m, llama-110m, llama-1b, deepseek-v2-lite");
-  sub->add_option("--dtype", f->dtypes, "Weight dtypes for synthetic shapes: f32 f16 q8_0 q4_0");
+  sub->add_option("--dtype", f->dtypes, "Weight dtypes for synthetic shapes (any weight type: f32 f16 q8_0 q4_k ...)");
   sub->add_option("--threads", f->threads, "Thread counts to measure")->check(CLI::Range(1, 1024));
   sub->add_option("-p,--prompt-len", f->prompt_len, "Prompt tokens (prefill)")->check(CLI::Range(1, 1 << 20));
   sub->add_option("-n,--gen-len", f->gen_len, "Generated tokens (decode)")->check(CLI::Range(1, 1 << 20));
@@ -122,6 +138,8 @@ void add_bench_command(CLI::App& app, std::vector<Command>& out) {
   out.push_back({sub, [f] { return run_bench(*f); }});
   add_bench_offline_command(*sub, out);
   add_bench_serve_command(*sub, out);
+  add_bench_make_gguf_command(*sub, out);
+  add_bench_bandwidth_command(*sub, out);
 }
 
 }  // namespace slimkv

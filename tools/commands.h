@@ -26,6 +26,8 @@ void add_doctor_command(CLI::App& app, std::vector<Command>& out);
 void add_profile_command(CLI::App& app, std::vector<Command>& out);
 void add_bench_offline_command(CLI::App& bench, std::vector<Command>& out);
 void add_bench_serve_command(CLI::App& bench, std::vector<Command>& out);
+void add_bench_make_gguf_command(CLI::App& bench, std::vector<Command>& out);
+void add_bench_bandwidth_command(CLI::App& bench, std::vector<Command>& out);
 
 void register_commands(CLI::App& app);
 int run_selected_command(CLI::App& app);

@@ -38,7 +38,8 @@ class GgufWriter {
   std::vector<TensorEntry> tensors_;
 };
 
-// Quantizes rows of f32 values (n % 32 == 0) into Q8_0 / Q4_0 blocks, llama.cpp's reference scheme.
+// Encodes f32 values (n a multiple of the block size) as any writable weight type: the type traits' reference
+// quantizer (kernels/type_traits.h; round-to-nearest, GGML's layouts). llama-quantize makes production files.
 std::vector<uint8_t> quantize_rows(DType dtype, const float* x, int64_t n);
 
 }  // namespace slimkv
