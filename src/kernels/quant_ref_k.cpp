@@ -18,7 +18,13 @@ const B* blocks(const void* p) { return static_cast<const B*>(p); }
 template <typename B>
 B* blocks(void* p) { return static_cast<B*>(p); }
 
-int nearest(float x) { return static_cast<int>(std::nearbyint(x)); }
+// Round to nearest, ties to even, for |x| < 2^22 (GGML's nearest_int: one add, vectorizable, no libm call).
+int nearest(float x) {
+  const float v = x + 12582912.0f;
+  int32_t i;
+  std::memcpy(&i, &v, 4);
+  return (i & 0x007fffff) - 0x00400000;
+}
 
 // Sub-block ranges: the most negative value (or 0) and the span above it.
 void sub_ranges(const float* x, int sub, int count, float* scale, float* neg_min, int levels) {

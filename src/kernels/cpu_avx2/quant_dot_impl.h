@@ -1,7 +1,11 @@
-// SIMD dot products of the GGML block types beyond Q8_0 / Q4_0 with their paired activations (Q8_0, Q8_1, Q8_K),
-// written once for 256-bit registers and compiled twice: by cpu_avx2/quant_dot_avx2.cpp (AVX2: u8 x s8 products
-// through maddubs) and cpu_avx512/quant_dot_avx512.cpp (SLIMKV_VNNI: dpbusd, no 16-bit intermediate). Each kernel
-// equals its quant_ref reference up to float summation order (tests/kernels/quant_types_test.cpp).
+// SIMD dot products and blocked matmuls of the GGML block types beyond Q8_0 / Q4_0 with their paired activations
+// (Q8_0, Q8_1, Q8_K), written once for 256-bit registers and compiled twice: by cpu_avx2/quant_dot_avx2.cpp (AVX2:
+// u8 x s8 products through maddubs) and cpu_avx512/quant_dot_avx512.cpp (SLIMKV_VNNI: dpbusd). Each type is a
+// block kernel K (how to unpack a 32-value chunk of a weight block, its integer products with the activations, the
+// block's float scales); one template tiles R weight rows x TT tokens over it, so each weight chunk is unpacked once
+// per tile, and the dot product is the 1 x 1 tile: each (row, token) sees the same integer lanes and the same float
+// operations whatever the tile (batched == single, bit for bit). Each equals its quant_ref reference up to float
+// summation order (tests/kernels/quant_types_test.cpp).
 // Include only inside an anonymous namespace of a file built with -mavx2 -mfma -mf16c.
 #include <immintrin.h>
 
@@ -66,77 +70,87 @@ inline __m256i fifth_bits(const uint8_t* qh) {
 
 inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
-// --- 32-value blocks ------------------------------------------------------------------------------------------
+// --- block kernels ----------------------------------------------------------------------------------------------
+// K::W / K::X: weight / activation block types; K::kChunks 32-value chunks per block; K::Prep: per-block state of a
+// weight block (unpacked scales); K::prep(w), K::chunk(w, p, c) -> 32 values, K::idot(v, y, p, c) -> 8 int32 lanes,
+// K::scale(w, x) -> the block's float factor, K::kMin: whether K::min_term(w, p, x) is subtracted (added for Q4_1/Q5_1
+// via a negative sign inside).
 
-float dot_q4_1(const void* vw, const void* vx, int64_t n) {
-  const auto* w = static_cast<const slimkv::Q4_1Block*>(vw);
-  const auto* x = static_cast<const slimkv::Q8_1Block*>(vx);
-  __m256 acc = _mm256_setzero_ps();
-  float acc_m = 0;
-  for (int64_t i = 0; i < n / 32; ++i) {
-    const __m256i p = dot_u8(nibbles(w[i].qs), load32(x[i].qs));
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(w[i].d) * h2f(x[i].d)), _mm256_cvtepi32_ps(p), acc);
-    acc_m += h2f(w[i].m) * h2f(x[i].s);
-  }
-  return slimkv::simd::hsum(acc) + acc_m;
-}
+struct KQ4_1 {
+  using W = slimkv::Q4_1Block;
+  using X = slimkv::Q8_1Block;
+  static constexpr int kChunks = 1, kBlock = 32;
+  static constexpr bool kMin = true;
+  struct Prep {};
+  static Prep prep(const W&) { return {}; }
+  static __m256i chunk(const W& w, const Prep&, int) { return nibbles(w.qs); }
+  static __m256i idot(__m256i v, __m256i y, const Prep&, int) { return dot_u8(v, y); }
+  static float scale(const W& w, const X& x) { return h2f(w.d) * h2f(x.d); }
+  static float min_term(const W& w, const Prep&, const X& x) { return -(h2f(w.m) * h2f(x.s)); }
+};
 
-float dot_q5_0(const void* vw, const void* vx, int64_t n) {
-  const auto* w = static_cast<const slimkv::Q5_0Block*>(vw);
-  const auto* x = static_cast<const slimkv::Q8_0Block*>(vx);
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t i = 0; i < n / 32; ++i) {
-    const __m256i v = _mm256_sub_epi8(_mm256_or_si256(nibbles(w[i].qs), fifth_bits(w[i].qh)), _mm256_set1_epi8(16));
-    const __m256i p = dot_s8(v, load32(x[i].qs));
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(w[i].d) * h2f(x[i].d)), _mm256_cvtepi32_ps(p), acc);
-  }
-  return slimkv::simd::hsum(acc);
-}
+struct KQ5_1 {
+  using W = slimkv::Q5_1Block;
+  using X = slimkv::Q8_1Block;
+  static constexpr int kChunks = 1, kBlock = 32;
+  static constexpr bool kMin = true;
+  struct Prep {};
+  static Prep prep(const W&) { return {}; }
+  static __m256i chunk(const W& w, const Prep&, int) { return _mm256_or_si256(nibbles(w.qs), fifth_bits(w.qh)); }
+  static __m256i idot(__m256i v, __m256i y, const Prep&, int) { return dot_u8(v, y); }
+  static float scale(const W& w, const X& x) { return h2f(w.d) * h2f(x.d); }
+  static float min_term(const W& w, const Prep&, const X& x) { return -(h2f(w.m) * h2f(x.s)); }
+};
 
-float dot_q5_1(const void* vw, const void* vx, int64_t n) {
-  const auto* w = static_cast<const slimkv::Q5_1Block*>(vw);
-  const auto* x = static_cast<const slimkv::Q8_1Block*>(vx);
-  __m256 acc = _mm256_setzero_ps();
-  float acc_m = 0;
-  for (int64_t i = 0; i < n / 32; ++i) {
-    const __m256i u = _mm256_or_si256(nibbles(w[i].qs), fifth_bits(w[i].qh));
-    const __m256i p = dot_u8(u, load32(x[i].qs));
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(w[i].d) * h2f(x[i].d)), _mm256_cvtepi32_ps(p), acc);
-    acc_m += h2f(w[i].m) * h2f(x[i].s);
+struct KQ5_0 {
+  using W = slimkv::Q5_0Block;
+  using X = slimkv::Q8_0Block;
+  static constexpr int kChunks = 1, kBlock = 32;
+  static constexpr bool kMin = false;
+  struct Prep {};
+  static Prep prep(const W&) { return {}; }
+  static __m256i chunk(const W& w, const Prep&, int) {
+    return _mm256_sub_epi8(_mm256_or_si256(nibbles(w.qs), fifth_bits(w.qh)), _mm256_set1_epi8(16));
   }
-  return slimkv::simd::hsum(acc) + acc_m;
-}
+  static __m256i idot(__m256i v, __m256i y, const Prep&, int) { return dot_s8(v, y); }
+  static float scale(const W& w, const X& x) { return h2f(w.d) * h2f(x.d); }
+  static float min_term(const W&, const Prep&, const X&) { return 0; }
+};
 
 inline __m256i lut256(const int8_t* table) {
   const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(table));
   return _mm256_set_m128i(t, t);
 }
 
-float dot_iq4_nl(const void* vw, const void* vx, int64_t n) {
-  const auto* w = static_cast<const slimkv::IQ4_NLBlock*>(vw);
-  const auto* x = static_cast<const slimkv::Q8_0Block*>(vx);
-  const __m256i lut = lut256(slimkv::kIq4nlValues);
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t i = 0; i < n / 32; ++i) {
-    const __m256i p = dot_s8(_mm256_shuffle_epi8(lut, nibbles(w[i].qs)), load32(x[i].qs));
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(w[i].d) * h2f(x[i].d)), _mm256_cvtepi32_ps(p), acc);
+struct KIQ4_NL {
+  using W = slimkv::IQ4_NLBlock;
+  using X = slimkv::Q8_0Block;
+  static constexpr int kChunks = 1, kBlock = 32;
+  static constexpr bool kMin = false;
+  struct Prep {};
+  static Prep prep(const W&) { return {}; }
+  static __m256i chunk(const W& w, const Prep&, int) {
+    return _mm256_shuffle_epi8(lut256(slimkv::kIq4nlValues), nibbles(w.qs));
   }
-  return slimkv::simd::hsum(acc);
-}
+  static __m256i idot(__m256i v, __m256i y, const Prep&, int) { return dot_s8(v, y); }
+  static float scale(const W& w, const X& x) { return h2f(w.d) * h2f(x.d); }
+  static float min_term(const W&, const Prep&, const X&) { return 0; }
+};
 
-float dot_mxfp4(const void* vw, const void* vx, int64_t n) {
-  const auto* w = static_cast<const slimkv::MXFP4Block*>(vw);
-  const auto* x = static_cast<const slimkv::Q8_0Block*>(vx);
-  const __m256i lut = lut256(slimkv::kMxfp4Values);
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t i = 0; i < n / 32; ++i) {
-    const __m256i p = dot_s8(_mm256_shuffle_epi8(lut, nibbles(w[i].qs)), load32(x[i].qs));
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(slimkv::e8m0_half(w[i].e) * h2f(x[i].d)), _mm256_cvtepi32_ps(p), acc);
+struct KMXFP4 {
+  using W = slimkv::MXFP4Block;
+  using X = slimkv::Q8_0Block;
+  static constexpr int kChunks = 1, kBlock = 32;
+  static constexpr bool kMin = false;
+  struct Prep {};
+  static Prep prep(const W&) { return {}; }
+  static __m256i chunk(const W& w, const Prep&, int) {
+    return _mm256_shuffle_epi8(lut256(slimkv::kMxfp4Values), nibbles(w.qs));
   }
-  return slimkv::simd::hsum(acc);
-}
-
-// --- 256-value super-blocks -----------------------------------------------------------------------------------
+  static __m256i idot(__m256i v, __m256i y, const Prep&, int) { return dot_s8(v, y); }
+  static float scale(const W& w, const X& x) { return slimkv::e8m0_half(w.e) * h2f(x.d); }
+  static float min_term(const W&, const Prep&, const X&) { return 0; }
+};
 
 // Q4_K / Q5_K's 12 scale bytes -> 8 scales (bytes 0..7) and 8 mins (bytes 8..15).
 inline void k4_unpack(const uint8_t* packed, uint8_t out[16]) {
@@ -163,167 +177,233 @@ inline int32_t mins_dot(const uint8_t* mins8, const int16_t* bsums) {
   return _mm_cvtsi128_si32(p);
 }
 
-template <bool kFive, typename B>
-float dot_k45(const void* vw, const void* vx, int64_t n) {
-  const auto* w = static_cast<const B*>(vw);
-  const auto* x = static_cast<const slimkv::Q8_KBlock*>(vx);
-  const __m256i m4 = _mm256_set1_epi8(0x0F);
-  __m256 acc = _mm256_setzero_ps();
-  float acc_m = 0;
-  for (int64_t i = 0; i < n / 256; ++i) {
+template <bool kFive>
+struct KQ45_K {
+  using W = std::conditional_t<kFive, slimkv::Q5_KBlock, slimkv::Q4_KBlock>;
+  using X = slimkv::Q8_KBlock;
+  static constexpr int kChunks = 8, kBlock = 256;
+  static constexpr bool kMin = true;
+  struct Prep {
     uint8_t sm[16];
-    k4_unpack(w[i].scales, sm);
-    acc_m += x[i].d * h2f(w[i].dmin) * static_cast<float>(mins_dot(sm + 8, x[i].bsums));
-    __m256i hb;
-    if constexpr (kFive) hb = load32(w[i].qh);
-    __m256i sumi = _mm256_setzero_si256();
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j) {
-      const __m256i q = load32(w[i].qs + 32 * j);
-      __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-      if constexpr (kFive) {
-        const __m256i one = _mm256_set1_epi8(1);
-        lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * j), one), 4));
-        hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * j + 1), one), 4));
-      }
-      sumi = _mm256_add_epi32(sumi, dot_u8_scaled(lo, load32(x[i].qs + 64 * j), sm[2 * j]));
-      sumi = _mm256_add_epi32(sumi, dot_u8_scaled(hi, load32(x[i].qs + 64 * j + 32), sm[2 * j + 1]));
-    }
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(x[i].d * h2f(w[i].d)), _mm256_cvtepi32_ps(sumi), acc);
+  };
+  static Prep prep(const W& w) {
+    Prep p;
+    k4_unpack(w.scales, p.sm);
+    return p;
   }
-  return slimkv::simd::hsum(acc) - acc_m;
-}
-
-float dot_q4_k(const void* w, const void* x, int64_t n) { return dot_k45<false, slimkv::Q4_KBlock>(w, x, n); }
-float dot_q5_k(const void* w, const void* x, int64_t n) { return dot_k45<true, slimkv::Q5_KBlock>(w, x, n); }
-
-float dot_q6_k(const void* vw, const void* vx, int64_t n) {
-  const auto* w = static_cast<const slimkv::Q6_KBlock*>(vw);
-  const auto* x = static_cast<const slimkv::Q8_KBlock*>(vx);
-  const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(0x03), m32 = _mm256_set1_epi8(32);
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t i = 0; i < n / 256; ++i) {
-    const int8_t* sc = w[i].scales;
-    __m256i sumi = _mm256_setzero_si256();
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) {
-      const __m256i ql0 = load32(w[i].ql + 64 * h), ql1 = load32(w[i].ql + 64 * h + 32);
-      const __m256i qh = load32(w[i].qh + 32 * h);
-      __m256i q[4];
-      q[0] = _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4));
-      q[1] = _mm256_or_si256(_mm256_and_si256(ql1, m4),
-                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m3), 4));
-      q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
-                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m3), 4));
-      q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
-                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4));
-#pragma GCC unroll 4
-      for (int k = 0; k < 4; ++k) {
-        const __m256i y = load32(x[i].qs + 128 * h + 32 * k);
-        const __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(q[k], y), _mm256_maddubs_epi16(m32, y));
-        const int s = 8 * h + 2 * k;
-        sumi = _mm256_add_epi32(
-            sumi, _mm256_madd_epi16(p, _mm256_set_m128i(_mm_set1_epi16(sc[s + 1]), _mm_set1_epi16(sc[s]))));
-      }
+  static __m256i chunk(const W& w, const Prep&, int c) {
+    const __m256i q = load32(w.qs + 32 * (c / 2));
+    __m256i v = _mm256_and_si256(c % 2 ? _mm256_srli_epi16(q, 4) : q, _mm256_set1_epi8(0x0F));
+    if constexpr (kFive) {
+      const __m256i hb = _mm256_and_si256(_mm256_srli_epi16(load32(w.qh), c), _mm256_set1_epi8(1));
+      v = _mm256_or_si256(v, _mm256_slli_epi16(hb, 4));
     }
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(x[i].d * h2f(w[i].d)), _mm256_cvtepi32_ps(sumi), acc);
+    return v;
   }
-  return slimkv::simd::hsum(acc);
-}
-
-float dot_q3_k(const void* vw, const void* vx, int64_t n) {
-  const auto* w = static_cast<const slimkv::Q3_KBlock*>(vw);
-  const auto* x = static_cast<const slimkv::Q8_KBlock*>(vx);
-  const __m256i m3 = _mm256_set1_epi8(0x03), one = _mm256_set1_epi8(1), m4 = _mm256_set1_epi8(4);
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t i = 0; i < n / 256; ++i) {
-    int8_t sc[16];
-    slimkv::quant_ref::q3_k_scales(w[i].scales, sc);
-    const __m256i hm = load32(w[i].hmask);
-    __m256i sumi = _mm256_setzero_si256();
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) {
-      const __m256i qv = load32(w[i].qs + 32 * h);
-#pragma GCC unroll 4
-      for (int k = 0; k < 4; ++k) {
-        const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(qv, 2 * k), m3);
-        const __m256i hb = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hm, 4 * h + k), one), 2);
-        const __m256i u = _mm256_or_si256(lo, hb);  // value + 4, in [0, 7]
-        const __m256i y = load32(x[i].qs + 128 * h + 32 * k);
-        const __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(u, y), _mm256_maddubs_epi16(m4, y));
-        const int s = 8 * h + 2 * k;
-        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, _mm256_set_m128i(_mm_set1_epi16(sc[s + 1] - 32),
-                                                                             _mm_set1_epi16(sc[s] - 32))));
-      }
-    }
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(x[i].d * h2f(w[i].d)), _mm256_cvtepi32_ps(sumi), acc);
+  static __m256i idot(__m256i v, __m256i y, const Prep& p, int c) { return dot_u8_scaled(v, y, p.sm[c]); }
+  static float scale(const W& w, const X& x) { return x.d * h2f(w.d); }
+  static float min_term(const W& w, const Prep& p, const X& x) {
+    return x.d * h2f(w.dmin) * static_cast<float>(mins_dot(p.sm + 8, x.bsums));
   }
-  return slimkv::simd::hsum(acc);
-}
+};
 
-float dot_q2_k(const void* vw, const void* vx, int64_t n) {
-  const auto* w = static_cast<const slimkv::Q2_KBlock*>(vw);
-  const auto* x = static_cast<const slimkv::Q8_KBlock*>(vx);
-  const __m256i m3 = _mm256_set1_epi8(0x03);
-  __m256 acc = _mm256_setzero_ps();
-  float acc_m = 0;
-  for (int64_t i = 0; i < n / 256; ++i) {
-    const __m128i scm = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[i].scales));
+struct KQ6_K {
+  using W = slimkv::Q6_KBlock;
+  using X = slimkv::Q8_KBlock;
+  static constexpr int kChunks = 8, kBlock = 256;
+  static constexpr bool kMin = false;
+  struct Prep {
+    const int8_t* sc;
+  };
+  static Prep prep(const W& w) { return {w.scales}; }
+  static __m256i chunk(const W& w, const Prep&, int c) {
+    const int h = c / 4, k = c % 4;
+    const __m256i ql = load32(w.ql + 64 * h + 32 * (k & 1));
+    const __m256i lo = _mm256_and_si256(k < 2 ? ql : _mm256_srli_epi16(ql, 4), _mm256_set1_epi8(0x0F));
+    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(load32(w.qh + 32 * h), 2 * k), _mm256_set1_epi8(0x03));
+    return _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));  // value + 32, in [0, 63]
+  }
+  static __m256i idot(__m256i v, __m256i y, const Prep& p, int c) {
+    const __m256i d = _mm256_sub_epi16(_mm256_maddubs_epi16(v, y), _mm256_maddubs_epi16(_mm256_set1_epi8(32), y));
+    return _mm256_madd_epi16(d, _mm256_set_m128i(_mm_set1_epi16(p.sc[2 * c + 1]), _mm_set1_epi16(p.sc[2 * c])));
+  }
+  static float scale(const W& w, const X& x) { return x.d * h2f(w.d); }
+  static float min_term(const W&, const Prep&, const X&) { return 0; }
+};
+
+struct KQ3_K {
+  using W = slimkv::Q3_KBlock;
+  using X = slimkv::Q8_KBlock;
+  static constexpr int kChunks = 8, kBlock = 256;
+  static constexpr bool kMin = false;
+  struct Prep {
+    int16_t sc[16];  // signed scales (stored - 32)
+  };
+  static Prep prep(const W& w) {
+    int8_t raw[16];
+    slimkv::quant_ref::q3_k_scales(w.scales, raw);
+    Prep p;
+    for (int i = 0; i < 16; ++i) p.sc[i] = static_cast<int16_t>(raw[i] - 32);
+    return p;
+  }
+  static __m256i chunk(const W& w, const Prep&, int c) {
+    const int h = c / 4, k = c % 4;
+    const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(load32(w.qs + 32 * h), 2 * k), _mm256_set1_epi8(0x03));
+    const __m256i hb = _mm256_and_si256(_mm256_srli_epi16(load32(w.hmask), c), _mm256_set1_epi8(1));
+    return _mm256_or_si256(lo, _mm256_slli_epi16(hb, 2));  // value + 4, in [0, 7]
+  }
+  static __m256i idot(__m256i v, __m256i y, const Prep& p, int c) {
+    const __m256i d = _mm256_sub_epi16(_mm256_maddubs_epi16(v, y), _mm256_maddubs_epi16(_mm256_set1_epi8(4), y));
+    return _mm256_madd_epi16(d, _mm256_set_m128i(_mm_set1_epi16(p.sc[2 * c + 1]), _mm_set1_epi16(p.sc[2 * c])));
+  }
+  static float scale(const W& w, const X& x) { return x.d * h2f(w.d); }
+  static float min_term(const W&, const Prep&, const X&) { return 0; }
+};
+
+struct KQ2_K {
+  using W = slimkv::Q2_KBlock;
+  using X = slimkv::Q8_KBlock;
+  static constexpr int kChunks = 8, kBlock = 256;
+  static constexpr bool kMin = true;
+  struct Prep {
+    const uint8_t* sc;
+  };
+  static Prep prep(const W& w) { return {w.scales}; }
+  static __m256i chunk(const W& w, const Prep&, int c) {
+    return _mm256_and_si256(_mm256_srli_epi16(load32(w.qs + 32 * (c / 4)), 2 * (c % 4)), _mm256_set1_epi8(0x03));
+  }
+  static __m256i idot(__m256i v, __m256i y, const Prep& p, int c) {
+    return dot_u8_scaled(v, y, p.sc[2 * c] & 0xF, p.sc[2 * c + 1] & 0xF);
+  }
+  static float scale(const W& w, const X& x) { return x.d * h2f(w.d); }
+  static float min_term(const W& w, const Prep&, const X& x) {
+    const __m128i scm = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales));
     const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(scm, 4), _mm_set1_epi8(0x0F)));
-    const int32_t summ = hsum_i32(_mm256_madd_epi16(mins, load32(x[i].bsums)));
-    acc_m += x[i].d * h2f(w[i].dmin) * static_cast<float>(summ);
-    __m256i sumi = _mm256_setzero_si256();
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) {
-      const __m256i qv = load32(w[i].qs + 32 * h);
-#pragma GCC unroll 4
-      for (int k = 0; k < 4; ++k) {
-        const __m256i u = _mm256_and_si256(_mm256_srli_epi16(qv, 2 * k), m3);
-        const int s = 8 * h + 2 * k;
-        sumi = _mm256_add_epi32(sumi, dot_u8_scaled(u, load32(x[i].qs + 128 * h + 32 * k), w[i].scales[s] & 0xF,
-                                                    w[i].scales[s + 1] & 0xF));
+    return x.d * h2f(w.dmin) * static_cast<float>(hsum_i32(_mm256_madd_epi16(mins, load32(x.bsums))));
+  }
+};
+
+struct KIQ4_XS {
+  using W = slimkv::IQ4_XSBlock;
+  using X = slimkv::Q8_KBlock;
+  static constexpr int kChunks = 8, kBlock = 256;
+  static constexpr bool kMin = false;
+  struct Prep {
+    int16_t ls[8];  // signed sub-block scales
+  };
+  static Prep prep(const W& w) {
+    Prep p;
+    for (int ib = 0; ib < 8; ++ib) {
+      p.ls[ib] = static_cast<int16_t>((((w.scales_l[ib / 2] >> 4 * (ib % 2)) & 0xf) | (((w.scales_h >> 2 * ib) & 3) << 4)) - 32);
+    }
+    return p;
+  }
+  static __m256i chunk(const W& w, const Prep&, int c) {
+    return _mm256_shuffle_epi8(lut256(slimkv::kIq4nlValues), nibbles(w.qs + 16 * c));
+  }
+  static __m256i idot(__m256i v, __m256i y, const Prep& p, int c) {
+    const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(y, v));
+    return _mm256_madd_epi16(p16, _mm256_set1_epi16(p.ls[c]));
+  }
+  static float scale(const W& w, const X& x) { return x.d * h2f(w.d); }
+  static float min_term(const W&, const Prep&, const X&) { return 0; }
+};
+
+// --- the tile ---------------------------------------------------------------------------------------------------
+
+// y[t * ldy + r] for an R x TT tile: rows w + r * nb (nb blocks each), tokens x + t * nb.
+template <class K, int R, int TT>
+__attribute__((always_inline)) inline void tile(const typename K::W* w, int64_t nb, const typename K::X* x, float* y, int64_t ldy) {
+  __m256 acc[R][TT];
+  float accm[R][TT];
+  _Pragma("GCC unroll 8") for (int r = 0; r < R; ++r) {
+    _Pragma("GCC unroll 8") for (int t = 0; t < TT; ++t) {
+      acc[r][t] = _mm256_setzero_ps();
+      accm[r][t] = 0;
+    }
+  }
+  for (int64_t i = 0; i < nb; ++i) {
+    typename K::Prep p[R];
+    _Pragma("GCC unroll 8") for (int r = 0; r < R; ++r) p[r] = K::prep(w[r * nb + i]);
+    __m256i sumi[R][TT];
+    _Pragma("GCC unroll 8") for (int r = 0; r < R; ++r) {
+      _Pragma("GCC unroll 8") for (int t = 0; t < TT; ++t) sumi[r][t] = _mm256_setzero_si256();
+    }
+#pragma GCC unroll 8
+    for (int c = 0; c < K::kChunks; ++c) {
+      __m256i xv[TT];
+      _Pragma("GCC unroll 8") for (int t = 0; t < TT; ++t) xv[t] = load32(x[t * nb + i].qs + 32 * c);
+      _Pragma("GCC unroll 8") for (int r = 0; r < R; ++r) {
+        const __m256i v = K::chunk(w[r * nb + i], p[r], c);
+        _Pragma("GCC unroll 8") for (int t = 0; t < TT; ++t) sumi[r][t] = _mm256_add_epi32(sumi[r][t], K::idot(v, xv[t], p[r], c));
       }
     }
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(x[i].d * h2f(w[i].d)), _mm256_cvtepi32_ps(sumi), acc);
+    _Pragma("GCC unroll 8") for (int r = 0; r < R; ++r) {
+      _Pragma("GCC unroll 8") for (int t = 0; t < TT; ++t) {
+        const typename K::W& wb = w[r * nb + i];
+        const typename K::X& xb = x[t * nb + i];
+        acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(K::scale(wb, xb)), _mm256_cvtepi32_ps(sumi[r][t]), acc[r][t]);
+        if constexpr (K::kMin) accm[r][t] += K::min_term(wb, p[r], xb);
+      }
+    }
   }
-  return slimkv::simd::hsum(acc) - acc_m;
+  _Pragma("GCC unroll 8") for (int r = 0; r < R; ++r) {
+    _Pragma("GCC unroll 8") for (int t = 0; t < TT; ++t) y[t * ldy + r] = slimkv::simd::hsum(acc[r][t]) - accm[r][t];
+  }
 }
 
-float dot_iq4_xs(const void* vw, const void* vx, int64_t n) {
-  const auto* w = static_cast<const slimkv::IQ4_XSBlock*>(vw);
-  const auto* x = static_cast<const slimkv::Q8_KBlock*>(vx);
-  const __m256i lut = lut256(slimkv::kIq4nlValues);
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t i = 0; i < n / 256; ++i) {
-    __m256i sumi = _mm256_setzero_si256();
-#pragma GCC unroll 8
-    for (int ib = 0; ib < 8; ++ib) {
-      const int ls = ((w[i].scales_l[ib / 2] >> 4 * (ib % 2)) & 0xf) | (((w[i].scales_h >> 2 * ib) & 3) << 4);
-      const __m256i v = _mm256_shuffle_epi8(lut, nibbles(w[i].qs + 16 * ib));
-      const __m256i y = load32(x[i].qs + 32 * ib);
-      const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(y, v));
-      sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p16, _mm256_set1_epi16(static_cast<int16_t>(ls - 32))));
-    }
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(x[i].d * h2f(w[i].d)), _mm256_cvtepi32_ps(sumi), acc);
+template <class K>
+float dot(const void* w, const void* x, int64_t n) {
+  float y;
+  tile<K, 1, 1>(static_cast<const typename K::W*>(w), n / K::kBlock, static_cast<const typename K::X*>(x), &y, 1);
+  return y;
+}
+
+#ifdef SLIMKV_VNNI
+constexpr int kTileRows = 1, kTileTokens = 8;  // 32 vector registers: 2 x 4 integer and float accumulators
+#else
+constexpr int kTileRows = 1, kTileTokens = 4;  // 16 registers
+#endif
+constexpr int kDecodeRows = 4;
+
+template <class K>
+void gemm(const void* vw, int64_t rows, int64_t cols, const void* vx, int64_t T, float* y, int64_t ldy) {
+  const auto* w = static_cast<const typename K::W*>(vw);
+  const auto* x = static_cast<const typename K::X*>(vx);
+  const int64_t nb = cols / K::kBlock;
+  int64_t r = 0;
+  if (T == 1) {  // decode: independent rows in flight
+    for (; r + kDecodeRows <= rows; r += kDecodeRows) tile<K, kDecodeRows, 1>(w + r * nb, nb, x, y + r, ldy);
+    for (; r < rows; ++r) tile<K, 1, 1>(w + r * nb, nb, x, y + r, ldy);
+    return;
   }
-  return slimkv::simd::hsum(acc);
+  for (; r + kTileRows <= rows; r += kTileRows) {
+    int64_t t = 0;
+    for (; t + kTileTokens <= T; t += kTileTokens) tile<K, kTileRows, kTileTokens>(w + r * nb, nb, x + t * nb, y + t * ldy + r, ldy);
+    for (; t < T; ++t) tile<K, kTileRows, 1>(w + r * nb, nb, x + t * nb, y + t * ldy + r, ldy);
+  }
+  for (; r < rows; ++r) {
+    int64_t t = 0;
+    for (; t + kTileTokens <= T; t += kTileTokens) tile<K, 1, kTileTokens>(w + r * nb, nb, x + t * nb, y + t * ldy + r, ldy);
+    for (; t < T; ++t) tile<K, 1, 1>(w + r * nb, nb, x + t * nb, y + t * ldy + r, ldy);
+  }
 }
 
 // One row per DType (nulls: this ISA has nothing faster than the reference or the DotKernels table).
 inline const slimkv::IsaTypeKernels* make_rows() {
   using slimkv::DType;
   static slimkv::IsaTypeKernels rows[slimkv::kNumDTypes] = {};
-  auto set = [](DType t, slimkv::VecDotFn f) { rows[static_cast<int>(t)].dot = f; };
-  set(DType::Q4_1, dot_q4_1);
-  set(DType::Q5_0, dot_q5_0);
-  set(DType::Q5_1, dot_q5_1);
-  set(DType::IQ4_NL, dot_iq4_nl);
-  set(DType::MXFP4, dot_mxfp4);
-  set(DType::Q2_K, dot_q2_k);
-  set(DType::Q3_K, dot_q3_k);
-  set(DType::Q4_K, dot_q4_k);
-  set(DType::Q5_K, dot_q5_k);
-  set(DType::Q6_K, dot_q6_k);
-  set(DType::IQ4_XS, dot_iq4_xs);
+  auto set = [](DType t, slimkv::VecDotFn d, slimkv::GemmFn g) { rows[static_cast<int>(t)] = {d, g}; };
+  set(DType::Q4_1, dot<KQ4_1>, gemm<KQ4_1>);
+  set(DType::Q5_0, dot<KQ5_0>, gemm<KQ5_0>);
+  set(DType::Q5_1, dot<KQ5_1>, gemm<KQ5_1>);
+  set(DType::IQ4_NL, dot<KIQ4_NL>, gemm<KIQ4_NL>);
+  set(DType::MXFP4, dot<KMXFP4>, gemm<KMXFP4>);
+  set(DType::Q2_K, dot<KQ2_K>, gemm<KQ2_K>);
+  set(DType::Q3_K, dot<KQ3_K>, gemm<KQ3_K>);
+  set(DType::Q4_K, dot<KQ45_K<false>>, gemm<KQ45_K<false>>);
+  set(DType::Q5_K, dot<KQ45_K<true>>, gemm<KQ45_K<true>>);
+  set(DType::Q6_K, dot<KQ6_K>, gemm<KQ6_K>);
+  set(DType::IQ4_XS, dot<KIQ4_XS>, gemm<KIQ4_XS>);
   return rows;
 }

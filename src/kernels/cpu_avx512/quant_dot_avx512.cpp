@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <type_traits>
 
 #include "core/quant_blocks.h"
 #include "kernels/cpu_avx2/simd_avx2.h"
