@@ -82,13 +82,18 @@ TEST(BadGguf, UnsupportedTensorTypeIsNamed) {
   GgufWriter w;
   std::vector<uint8_t> data(144, 0);
   w.add_tensor("blk.0.attn_q.weight", DType::F32, {32, 1}, data.data(), 128);
-  auto b = w.bytes();
-  // Patch the ggml type (F32=0) to Q4_K (12): it sits right before the 8-byte offset of the only tensor.
-  size_t pos = 24 + 8 + std::strlen("blk.0.attn_q.weight") + 4 + 16;
-  uint32_t q4k = 12;
-  std::memcpy(b.data() + pos, &q4k, 4);
-  std::string msg = expect_error([&] { parse(b); });
-  EXPECT_NE(msg.find("unsupported tensor type Q4_K"), std::string::npos) << msg;
+  const auto base = w.bytes();
+  // Patch the ggml type (F32=0): it sits right before the 8-byte offset of the only tensor.
+  const size_t pos = 24 + 8 + std::strlen("blk.0.attn_q.weight") + 4 + 16;
+  auto with_type = [&](uint32_t t) {
+    auto b = base;
+    std::memcpy(b.data() + pos, &t, 4);
+    return expect_error([&] { parse(b); });
+  };
+  std::string msg = with_type(16);  // IQ2_XXS: a GGML type slimkv does not read
+  EXPECT_NE(msg.find("unsupported tensor type IQ2_XXS"), std::string::npos) << msg;
+  msg = with_type(12);  // Q4_K is read, but 32 values are not a whole 256-value super-block
+  EXPECT_NE(msg.find("not a multiple of the Q4_K block size 256"), std::string::npos) << msg;
 }
 
 TEST(BadGguf, DuplicateKeysAndTensorsAreRejected) {
