@@ -364,7 +364,10 @@ constexpr int kTileRows = 1, kTileTokens = 8;  // 32 vector registers: 2 x 4 int
 #else
 constexpr int kTileRows = 1, kTileTokens = 4;  // 16 registers
 #endif
-constexpr int kDecodeRows = 4;
+#ifndef SLIMKV_DECODE_ROWS
+#define SLIMKV_DECODE_ROWS 4
+#endif
+constexpr int kDecodeRows = SLIMKV_DECODE_ROWS;
 
 template <class K>
 void gemm(const void* vw, int64_t rows, int64_t cols, const void* vx, int64_t T, float* y, int64_t ldy) {

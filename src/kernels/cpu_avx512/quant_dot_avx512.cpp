@@ -1,5 +1,5 @@
-// AVX-512 VNNI build of the GGML block types' dot kernels (quant_dot_impl.h with dpbusd products): this ISA's rows
-// of the type traits table.
+// AVX-512 VNNI build of the GGML block types' kernels (quant_dot_impl.h with dpbusd products; quant_zmm.h's 512-bit
+// kernels for Q4_K, Q5_K, Q6_K, IQ4_XS): this ISA's rows of the type traits table.
 #include <immintrin.h>
 
 #include <cstring>
@@ -14,8 +14,13 @@
 namespace slimkv {
 namespace {
 #include "kernels/cpu_avx2/quant_dot_impl.h"
+#include "kernels/cpu_avx512/quant_zmm.h"
 }  // namespace
 
-const IsaTypeKernels* const kAvx512TypeKernels = make_rows();
+const IsaTypeKernels* const kAvx512TypeKernels = [] {
+  auto* rows = const_cast<IsaTypeKernels*>(make_rows());
+  override_with_zmm(rows);  // 512-bit kernels where they exist
+  return rows;
+}();
 
 }  // namespace slimkv
