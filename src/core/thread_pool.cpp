@@ -44,10 +44,16 @@ void ThreadPool::worker_loop(int32_t index) {
     }
     seen = generation_.load(std::memory_order_acquire);
     if (stop_.load()) return;
-    int64_t begin = index * job_chunk_;
-    int64_t end = std::min(job_n_, begin + job_chunk_);
-    if (begin < end) (*job_)(begin, end, index);
+    run_chunks(index);
     pending_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
+void ThreadPool::run_chunks(int32_t index) {
+  for (int64_t c = job_next_.fetch_add(1, std::memory_order_relaxed); c < job_chunks_;
+       c = job_next_.fetch_add(1, std::memory_order_relaxed)) {
+    const int64_t begin = c * job_chunk_, end = std::min(job_n_, begin + job_chunk_);
+    if (begin < end) (*job_)(begin, end, index);
   }
 }
 
@@ -59,18 +65,22 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
     fn(0, n, 0);
     return;
   }
-  int64_t chunks = std::min<int64_t>(num_threads_, max_chunks);
-  int64_t chunk = (max_chunks + chunks - 1) / chunks * grain;
+  // A few chunks per thread, taken first come first served: a thread slowed down (a shared VM's other tenants)
+  // leaves its remaining chunks to the others instead of holding everyone at the barrier.
+  const int64_t chunks = std::min<int64_t>(static_cast<int64_t>(num_threads_) * kChunksPerThread, max_chunks);
+  const int64_t chunk = (max_chunks + chunks - 1) / chunks * grain;
   job_ = &fn;
   job_n_ = n;
   job_chunk_ = chunk;
+  job_chunks_ = (n + chunk - 1) / chunk;
+  job_next_.store(0, std::memory_order_relaxed);
   pending_.store(num_threads_ - 1, std::memory_order_release);
   {
     std::lock_guard<std::mutex> lock(mu_);
     generation_.fetch_add(1, std::memory_order_acq_rel);
   }
   if (sleepers_.load() > 0) cv_.notify_all();
-  fn(0, std::min(n, chunk), 0);
+  run_chunks(0);
   while (pending_.load(std::memory_order_acquire) > 0) _mm_pause();
 }
 

@@ -26,11 +26,14 @@ class ThreadPool {
 
  private:
   void worker_loop(int32_t index);
+  void run_chunks(int32_t index);  // takes chunks of the current job until none is left
+  static constexpr int64_t kChunksPerThread = 4;
 
   int32_t num_threads_;
   std::vector<std::thread> workers_;
   const std::function<void(int64_t, int64_t, int32_t)>* job_ = nullptr;
-  int64_t job_n_ = 0, job_chunk_ = 0;
+  int64_t job_n_ = 0, job_chunk_ = 0, job_chunks_ = 0;
+  std::atomic<int64_t> job_next_{0};  // next chunk to take (threads take chunks until none is left)
   std::atomic<uint64_t> generation_{0};
   std::atomic<int32_t> pending_{0};
   std::atomic<bool> stop_{false};

@@ -1,5 +1,6 @@
 // AVX-512 VNNI build of the GGML block types' kernels (quant_dot_impl.h with dpbusd products; quant_zmm.h's 512-bit
-// kernels for Q4_K, Q5_K, Q6_K, IQ4_XS): this ISA's rows of the type traits table.
+// kernels for Q4_K, Q5_K, Q6_K, IQ4_XS): this ISA's rows of the type traits table. (Two 32-value blocks per
+// 512-bit register for Q8_0 / Q4_0 / Q5_0 / IQ4_NL / MXFP4 measured slower than these 256-bit kernels: not kept.)
 #include <immintrin.h>
 
 #include <cstring>
