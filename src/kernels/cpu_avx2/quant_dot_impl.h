@@ -243,7 +243,8 @@ struct KQ3_K {
     int8_t raw[16];
     slimkv::quant_ref::q3_k_scales(w.scales, raw);
     Prep p;
-    for (int i = 0; i < 16; ++i) p.sc[i] = static_cast<int16_t>(raw[i] - 32);
+    const __m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(raw)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.sc), _mm256_sub_epi16(sc, _mm256_set1_epi16(32)));
     return p;
   }
   static __m256i chunk(const W& w, const Prep&, int c) {
@@ -283,6 +284,22 @@ struct KQ2_K {
   }
 };
 
+// IQ4_XS's 8 six-bit sub-block scales (stored + 32) as bytes 0..7, from scales_l's nibbles and scales_h's 2-bit
+// fields spread with shifts and masks (no per-scale loop).
+inline uint64_t iq4xs_scale_bytes(const slimkv::IQ4_XSBlock& w) {
+  uint32_t sl;
+  std::memcpy(&sl, w.scales_l, 4);
+  uint64_t lo = sl;
+  lo = (lo | (lo << 16)) & 0x0000FFFF0000FFFFull;
+  lo = (lo | (lo << 8)) & 0x00FF00FF00FF00FFull;
+  lo = (lo | (lo << 4)) & 0x0F0F0F0F0F0F0F0Full;
+  uint64_t hi = w.scales_h;
+  hi = (hi | (hi << 24)) & 0x000000FF000000FFull;
+  hi = (hi | (hi << 12)) & 0x000F000F000F000Full;
+  hi = (hi | (hi << 6)) & 0x0303030303030303ull;
+  return lo | (hi << 4);
+}
+
 struct KIQ4_XS {
   using W = slimkv::IQ4_XSBlock;
   using X = slimkv::Q8_KBlock;
@@ -293,9 +310,8 @@ struct KIQ4_XS {
   };
   static Prep prep(const W& w) {
     Prep p;
-    for (int ib = 0; ib < 8; ++ib) {
-      p.ls[ib] = static_cast<int16_t>((((w.scales_l[ib / 2] >> 4 * (ib % 2)) & 0xf) | (((w.scales_h >> 2 * ib) & 3) << 4)) - 32);
-    }
+    const uint64_t b = iq4xs_scale_bytes(w);
+    for (int ib = 0; ib < 8; ++ib) p.ls[ib] = static_cast<int16_t>(static_cast<int>((b >> (8 * ib)) & 0xFF) - 32);
     return p;
   }
   static __m256i chunk(const W& w, const Prep&, int c) {

@@ -101,11 +101,9 @@ struct ZIQ4_XS {
     __m512i scales;  // 8 signed sub-block scales as 16-bit lanes 0..7
   };
   static Prep prep(const W& w) {
-    alignas(16) int16_t ls[8];
-    for (int ib = 0; ib < 8; ++ib) {
-      ls[ib] = static_cast<int16_t>((((w.scales_l[ib / 2] >> 4 * (ib % 2)) & 0xf) | (((w.scales_h >> 2 * ib) & 3) << 4)) - 32);
-    }
-    return {_mm512_castsi128_si512(_mm_load_si128(reinterpret_cast<const __m128i*>(ls)))};
+    const __m128i ls = _mm_sub_epi16(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(iq4xs_scale_bytes(w)))),
+                                     _mm_set1_epi16(32));
+    return {_mm512_castsi128_si512(ls)};
   }
   static __m512i chunk(const W& w, const Prep&, int c) {
     const __m512i lut = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(slimkv::kIq4nlValues)));
@@ -200,3 +198,4 @@ inline void override_with_zmm(slimkv::IsaTypeKernels* rows) {
   set(DType::Q6_K, zdot<ZQ6_K>, zgemm<ZQ6_K>);
   set(DType::IQ4_XS, zdot<ZIQ4_XS>, zgemm<ZIQ4_XS>);
 }
+
