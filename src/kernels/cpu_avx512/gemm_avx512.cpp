@@ -121,7 +121,10 @@ void gemm_quant(const BT* w, int64_t rows, int64_t cols, const Q8_0Block* x, int
   auto tile = [&](auto R, auto TT, int64_t r, int64_t t) {
     tile_quant<BT, decltype(R)::value, decltype(TT)::value>(w + r * nb, nb, x + t * nb, y + t * ldy + r, ldy);
   };
-  if (T == 1) tiled<4, 1>(rows, T, tile);
+  // Decode: Q8_0 streams one row at a time (measured +15 % over 4 rows in flight on a 110M-shape model), Q4_0's
+  // smaller rows gain from 4 in flight (+10 %).
+  if (T == 1 && sizeof(BT) == sizeof(Q8_0Block)) tiled<1, 1>(rows, T, tile);
+  else if (T == 1) tiled<4, 1>(rows, T, tile);
   else tiled<2, 4>(rows, T, tile);
 }
 
