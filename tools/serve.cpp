@@ -144,7 +144,7 @@ void add_serve_command(CLI::App& app, std::vector<Command>& out) {
                   "plain|chatml|qwen|llama2|llama3|gemma|phi3|mistral or a Jinja file (default: the model's)");
   sub->add_flag("--metrics-vllm-names", s.metrics_vllm_names, "Also emit every metric under vllm:");
   sub->add_option("--max-body-bytes", s.max_body_bytes, "Largest request body (413 beyond)");
-  sub->add_option("--http-threads", s.http_threads, "HTTP handler threads (default: max-num-seqs + 16)");
+  sub->add_option("--http-threads", s.http_threads, "Connections served at once, one thread each (default 512; more wait to be accepted)");
   sub->add_option("--keep-alive-timeout", s.keep_alive_timeout_s, "Idle keep-alive connections close after, s");
   out.push_back({sub, [f] { return run_serve(*f); }});
 }

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "core/check.h"
+#include "server/connection_threads.h"
 #include "server/api_error.h"
 
 namespace slimkv {
@@ -136,8 +137,10 @@ nlohmann::json parse_body(const std::string& body) {
 HttpServer::HttpServer(ServerConfig cfg, int32_t num_handler_threads)
     : cfg_(std::move(cfg)), http_(std::make_unique<httplib::Server>()) {
   cfg_.validate();
-  const size_t threads = static_cast<size_t>(cfg_.http_threads > 0 ? cfg_.http_threads : num_handler_threads);
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  // One thread per connection, up to --http-threads at once (default: 512, at least max-num-seqs + 16): an idle or
+  // slow client holds only its own thread, so /health and /metrics keep answering beside hundreds of them.
+  const int32_t max_connections = cfg_.http_threads > 0 ? cfg_.http_threads : std::max(512, num_handler_threads);
+  http_->new_task_queue = [max_connections] { return new ConnectionThreads(max_connections); };
   http_->set_tcp_nodelay(true);
   http_->set_keep_alive_timeout(cfg_.keep_alive_timeout_s);
   http_->set_payload_max_length(static_cast<size_t>(cfg_.max_body_bytes));

@@ -20,7 +20,7 @@ struct ServerConfig {
   std::string chat_template;              // --chat-template NAME|FILE (empty = the model's, else "plain")
   bool metrics_vllm_names = false;        // --metrics-vllm-names: also emit every metric as vllm:*
   int64_t max_body_bytes = 8 << 20;       // --max-body-bytes: larger bodies get 413
-  int32_t http_threads = 0;               // --http-threads (0 = max_num_seqs + 16)
+  int32_t http_threads = 0;               // --http-threads: connections served at once, a thread each (0 = 512)
   int32_t keep_alive_timeout_s = 5;       // --keep-alive-timeout
 
   void validate() const;                  // throws Error with the flag's name
