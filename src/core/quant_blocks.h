@@ -82,6 +82,12 @@ static_assert(sizeof(Q4_1Block) == 20 && sizeof(Q5_0Block) == 22 && sizeof(Q5_1B
 inline constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 inline constexpr int8_t kMxfp4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
+// A row's bytes as blocks of type B (the kernels' view of a weight or activation row).
+template <typename B>
+const B* as_blocks(const void* p) { return static_cast<const B*>(p); }
+template <typename B>
+B* as_blocks(void* p) { return static_cast<B*>(p); }
+
 // K-quants' 12-byte scale fields: sub-block j's 6-bit scale and min (Q4_K / Q5_K).
 inline void k_scale_min(int j, const uint8_t* q, uint8_t* sc, uint8_t* m) {
   if (j < 4) {

@@ -13,10 +13,6 @@
 namespace slimkv::quant_ref {
 namespace {
 
-template <typename B>
-const B* blocks(const void* p) { return static_cast<const B*>(p); }
-template <typename B>
-B* blocks(void* p) { return static_cast<B*>(p); }
 
 // Round to nearest, ties to even, for |x| < 2^22 (GGML's nearest_int: one add, vectorizable, no libm call).
 int nearest(float x) {
@@ -124,7 +120,7 @@ void k4_scales(const uint8_t* packed, uint8_t sc[8], uint8_t mn[8]) {
 
 void dequant_q2_k(const void* w, float* y, int64_t n) {
   for (int64_t i = 0; i < n / 256; ++i) {
-    const Q2_KBlock& b = blocks<Q2_KBlock>(w)[i];
+    const Q2_KBlock& b = as_blocks<Q2_KBlock>(w)[i];
     const float d = fp16_to_fp32(b.d), mn = fp16_to_fp32(b.dmin);
     const uint8_t* q = b.qs;
     int is = 0;
@@ -142,7 +138,7 @@ void dequant_q2_k(const void* w, float* y, int64_t n) {
 
 void dequant_q3_k(const void* w, float* y, int64_t n) {
   for (int64_t i = 0; i < n / 256; ++i) {
-    const Q3_KBlock& b = blocks<Q3_KBlock>(w)[i];
+    const Q3_KBlock& b = as_blocks<Q3_KBlock>(w)[i];
     const float d = fp16_to_fp32(b.d);
     int8_t scales[16];
     q3_k_scales(b.scales, scales);
@@ -165,7 +161,7 @@ void dequant_q3_k(const void* w, float* y, int64_t n) {
 
 void dequant_q4_k(const void* w, float* y, int64_t n) {
   for (int64_t i = 0; i < n / 256; ++i) {
-    const Q4_KBlock& b = blocks<Q4_KBlock>(w)[i];
+    const Q4_KBlock& b = as_blocks<Q4_KBlock>(w)[i];
     const float d = fp16_to_fp32(b.d), mn = fp16_to_fp32(b.dmin);
     const uint8_t* q = b.qs;
     for (int j = 0; j < 8; j += 2, q += 32) {
@@ -182,7 +178,7 @@ void dequant_q4_k(const void* w, float* y, int64_t n) {
 
 void dequant_q5_k(const void* w, float* y, int64_t n) {
   for (int64_t i = 0; i < n / 256; ++i) {
-    const Q5_KBlock& b = blocks<Q5_KBlock>(w)[i];
+    const Q5_KBlock& b = as_blocks<Q5_KBlock>(w)[i];
     const float d = fp16_to_fp32(b.d), mn = fp16_to_fp32(b.dmin);
     const uint8_t* ql = b.qs;
     uint8_t u1 = 1, u2 = 2;
@@ -200,7 +196,7 @@ void dequant_q5_k(const void* w, float* y, int64_t n) {
 
 void dequant_q6_k(const void* w, float* y, int64_t n) {
   for (int64_t i = 0; i < n / 256; ++i) {
-    const Q6_KBlock& b = blocks<Q6_KBlock>(w)[i];
+    const Q6_KBlock& b = as_blocks<Q6_KBlock>(w)[i];
     const float d = fp16_to_fp32(b.d);
     const uint8_t* ql = b.ql;
     const uint8_t* qh = b.qh;
@@ -223,7 +219,7 @@ void dequant_q6_k(const void* w, float* y, int64_t n) {
 
 void dequant_iq4_xs(const void* w, float* y, int64_t n) {
   for (int64_t i = 0; i < n / 256; ++i) {
-    const IQ4_XSBlock& b = blocks<IQ4_XSBlock>(w)[i];
+    const IQ4_XSBlock& b = as_blocks<IQ4_XSBlock>(w)[i];
     const float d = fp16_to_fp32(b.d);
     const uint8_t* qs = b.qs;
     for (int ib = 0; ib < 8; ++ib, y += 32, qs += 16) {
@@ -239,14 +235,14 @@ void dequant_iq4_xs(const void* w, float* y, int64_t n) {
 
 void dequant_q8_k(const void* w, float* y, int64_t n) {
   for (int64_t i = 0; i < n / 256; ++i) {
-    const Q8_KBlock& b = blocks<Q8_KBlock>(w)[i];
+    const Q8_KBlock& b = as_blocks<Q8_KBlock>(w)[i];
     for (int j = 0; j < 256; ++j) *y++ = b.d * b.qs[j];
   }
 }
 
 void quantize_q2_k(const float* x, void* w, int64_t n) {
   for (int64_t i = 0; i < n / 256; ++i, x += 256) {
-    Q2_KBlock& b = blocks<Q2_KBlock>(w)[i];
+    Q2_KBlock& b = as_blocks<Q2_KBlock>(w)[i];
     float sc[16], mn[16];
     sub_ranges(x, 16, 16, sc, mn, 3);
     const float d = max_abs(sc, 16) / 15.0f, dmin = max_abs(mn, 16) / 15.0f;
@@ -268,7 +264,7 @@ void quantize_q2_k(const float* x, void* w, int64_t n) {
 
 void quantize_q3_k(const float* x, void* w, int64_t n) {
   for (int64_t i = 0; i < n / 256; ++i, x += 256) {
-    Q3_KBlock& b = blocks<Q3_KBlock>(w)[i];
+    Q3_KBlock& b = as_blocks<Q3_KBlock>(w)[i];
     float sc[16];
     sub_absmax(x, 16, 16, sc, 4.0f);
     const float d = max_abs(sc, 16) / 31.0f;
@@ -299,7 +295,7 @@ void quantize_q3_k(const float* x, void* w, int64_t n) {
 
 void quantize_q4_k(const float* x, void* w, int64_t n) {
   for (int64_t i = 0; i < n / 256; ++i, x += 256) {
-    Q4_KBlock& b = blocks<Q4_KBlock>(w)[i];
+    Q4_KBlock& b = as_blocks<Q4_KBlock>(w)[i];
     uint8_t L[256];
     quantize_k45(x, 15, &b.d, &b.dmin, b.scales, L);
     for (int j = 0; j < 4; ++j) {
@@ -310,7 +306,7 @@ void quantize_q4_k(const float* x, void* w, int64_t n) {
 
 void quantize_q5_k(const float* x, void* w, int64_t n) {
   for (int64_t i = 0; i < n / 256; ++i, x += 256) {
-    Q5_KBlock& b = blocks<Q5_KBlock>(w)[i];
+    Q5_KBlock& b = as_blocks<Q5_KBlock>(w)[i];
     uint8_t L[256];
     quantize_k45(x, 31, &b.d, &b.dmin, b.scales, L);
     std::memset(b.qh, 0, 32);
@@ -326,7 +322,7 @@ void quantize_q5_k(const float* x, void* w, int64_t n) {
 
 void quantize_q6_k(const float* x, void* w, int64_t n) {
   for (int64_t i = 0; i < n / 256; ++i, x += 256) {
-    Q6_KBlock& b = blocks<Q6_KBlock>(w)[i];
+    Q6_KBlock& b = as_blocks<Q6_KBlock>(w)[i];
     float sc[16];
     sub_absmax(x, 16, 16, sc, 32.0f);
     const float d = max_abs(sc, 16) / 127.0f;
@@ -355,7 +351,7 @@ void quantize_q6_k(const float* x, void* w, int64_t n) {
 
 void quantize_iq4_xs(const float* x, void* w, int64_t n) {
   for (int64_t i = 0; i < n / 256; ++i, x += 256) {
-    IQ4_XSBlock& b = blocks<IQ4_XSBlock>(w)[i];
+    IQ4_XSBlock& b = as_blocks<IQ4_XSBlock>(w)[i];
     float sc[8];
     sub_absmax(x, 32, 8, sc, 127.0f);
     const float d = max_abs(sc, 8) / 31.0f;
@@ -385,7 +381,7 @@ void quantize_iq4_xs(const float* x, void* w, int64_t n) {
 
 void quantize_q8_k(const float* x, void* w, int64_t n) {
   for (int64_t i = 0; i < n / 256; ++i, x += 256) {
-    Q8_KBlock& b = blocks<Q8_KBlock>(w)[i];
+    Q8_KBlock& b = as_blocks<Q8_KBlock>(w)[i];
     float amax = 0, mx = 0;
     for (int j = 0; j < 256; ++j) {
       if (std::fabs(x[j]) > amax) { amax = std::fabs(x[j]); mx = x[j]; }
@@ -408,8 +404,8 @@ void quantize_q8_k(const float* x, void* w, int64_t n) {
 float dot_q2_k(const void* w, const void* x, int64_t n) {
   float s = 0;
   for (int64_t i = 0; i < n / 256; ++i) {
-    const Q2_KBlock& a = blocks<Q2_KBlock>(w)[i];
-    const Q8_KBlock& b = blocks<Q8_KBlock>(x)[i];
+    const Q2_KBlock& a = as_blocks<Q2_KBlock>(w)[i];
+    const Q8_KBlock& b = as_blocks<Q8_KBlock>(x)[i];
     int32_t sumi = 0, summ = 0;
     for (int sb = 0; sb < 16; ++sb) {
       int32_t acc = 0;
@@ -425,8 +421,8 @@ float dot_q2_k(const void* w, const void* x, int64_t n) {
 float dot_q3_k(const void* w, const void* x, int64_t n) {
   float s = 0;
   for (int64_t i = 0; i < n / 256; ++i) {
-    const Q3_KBlock& a = blocks<Q3_KBlock>(w)[i];
-    const Q8_KBlock& b = blocks<Q8_KBlock>(x)[i];
+    const Q3_KBlock& a = as_blocks<Q3_KBlock>(w)[i];
+    const Q8_KBlock& b = as_blocks<Q8_KBlock>(x)[i];
     int8_t scales[16];
     q3_k_scales(a.scales, scales);
     int32_t sumi = 0;
@@ -458,8 +454,8 @@ template <bool kFive, typename B>
 float dot_k45(const void* w, const void* x, int64_t n) {
   float s = 0;
   for (int64_t i = 0; i < n / 256; ++i) {
-    const B& a = blocks<B>(w)[i];
-    const Q8_KBlock& b = blocks<Q8_KBlock>(x)[i];
+    const B& a = as_blocks<B>(w)[i];
+    const Q8_KBlock& b = as_blocks<Q8_KBlock>(x)[i];
     uint8_t sc[8], mn[8];
     k4_scales(a.scales, sc, mn);
     int32_t sumi = 0, summ = 0;
@@ -481,8 +477,8 @@ float dot_q5_k(const void* w, const void* x, int64_t n) { return dot_k45<true, Q
 float dot_q6_k(const void* w, const void* x, int64_t n) {
   float s = 0;
   for (int64_t i = 0; i < n / 256; ++i) {
-    const Q6_KBlock& a = blocks<Q6_KBlock>(w)[i];
-    const Q8_KBlock& b = blocks<Q8_KBlock>(x)[i];
+    const Q6_KBlock& a = as_blocks<Q6_KBlock>(w)[i];
+    const Q8_KBlock& b = as_blocks<Q8_KBlock>(x)[i];
     int32_t sumi = 0;
     for (int sb = 0; sb < 16; ++sb) {
       int32_t acc = 0;
@@ -502,8 +498,8 @@ float dot_q6_k(const void* w, const void* x, int64_t n) {
 float dot_iq4_xs(const void* w, const void* x, int64_t n) {
   float s = 0;
   for (int64_t i = 0; i < n / 256; ++i) {
-    const IQ4_XSBlock& a = blocks<IQ4_XSBlock>(w)[i];
-    const Q8_KBlock& b = blocks<Q8_KBlock>(x)[i];
+    const IQ4_XSBlock& a = as_blocks<IQ4_XSBlock>(w)[i];
+    const Q8_KBlock& b = as_blocks<Q8_KBlock>(x)[i];
     int32_t sumi = 0;
     for (int ib = 0; ib < 8; ++ib) {
       const int ls = ((a.scales_l[ib / 2] >> 4 * (ib % 2)) & 0xf) | (((a.scales_h >> 2 * ib) & 3) << 4);

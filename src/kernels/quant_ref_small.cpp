@@ -12,10 +12,6 @@
 namespace slimkv::quant_ref {
 namespace {
 
-template <typename B>
-const B* blocks(const void* p) { return static_cast<const B*>(p); }
-template <typename B>
-B* blocks(void* p) { return static_cast<B*>(p); }
 
 uint32_t read_u32(const uint8_t* p) {
   uint32_t v;
@@ -60,7 +56,7 @@ void lut_values(const uint8_t* qs, const int8_t* table, int32_t* v) {
 
 void dequant_q4_1(const void* w, float* y, int64_t n) {
   for (int64_t i = 0; i < n / 32; ++i) {
-    const Q4_1Block& b = blocks<Q4_1Block>(w)[i];
+    const Q4_1Block& b = as_blocks<Q4_1Block>(w)[i];
     const float d = fp16_to_fp32(b.d), m = fp16_to_fp32(b.m);
     for (int j = 0; j < 16; ++j) {
       y[i * 32 + j] = (b.qs[j] & 0x0F) * d + m;
@@ -71,7 +67,7 @@ void dequant_q4_1(const void* w, float* y, int64_t n) {
 
 void dequant_q5_0(const void* w, float* y, int64_t n) {
   for (int64_t i = 0; i < n / 32; ++i) {
-    const Q5_0Block& b = blocks<Q5_0Block>(w)[i];
+    const Q5_0Block& b = as_blocks<Q5_0Block>(w)[i];
     const float d = fp16_to_fp32(b.d);
     const uint32_t qh = read_u32(b.qh);
     for (int j = 0; j < 16; ++j) {
@@ -84,7 +80,7 @@ void dequant_q5_0(const void* w, float* y, int64_t n) {
 
 void dequant_q5_1(const void* w, float* y, int64_t n) {
   for (int64_t i = 0; i < n / 32; ++i) {
-    const Q5_1Block& b = blocks<Q5_1Block>(w)[i];
+    const Q5_1Block& b = as_blocks<Q5_1Block>(w)[i];
     const float d = fp16_to_fp32(b.d), m = fp16_to_fp32(b.m);
     const uint32_t qh = read_u32(b.qh);
     for (int j = 0; j < 16; ++j) {
@@ -97,7 +93,7 @@ void dequant_q5_1(const void* w, float* y, int64_t n) {
 
 void dequant_iq4_nl(const void* w, float* y, int64_t n) {
   for (int64_t i = 0; i < n / 32; ++i) {
-    const IQ4_NLBlock& b = blocks<IQ4_NLBlock>(w)[i];
+    const IQ4_NLBlock& b = as_blocks<IQ4_NLBlock>(w)[i];
     const float d = fp16_to_fp32(b.d);
     for (int j = 0; j < 16; ++j) {
       y[i * 32 + j] = d * kIq4nlValues[b.qs[j] & 0xF];
@@ -108,7 +104,7 @@ void dequant_iq4_nl(const void* w, float* y, int64_t n) {
 
 void dequant_mxfp4(const void* w, float* y, int64_t n) {
   for (int64_t i = 0; i < n / 32; ++i) {
-    const MXFP4Block& b = blocks<MXFP4Block>(w)[i];
+    const MXFP4Block& b = as_blocks<MXFP4Block>(w)[i];
     const float d = e8m0_half(b.e);
     for (int j = 0; j < 16; ++j) {
       y[i * 32 + j] = kMxfp4Values[b.qs[j] & 0xF] * d;
@@ -119,7 +115,7 @@ void dequant_mxfp4(const void* w, float* y, int64_t n) {
 
 void dequant_q8_1(const void* w, float* y, int64_t n) {
   for (int64_t i = 0; i < n / 32; ++i) {
-    const Q8_1Block& b = blocks<Q8_1Block>(w)[i];
+    const Q8_1Block& b = as_blocks<Q8_1Block>(w)[i];
     for (int j = 0; j < 32; ++j) y[i * 32 + j] = fp16_to_fp32(b.d) * b.qs[j];
   }
 }
@@ -129,7 +125,7 @@ void quantize_q4_1(const float* x, void* w, int64_t n) {
     const float* b = x + i * 32;
     const Range r = range_of(b, 32);
     const float d = (r.hi - r.lo) / 15.0f, id = d ? 1.0f / d : 0.0f;
-    Q4_1Block& q = blocks<Q4_1Block>(w)[i];
+    Q4_1Block& q = as_blocks<Q4_1Block>(w)[i];
     q.d = fp32_to_fp16(d);
     q.m = fp32_to_fp16(r.lo);
     for (int j = 0; j < 16; ++j) {
@@ -154,7 +150,7 @@ void quantize_q5(const float* x, void* w, int64_t n) {
       m = r.lo;
     }
     const float id = d ? 1.0f / d : 0.0f;
-    B& q = blocks<B>(w)[i];
+    B& q = as_blocks<B>(w)[i];
     q.d = fp32_to_fp16(d);
     if constexpr (!kOffset) q.m = fp32_to_fp16(m);
     uint32_t qh = 0;
@@ -178,7 +174,7 @@ void quantize_iq4_nl(const float* x, void* w, int64_t n) {
   for (int64_t i = 0; i < n / 32; ++i) {
     const float* b = x + i * 32;
     const float d = range_of(b, 32).max_signed / -127.0f, id = d ? 1.0f / d : 0.0f;
-    IQ4_NLBlock& q = blocks<IQ4_NLBlock>(w)[i];
+    IQ4_NLBlock& q = as_blocks<IQ4_NLBlock>(w)[i];
     q.d = fp32_to_fp16(d);
     for (int j = 0; j < 16; ++j) {
       q.qs[j] = static_cast<uint8_t>(nearest_index(kIq4nlValues, b[j] * id) |
@@ -193,7 +189,7 @@ void quantize_mxfp4(const float* x, void* w, int64_t n) {
     const float amax = range_of(b, 32).amax;
     const uint8_t e = amax > 0 ? static_cast<uint8_t>(std::clamp(std::floor(std::log2(amax)) - 2 + 127, 0.0f, 254.0f)) : 0;
     const float d = e8m0_half(e), id = 1.0f / d;
-    MXFP4Block& q = blocks<MXFP4Block>(w)[i];
+    MXFP4Block& q = as_blocks<MXFP4Block>(w)[i];
     q.e = e;
     for (int j = 0; j < 16; ++j) {
       q.qs[j] = static_cast<uint8_t>(nearest_index(kMxfp4Values, b[j] * id) |
@@ -206,7 +202,7 @@ void quantize_q8_1(const float* x, void* w, int64_t n) {
   for (int64_t i = 0; i < n / 32; ++i) {
     const float* b = x + i * 32;
     const float d = range_of(b, 32).amax / 127.0f, id = d ? 1.0f / d : 0.0f;
-    Q8_1Block& q = blocks<Q8_1Block>(w)[i];
+    Q8_1Block& q = as_blocks<Q8_1Block>(w)[i];
     int32_t sum = 0;
     for (int j = 0; j < 32; ++j) {
       q.qs[j] = static_cast<int8_t>(std::nearbyint(b[j] * id));
@@ -220,8 +216,8 @@ void quantize_q8_1(const float* x, void* w, int64_t n) {
 float dot_q4_1(const void* w, const void* x, int64_t n) {
   float s = 0;
   for (int64_t i = 0; i < n / 32; ++i) {
-    const Q4_1Block& a = blocks<Q4_1Block>(w)[i];
-    const Q8_1Block& b = blocks<Q8_1Block>(x)[i];
+    const Q4_1Block& a = as_blocks<Q4_1Block>(w)[i];
+    const Q8_1Block& b = as_blocks<Q8_1Block>(x)[i];
     int32_t acc = 0;
     for (int j = 0; j < 16; ++j) acc += (a.qs[j] & 0xF) * b.qs[j] + (a.qs[j] >> 4) * b.qs[j + 16];
     s += fp16_to_fp32(a.d) * fp16_to_fp32(b.d) * static_cast<float>(acc) + fp16_to_fp32(a.m) * fp16_to_fp32(b.s);
@@ -235,8 +231,8 @@ float dot_q5(const void* w, const void* x, int64_t n) {
   constexpr bool kOffset = std::is_same_v<B, Q5_0Block>;
   float s = 0;
   for (int64_t i = 0; i < n / 32; ++i) {
-    const B& a = blocks<B>(w)[i];
-    const X& b = blocks<X>(x)[i];
+    const B& a = as_blocks<B>(w)[i];
+    const X& b = as_blocks<X>(x)[i];
     const uint32_t qh = read_u32(a.qh);
     int32_t acc = 0;
     for (int j = 0; j < 16; ++j) {
@@ -254,8 +250,8 @@ float dot_lut(const void* w, const void* x, int64_t n, const int8_t* table) {
   float s = 0;
   int32_t v[32];
   for (int64_t i = 0; i < n / 32; ++i) {
-    const B& a = blocks<B>(w)[i];
-    const Q8_0Block& b = blocks<Q8_0Block>(x)[i];
+    const B& a = as_blocks<B>(w)[i];
+    const Q8_0Block& b = as_blocks<Q8_0Block>(x)[i];
     lut_values(a.qs, table, v);
     int32_t acc = 0;
     for (int j = 0; j < 32; ++j) acc += v[j] * b.qs[j];

@@ -76,45 +76,38 @@ inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<con
 // K::scale(w, x) -> the block's float factor, K::kMin: whether K::min_term(w, p, x) is subtracted (added for Q4_1/Q5_1
 // via a negative sign inside).
 
-struct KQ4_1 {
-  using W = slimkv::Q4_1Block;
-  using X = slimkv::Q8_1Block;
-  static constexpr int kChunks = 1, kBlock = 32;
-  static constexpr bool kMin = true;
-  struct Prep {};
-  static Prep prep(const W&) { return {}; }
-  static __m256i chunk(const W& w, const Prep&, int) { return nibbles(w.qs); }
-  static __m256i idot(__m256i v, __m256i y, const Prep&, int) { return dot_u8(v, y); }
-  static float scale(const W& w, const X& x) { return h2f(w.d) * h2f(x.d); }
-  static float min_term(const W& w, const Prep&, const X& x) { return -(h2f(w.m) * h2f(x.s)); }
-};
-
-struct KQ5_1 {
-  using W = slimkv::Q5_1Block;
-  using X = slimkv::Q8_1Block;
-  static constexpr int kChunks = 1, kBlock = 32;
-  static constexpr bool kMin = true;
-  struct Prep {};
-  static Prep prep(const W&) { return {}; }
-  static __m256i chunk(const W& w, const Prep&, int) { return _mm256_or_si256(nibbles(w.qs), fifth_bits(w.qh)); }
-  static __m256i idot(__m256i v, __m256i y, const Prep&, int) { return dot_u8(v, y); }
-  static float scale(const W& w, const X& x) { return h2f(w.d) * h2f(x.d); }
-  static float min_term(const W& w, const Prep&, const X& x) { return -(h2f(w.m) * h2f(x.s)); }
-};
-
-struct KQ5_0 {
-  using W = slimkv::Q5_0Block;
-  using X = slimkv::Q8_0Block;
+// Defaults of a block kernel: no per-block state, no min term, fp16 scales multiplied (32-value types).
+template <class W_, class X_>
+struct BlockKernel {
+  using W = W_;
+  using X = X_;
   static constexpr int kChunks = 1, kBlock = 32;
   static constexpr bool kMin = false;
   struct Prep {};
   static Prep prep(const W&) { return {}; }
+  static float scale(const W& w, const X& x) { return h2f(w.d) * h2f(x.d); }
+  static float min_term(const W&, const Prep&, const X&) { return 0; }
+};
+
+struct KQ4_1 : BlockKernel<slimkv::Q4_1Block, slimkv::Q8_1Block> {
+  static constexpr bool kMin = true;
+  static __m256i chunk(const W& w, const Prep&, int) { return nibbles(w.qs); }
+  static __m256i idot(__m256i v, __m256i y, const Prep&, int) { return dot_u8(v, y); }
+  static float min_term(const W& w, const Prep&, const X& x) { return -(h2f(w.m) * h2f(x.s)); }
+};
+
+struct KQ5_1 : BlockKernel<slimkv::Q5_1Block, slimkv::Q8_1Block> {
+  static constexpr bool kMin = true;
+  static __m256i chunk(const W& w, const Prep&, int) { return _mm256_or_si256(nibbles(w.qs), fifth_bits(w.qh)); }
+  static __m256i idot(__m256i v, __m256i y, const Prep&, int) { return dot_u8(v, y); }
+  static float min_term(const W& w, const Prep&, const X& x) { return -(h2f(w.m) * h2f(x.s)); }
+};
+
+struct KQ5_0 : BlockKernel<slimkv::Q5_0Block, slimkv::Q8_0Block> {
   static __m256i chunk(const W& w, const Prep&, int) {
     return _mm256_sub_epi8(_mm256_or_si256(nibbles(w.qs), fifth_bits(w.qh)), _mm256_set1_epi8(16));
   }
   static __m256i idot(__m256i v, __m256i y, const Prep&, int) { return dot_s8(v, y); }
-  static float scale(const W& w, const X& x) { return h2f(w.d) * h2f(x.d); }
-  static float min_term(const W&, const Prep&, const X&) { return 0; }
 };
 
 inline __m256i lut256(const int8_t* table) {
@@ -122,34 +115,26 @@ inline __m256i lut256(const int8_t* table) {
   return _mm256_set_m128i(t, t);
 }
 
-struct KIQ4_NL {
-  using W = slimkv::IQ4_NLBlock;
-  using X = slimkv::Q8_0Block;
-  static constexpr int kChunks = 1, kBlock = 32;
-  static constexpr bool kMin = false;
-  struct Prep {};
-  static Prep prep(const W&) { return {}; }
+struct KIQ4_NL : BlockKernel<slimkv::IQ4_NLBlock, slimkv::Q8_0Block> {
   static __m256i chunk(const W& w, const Prep&, int) {
     return _mm256_shuffle_epi8(lut256(slimkv::kIq4nlValues), nibbles(w.qs));
   }
   static __m256i idot(__m256i v, __m256i y, const Prep&, int) { return dot_s8(v, y); }
-  static float scale(const W& w, const X& x) { return h2f(w.d) * h2f(x.d); }
-  static float min_term(const W&, const Prep&, const X&) { return 0; }
 };
 
-struct KMXFP4 {
-  using W = slimkv::MXFP4Block;
-  using X = slimkv::Q8_0Block;
-  static constexpr int kChunks = 1, kBlock = 32;
-  static constexpr bool kMin = false;
-  struct Prep {};
-  static Prep prep(const W&) { return {}; }
+struct KMXFP4 : BlockKernel<slimkv::MXFP4Block, slimkv::Q8_0Block> {
   static __m256i chunk(const W& w, const Prep&, int) {
     return _mm256_shuffle_epi8(lut256(slimkv::kMxfp4Values), nibbles(w.qs));
   }
   static __m256i idot(__m256i v, __m256i y, const Prep&, int) { return dot_s8(v, y); }
   static float scale(const W& w, const X& x) { return slimkv::e8m0_half(w.e) * h2f(x.d); }
-  static float min_term(const W&, const Prep&, const X&) { return 0; }
+};
+
+// Defaults of a super-block kernel: 8 chunks of 32 values, Q8_K activations, scale x.d * d.
+template <class W_>
+struct SuperBlockKernel : BlockKernel<W_, slimkv::Q8_KBlock> {
+  static constexpr int kChunks = 8, kBlock = 256;
+  static float scale(const W_& w, const slimkv::Q8_KBlock& x) { return x.d * h2f(w.d); }
 };
 
 // Q4_K / Q5_K's 12 scale bytes -> 8 scales (bytes 0..7) and 8 mins (bytes 8..15).
@@ -207,11 +192,7 @@ struct KQ45_K {
   }
 };
 
-struct KQ6_K {
-  using W = slimkv::Q6_KBlock;
-  using X = slimkv::Q8_KBlock;
-  static constexpr int kChunks = 8, kBlock = 256;
-  static constexpr bool kMin = false;
+struct KQ6_K : SuperBlockKernel<slimkv::Q6_KBlock> {
   struct Prep {
     const int8_t* sc;
   };
@@ -227,15 +208,9 @@ struct KQ6_K {
     const __m256i d = _mm256_sub_epi16(_mm256_maddubs_epi16(v, y), _mm256_maddubs_epi16(_mm256_set1_epi8(32), y));
     return _mm256_madd_epi16(d, _mm256_set_m128i(_mm_set1_epi16(p.sc[2 * c + 1]), _mm_set1_epi16(p.sc[2 * c])));
   }
-  static float scale(const W& w, const X& x) { return x.d * h2f(w.d); }
-  static float min_term(const W&, const Prep&, const X&) { return 0; }
 };
 
-struct KQ3_K {
-  using W = slimkv::Q3_KBlock;
-  using X = slimkv::Q8_KBlock;
-  static constexpr int kChunks = 8, kBlock = 256;
-  static constexpr bool kMin = false;
+struct KQ3_K : SuperBlockKernel<slimkv::Q3_KBlock> {
   struct Prep {
     int16_t sc[16];  // signed scales (stored - 32)
   };
@@ -257,14 +232,9 @@ struct KQ3_K {
     const __m256i d = _mm256_sub_epi16(_mm256_maddubs_epi16(v, y), _mm256_maddubs_epi16(_mm256_set1_epi8(4), y));
     return _mm256_madd_epi16(d, _mm256_set_m128i(_mm_set1_epi16(p.sc[2 * c + 1]), _mm_set1_epi16(p.sc[2 * c])));
   }
-  static float scale(const W& w, const X& x) { return x.d * h2f(w.d); }
-  static float min_term(const W&, const Prep&, const X&) { return 0; }
 };
 
-struct KQ2_K {
-  using W = slimkv::Q2_KBlock;
-  using X = slimkv::Q8_KBlock;
-  static constexpr int kChunks = 8, kBlock = 256;
+struct KQ2_K : SuperBlockKernel<slimkv::Q2_KBlock> {
   static constexpr bool kMin = true;
   struct Prep {
     const uint8_t* sc;
@@ -276,7 +246,6 @@ struct KQ2_K {
   static __m256i idot(__m256i v, __m256i y, const Prep& p, int c) {
     return dot_u8_scaled(v, y, p.sc[2 * c] & 0xF, p.sc[2 * c + 1] & 0xF);
   }
-  static float scale(const W& w, const X& x) { return x.d * h2f(w.d); }
   static float min_term(const W& w, const Prep&, const X& x) {
     const __m128i scm = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales));
     const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(scm, 4), _mm_set1_epi8(0x0F)));
@@ -300,11 +269,7 @@ inline uint64_t iq4xs_scale_bytes(const slimkv::IQ4_XSBlock& w) {
   return lo | (hi << 4);
 }
 
-struct KIQ4_XS {
-  using W = slimkv::IQ4_XSBlock;
-  using X = slimkv::Q8_KBlock;
-  static constexpr int kChunks = 8, kBlock = 256;
-  static constexpr bool kMin = false;
+struct KIQ4_XS : SuperBlockKernel<slimkv::IQ4_XSBlock> {
   struct Prep {
     int16_t ls[8];  // signed sub-block scales
   };
@@ -321,8 +286,6 @@ struct KIQ4_XS {
     const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(y, v));
     return _mm256_madd_epi16(p16, _mm256_set1_epi16(p.ls[c]));
   }
-  static float scale(const W& w, const X& x) { return x.d * h2f(w.d); }
-  static float min_term(const W&, const Prep&, const X&) { return 0; }
 };
 
 // --- the tile ---------------------------------------------------------------------------------------------------

@@ -63,11 +63,8 @@ struct ZQ45_K {
   }
 };
 
-struct ZQ6_K {
-  using W = slimkv::Q6_KBlock;
-  using X = slimkv::Q8_KBlock;
-  static constexpr int kChunks = 4, kBlock = 256;
-  static constexpr bool kMin = false;
+struct ZQ6_K : SuperBlockKernel<slimkv::Q6_KBlock> {
+  static constexpr int kChunks = 4;  // 64-value chunks
   struct Prep {
     __m512i scales;  // 16 signed scales as 16-bit lanes 0..15
   };
@@ -88,15 +85,10 @@ struct ZQ6_K {
     const __m512i d = _mm512_sub_epi16(_mm512_maddubs_epi16(v, y), _mm512_maddubs_epi16(_mm512_set1_epi8(32), y));
     return _mm512_madd_epi16(d, _mm512_permutexvar_epi16(spread4(c), p.scales));
   }
-  static float scale(const W& w, const X& x) { return x.d * h2f(w.d); }
-  static float min_term(const W&, const Prep&, const X&) { return 0; }
 };
 
-struct ZIQ4_XS {
-  using W = slimkv::IQ4_XSBlock;
-  using X = slimkv::Q8_KBlock;
-  static constexpr int kChunks = 4, kBlock = 256;
-  static constexpr bool kMin = false;
+struct ZIQ4_XS : SuperBlockKernel<slimkv::IQ4_XSBlock> {
+  static constexpr int kChunks = 4;  // 64-value chunks
   struct Prep {
     __m512i scales;  // 8 signed sub-block scales as 16-bit lanes 0..7
   };
@@ -114,8 +106,6 @@ struct ZIQ4_XS {
     const __m512i p16 = _mm512_maddubs_epi16(_mm512_abs_epi8(v), sy);
     return _mm512_madd_epi16(p16, _mm512_permutexvar_epi16(spread2(c), p.scales));
   }
-  static float scale(const W& w, const X& x) { return x.d * h2f(w.d); }
-  static float min_term(const W&, const Prep&, const X&) { return 0; }
 };
 
 template <class K, int R, int TT>
