@@ -8,16 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "byte_tokenizer.h"
 #include "server/completion_text.h"
 
 namespace {
-
-class ByteTokenizer : public slimkv::Tokenizer {  // id -> one byte
- public:
-  std::vector<int32_t> encode(std::string_view, bool) const override { return {}; }
-  std::string decode_token(int32_t, int32_t id) const override { return std::string(1, static_cast<char>(id)); }
-  int32_t vocab_size() const override { return 256; }
-};
 
 void check(bool ok) {
   if (!ok) std::abort();
@@ -50,7 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     i += len;
     if (!valid_utf8(stops.back())) return 0;
   }
-  ByteTokenizer tok;
+  slimkv::fuzz::ByteTokenizer tok;
   slimkv::CompletionText plain(tok, -1, {});
   slimkv::CompletionText out(tok, -1, stops);
   std::string pieces, full;

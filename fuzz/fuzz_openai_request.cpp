@@ -2,21 +2,11 @@
 // and stop-string matching over the parsed stop strings. Only ApiError may come out.
 #include <string_view>
 
+#include "byte_tokenizer.h"
 #include "server/api_error.h"
 #include "server/chat_template.h"
 #include "server/completion_text.h"
 #include "server/openai_request.h"
-
-namespace {
-
-class ByteTokenizer : public slimkv::Tokenizer {  // id -> one byte
- public:
-  std::vector<int32_t> encode(std::string_view, bool) const override { return {}; }
-  std::string decode_token(int32_t, int32_t id) const override { return std::string(1, static_cast<char>(id)); }
-  int32_t vocab_size() const override { return 256; }
-};
-
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
@@ -30,7 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                      slimkv::ChatTemplate::Mistral, slimkv::ChatTemplate::DeepSeekV4}) {
         if (chat) slimkv::render_chat(t, r.messages);
       }
-      ByteTokenizer tok;
+      slimkv::fuzz::ByteTokenizer tok;
       slimkv::CompletionText out(tok, -1, r.stop);
       for (size_t i = 0; i < size && i < 256; ++i) out.push(data[i]);
       out.finish();

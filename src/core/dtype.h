@@ -18,7 +18,6 @@ enum class DType : uint8_t {
 constexpr int kNumDTypes = 19;
 
 constexpr int64_t kQuantBlock = 32;  // elements per Q8_0 / Q4_0 / Q4_1 / Q5_x / IQ4_NL / MXFP4 block
-constexpr int64_t kSuperBlock = 256; // elements per K-quant / IQ4_XS / Q8_K super-block (GGML's QK_K)
 
 struct Q8_0Block {  // 34 bytes: scale (fp16) + 32 int8
   uint16_t d;
@@ -67,7 +66,6 @@ constexpr const DTypeInfo& dtype_info(DType t) { return kDTypeInfo[static_cast<i
 constexpr int64_t dtype_block_elems(DType t) { return dtype_info(t).block_elems; }
 constexpr int64_t dtype_block_bytes(DType t) { return dtype_info(t).block_bytes; }
 constexpr std::string_view dtype_name(DType t) { return dtype_info(t).name; }
-constexpr bool dtype_is_quantized(DType t) { return dtype_info(t).block_elems > 1; }
 // Bytes of a row of n values (n a multiple of the block size).
 constexpr int64_t dtype_row_bytes(DType t, int64_t n) { return n / dtype_block_elems(t) * dtype_block_bytes(t); }
 

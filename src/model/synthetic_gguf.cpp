@@ -16,7 +16,10 @@ int64_t write_synthetic_gguf(const std::string& shape, DType dtype, const std::s
   GgufWriter w;
   w.add_string("general.architecture", "llama");
   w.add_string("general.name", "slimkv synthetic " + shape);
-  w.add_u32("general.file_type", dtype == DType::F32 ? 0 : dtype == DType::F16 ? 1 : 7);
+  // llama.cpp's file type (LLAMA_FTYPE_*) for the uniform types; other types leave it out (informational only).
+  if (dtype == DType::F32 || dtype == DType::F16 || dtype == DType::Q4_0 || dtype == DType::Q8_0) {
+    w.add_u32("general.file_type", dtype == DType::F32 ? 0 : dtype == DType::F16 ? 1 : dtype == DType::Q4_0 ? 2 : 7);
+  }
   w.add_u32("llama.context_length", static_cast<uint32_t>(c.max_seq_len));
   w.add_u32("llama.embedding_length", static_cast<uint32_t>(c.dim));
   w.add_u32("llama.block_count", static_cast<uint32_t>(c.num_layers));

@@ -23,9 +23,4 @@ void ConnectionThreads::shutdown() {
   cv_.wait(lock, [&] { return active_ == 0; });
 }
 
-int32_t ConnectionThreads::active() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return active_;
-}
-
 }  // namespace slimkv

@@ -20,11 +20,9 @@ class ConnectionThreads : public httplib::TaskQueue {
   void enqueue(std::function<void()> fn) override;
   void shutdown() override;  // waits until every connection thread has returned
 
-  int32_t active() const;  // connection threads running now
-
  private:
   const int32_t max_;
-  mutable std::mutex mu_;
+  std::mutex mu_;
   std::condition_variable cv_;
   int32_t active_ = 0;
 };

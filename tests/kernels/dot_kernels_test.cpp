@@ -9,17 +9,10 @@
 #include "kernels/dot.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
+#include "random_data.h"
 
 namespace slimkv {
 namespace {
-
-std::vector<float> random_vec(int64_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
 
 class DotKernelTest : public ::testing::TestWithParam<Isa> {
  protected:

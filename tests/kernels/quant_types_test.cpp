@@ -12,17 +12,10 @@
 #include "core/thread_pool.h"
 #include "kernels/matmul.h"
 #include "kernels/type_traits.h"
+#include "random_data.h"
 
 namespace slimkv {
 namespace {
-
-std::vector<float> random_vec(int64_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
 
 std::vector<uint8_t> quantize(DType t, const std::vector<float>& x) {
   std::vector<uint8_t> q(static_cast<size_t>(dtype_row_bytes(t, static_cast<int64_t>(x.size()))));

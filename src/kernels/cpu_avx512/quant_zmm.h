@@ -157,19 +157,13 @@ float zdot(const void* w, const void* x, int64_t n) {
   return y;
 }
 
-#ifndef SLIMKV_ZDECODE_ROWS
-#define SLIMKV_ZDECODE_ROWS 1  // one sequential stream: measured faster than 2, 4 or 8 rows in flight
-#endif
-constexpr int kZDecodeRows = SLIMKV_ZDECODE_ROWS;
-
 template <class K>
 void zgemm(const void* vw, int64_t rows, int64_t cols, const void* vx, int64_t T, float* y, int64_t ldy) {
   const auto* w = static_cast<const typename K::W*>(vw);
   const auto* x = static_cast<const typename K::X*>(vx);
   const int64_t nb = cols / K::kBlock;
   int64_t r = 0;
-  if (T == 1) {
-    for (; r + kZDecodeRows <= rows; r += kZDecodeRows) ztile<K, kZDecodeRows, 1>(w + r * nb, nb, x, y + r, ldy);
+  if (T == 1) {  // decode: one row at a time, a single sequential stream (measured faster than 2, 4 or 8 in flight)
     for (; r < rows; ++r) ztile<K, 1, 1>(w + r * nb, nb, x, y + r, ldy);
     return;
   }
