@@ -30,7 +30,7 @@ int64_t proc_status_kb(const char* key) {  // VmRSS / VmHWM from /proc/self/stat
 
 void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }  // VmHWM := VmRSS (Linux >= 4.0)
 
-struct Row {
+struct LongRow {
   std::string name;
   int64_t kv_bytes_per_token = 0, peak_kv_bytes = 0;
   int64_t end_kv_bytes_per_seq = 0;  // KV bytes each sequence holds at its last decode step (every group)
@@ -41,14 +41,14 @@ struct Row {
   nlohmann::json decode_shares;  // share of decode time per kernel family
 };
 
-Row run_one(const Model& model, EngineConfig cfg, const std::string& name, const LongContextFlags& f) {
+LongRow run_one(const Model& model, EngineConfig cfg, const std::string& name, const LongContextFlags& f) {
   cfg.cache.enable_prefix_caching = false;  // synthetic rows are not the tokens' K/V; real prompts are all distinct
   cfg.sched.max_num_seqs = std::max(cfg.sched.max_num_seqs, f.batch);
   if (cfg.sched.max_model_len == 0) cfg.sched.max_model_len = std::min(model.config.max_seq_len, f.context_len + f.output_len + 1);
   reset_peak_rss();
   const int64_t rss0 = proc_status_kb("VmRSS:");
   Engine engine(model, cfg);
-  Row row;
+  LongRow row;
   row.name = name;
   row.kv_bytes_per_token = engine.kv_layout().bytes_per_token();
   std::mt19937_64 rng(f.seed);
@@ -152,7 +152,7 @@ int run_long_context(const LongContextFlags& f, const ModelFlags& mf, EngineConf
   std::fprintf(stderr, "%s: context %d, batch %d, %d decode steps, fill %s%s\n", what.c_str(), f.context_len, f.batch,
                f.output_len, f.fill.c_str(),
                f.fill == "synthetic" ? " (caches filled with seeded random K/V: speed figures only)" : "");
-  std::vector<Row> rows;
+  std::vector<LongRow> rows;
   for (const auto& [name, cfg] : runs) {
     rows.push_back(run_one(*model, cfg, name, f));
     std::fprintf(stderr, "  %s: %.1f tokens/s (%.1f s to fill)\n", name.c_str(), rows.back().decode_tps,

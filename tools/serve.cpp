@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "engine/engine.h"
+#include "ops/dashboard_page.h"
 #include "server/engine_service.h"
 #include "server/http_server.h"
 #include "tools/commands.h"
@@ -70,6 +71,7 @@ int run_serve(ServeFlags f) {
   signal(SIGPIPE, SIG_IGN);
 
   HttpServer http(f.server, f.engine.sched.max_num_seqs + 16);
+  http.set_dashboard(dashboard_page(HealthThresholds{}));
   const int port = http.bind();
   // Whatever fails from here on (model, engine, chat template) stops the listener and joins it, then the error
   // propagates (exit 1 with its message) — never a joinable thread's terminate() or a hang.

@@ -103,6 +103,34 @@ int find_peer_socket(const std::string& addr, int port) {
   return found;
 }
 
+// Shuts down the reading side of every accepted connection of the server listening on local_port (their local
+// port is the listening port; the listening socket has no peer and is skipped): threads blocked reading an idle
+// keep-alive or a slow client's request see the end of the stream at once, so a stop after the drain does not wait
+// out their read timeouts. Only reading: a response still being written (a handler returns before the library
+// writes its answer) goes out whole, then the connection ends at its next read.
+void shutdown_accepted_sockets(int local_port, int listen_fd) {
+  DIR* d = ::opendir("/proc/self/fd");
+  if (!d) return;
+  while (dirent* e = ::readdir(d)) {
+    const int fd = std::atoi(e->d_name);
+    if (fd <= 2 || fd == listen_fd) continue;
+    struct stat st;
+    if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) continue;
+    int p = -1;
+    if (ss.ss_family == AF_INET) p = ntohs(reinterpret_cast<const sockaddr_in*>(&ss)->sin_port);
+    if (ss.ss_family == AF_INET6) p = ntohs(reinterpret_cast<const sockaddr_in6*>(&ss)->sin6_port);
+    sockaddr_storage peer{};
+    socklen_t peer_len = sizeof peer;
+    if (p == local_port && ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) == 0) {
+      ::shutdown(fd, SHUT_RD);
+    }
+  }
+  ::closedir(d);
+}
+
 // The peer has closed its side (orderly FIN or reset): nothing more will be read from it, nor our answer.
 bool peer_closed(int fd) {
   char c;
@@ -166,6 +194,7 @@ int HttpServer::bind() {
   // The Debian library listens with a backlog of 5: a burst of clients overflows it and their handshakes stall for
   // seconds. Linux lets listen() on a listening socket raise the backlog.
   if (listen_fd_ >= 0) ::listen(listen_fd_, 1024);
+  bound_port_ = port;
   return port;
 }
 
@@ -181,8 +210,11 @@ void HttpServer::listen_after_bind() {
 void HttpServer::stop() {
   stop_requested_ = true;
   if (!http_) return;
-  while (listen_state_ == 1) {
+  for (int tick = 0; listen_state_ == 1; ++tick) {
     http_->stop();
+    // The listener returns once every connection thread has: end the reads of open connections (idle keep-alives,
+    // slow clients), which would otherwise run to their timeouts (the drain's watchdog ended the process at 5 s).
+    if (tick % 50 == 0 && bound_port_ > 0) shutdown_accepted_sockets(bound_port_, listen_fd_);
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
@@ -201,7 +233,10 @@ void HttpServer::install_routes() {
       send_error(res, *e);
       return httplib::Server::HandlerResponse::Handled;
     }
-    if (cfg_.api_keys.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+    // /health and the dashboard's page (static; its requests to /metrics carry the key) need no key.
+    if (cfg_.api_keys.empty() || req.path == "/health" || req.path == "/dashboard") {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
     // The scheme is case-insensitive (RFC 7235); keys compare in constant time (no timing oracle on the prefix).
     const std::string auth = req.get_header_value("Authorization");
     bool ok = false;
@@ -251,6 +286,13 @@ void HttpServer::install_routes() {
     std::string text;
     ctx_.service->inspect([&](Engine& e) { text = metrics_->render(e, ctx_.model_name, cfg_.metrics_vllm_names); });
     res.set_content(text, "text/plain; version=0.0.4; charset=utf-8");
+  });
+  s.Get("/dashboard", [this](const httplib::Request& req, httplib::Response& res) {
+    if (dashboard_html_.empty()) {
+      return send_error(res, ApiError(404, "no route GET " + req.path, "invalid_request_error"));
+    }
+    res.set_header("Cache-Control", "no-cache");
+    res.set_content(dashboard_html_, "text/html; charset=utf-8");
   });
   // POST bodies are read here, through the library's content reader, so --max-body-bytes holds for every framing:
   // the library checks its own limit only against a Content-Length, and buffered chunked bodies or bodies without

@@ -1,4 +1,4 @@
-// The HTTP front: routes (/v1/completions, /v1/chat/completions, /v1/models, /health, /metrics), API keys, body
+// The HTTP front: routes (/v1/completions, /v1/chat/completions, /v1/models, /health, /metrics, /dashboard), API keys, body
 // limits, OpenAI-shaped errors and SSE streaming. Handler threads only parse, validate and wait on their
 // request's queue; the engine runs on EngineService's thread. Listens before the model is loaded (/health: 503).
 // Must not know: how the engine schedules or computes.
@@ -30,6 +30,8 @@ class HttpServer {
   // Graceful shutdown, first step: new generation requests get 503 + Retry-After and /health says draining;
   // requests already accepted go on.
   void begin_drain() { draining_ = true; }
+  // The page GET /dashboard serves (ops' dashboard_page); call before listening. Empty: 404.
+  void set_dashboard(std::string html) { dashboard_html_ = std::move(html); }
   // Generation requests whose response has not been written out yet (streams until their last chunk).
   int32_t active_requests() const { return active_; }
 
@@ -39,9 +41,11 @@ class HttpServer {
   ServerConfig cfg_;
   std::unique_ptr<httplib::Server> http_;
   ServeContext ctx_;
+  std::string dashboard_html_;
   ServerMetrics* metrics_ = nullptr;
   std::atomic<bool> ready_{false};
   int listen_fd_ = -1;
+  int bound_port_ = -1;
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> draining_{false};
   std::atomic<int32_t> active_{0};

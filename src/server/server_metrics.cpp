@@ -1,5 +1,8 @@
 #include "server/server_metrics.h"
 
+#include <algorithm>
+#include <chrono>
+
 namespace slimkv {
 namespace {
 
@@ -93,6 +96,49 @@ std::string ServerMetrics::render(const Engine& engine, const std::string& model
     const double f16 = 2.0 * g.num_kv_heads * (g.head_dim_k + g.head_dim_v);
     w.sample("slimkv:kv_cache_compression_ratio", ll, f16 / static_cast<double>(g.bytes_per_token()));
   }
+  // Per KV group (layers whose block tables behave alike): bytes per token of context, summed over the group's
+  // layers (a compressed stream's entry spread over the tokens it stands for), and the ratio to an f16 cache of
+  // the same layers holding every token.
+  double total_bytes = 0, total_f16 = 0;
+  w.family("slimkv:kv_cache_group_bytes_per_token", "gauge",
+           "Bytes one token of context occupies in the KV cache, per KV group (summed over its layers).");
+  std::vector<std::pair<double, double>> per_group;  // stored, f16
+  for (int32_t g = 0; g < layout.num_groups(); ++g) {
+    double stored = 0, f16 = 0;
+    for (int32_t l : layout.groups[g].layers) {
+      const KvLayerGeometry& geo = layout.layers[l];
+      stored += static_cast<double>(geo.bytes_per_token()) / std::max(1, geo.spec.entry_tokens);
+      f16 += 2.0 * geo.num_kv_heads * (geo.head_dim_k + geo.head_dim_v);
+    }
+    per_group.emplace_back(stored, f16);
+    total_bytes += stored;
+    total_f16 += f16;
+    PromLabels gl = labels;
+    gl.emplace_back("group", std::to_string(g));
+    gl.emplace_back("kind", layout.groups[g].spec.describe());
+    w.sample("slimkv:kv_cache_group_bytes_per_token", gl, stored);
+  }
+  auto group_family = [&](const char* name, const char* help, auto value) {
+    w.family(name, "gauge", help);
+    for (int32_t g = 0; g < layout.num_groups(); ++g) {
+      PromLabels gl = labels;
+      gl.emplace_back("group", std::to_string(g));
+      w.sample(name, gl, value(g));
+    }
+  };
+  group_family("slimkv:kv_cache_group_compression_ratio",
+               "f16 KV bytes per token of the group's layers divided by its stored bytes per token.",
+               [&](int32_t g) { return per_group[g].second / per_group[g].first; });
+  group_family("slimkv:kv_cache_group_layers", "Layers (cache streams) in the KV group.",
+               [&](int32_t g) { return static_cast<double>(layout.groups[g].layers.size()); });
+  w.family("slimkv:kv_cache_total_bytes_per_token", "gauge", "Bytes one token of context occupies, all layers.");
+  w.sample("slimkv:kv_cache_total_bytes_per_token", labels, total_bytes);
+  w.family("slimkv:kv_cache_total_compression_ratio", "gauge",
+           "f16 KV bytes per token of all layers divided by the stored bytes per token.");
+  w.sample("slimkv:kv_cache_total_compression_ratio", labels, total_bytes > 0 ? total_f16 / total_bytes : 0.0);
+  w.family("slimkv:uptime_seconds", "gauge", "Seconds since the server started (a clock for rates over scrapes).");
+  w.sample("slimkv:uptime_seconds", labels,
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
   w.family("slimkv:kv_cache_blocks_total", "gauge", "KV cache blocks in the pool.");
   w.sample("slimkv:kv_cache_blocks_total", labels, engine.metrics().blocks_total);
   w.family("slimkv:kv_cache_evicted_tokens_total", "counter",

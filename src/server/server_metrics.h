@@ -2,6 +2,7 @@
 // engine's counters, gauges and latency samples after every step, plus the KV cache's own figures (bytes per
 // token and compression ratio per layer, evicted blocks). Must not know: HTTP or how requests are parsed.
 #pragma once
+#include <chrono>
 #include <map>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@ class ServerMetrics {
 
   PromHistogram ttft_, itl_, tpot_, e2e_, queue_, prefill_, decode_;  // seconds
   std::map<std::string, int64_t> finished_by_reason_;               // stop | length | abort
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace slimkv

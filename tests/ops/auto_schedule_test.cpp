@@ -14,7 +14,6 @@ namespace slimkv::test {
 namespace {
 
 TEST(AutoSchedule, ReadsTheCalibrationAndKeepsBatchedEqualToSingle) {
-  const std::string k260 = models_dir() + "/stories260K/stories260K.bin";
   SKIP_IF_MISSING(k260);
   auto m = load(k260);
   ThreadPool pool(2);

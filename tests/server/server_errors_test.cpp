@@ -217,6 +217,13 @@ TEST(ServerAuth, ApiKeysOnEveryRouteButHealth) {
   EXPECT_EQ(status, 401);
   s.get("/health", &status);
   EXPECT_EQ(status, 200);
+  // The dashboard's page is static and needs no key (a browser cannot send one for a page); its requests to
+  // /metrics carry the key from the page's fragment.
+  const std::string page = s.get("/dashboard", &status);
+  EXPECT_EQ(status, 200);
+  EXPECT_NE(page.find("<svg"), std::string::npos);
+  EXPECT_NE(page.find("\"ttft_ms\":500"), std::string::npos) << "the seed's thresholds filled in";
+  EXPECT_EQ(page.find("THRESHOLDS_JSON"), std::string::npos);
 }
 
 TEST(ServerAuth, KeysFromAFile) {

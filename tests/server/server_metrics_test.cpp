@@ -58,6 +58,14 @@ TEST(ServerMetrics, PrometheusParserAcceptsItAndCountersMove) {
   EXPECT_EQ(before["types"]["slimkv:kv_cache_bytes_per_token"], "gauge");
   EXPECT_EQ(sample(before, "slimkv:kv_cache_bytes_per_token{layer=0,model_name=stories260K}"), 256);
   EXPECT_EQ(sample(before, "slimkv:kv_cache_compression_ratio{layer=4,model_name=stories260K}"), 0.5);
+  // Per KV group (stories260K: one full-attention group of 5 layers, f32) and over all layers.
+  EXPECT_EQ(sample(before, "slimkv:kv_cache_group_bytes_per_token{group=0,kind=full attention,model_name=stories260K}"),
+            5 * 256);
+  EXPECT_EQ(sample(before, "slimkv:kv_cache_group_layers{group=0,model_name=stories260K}"), 5);
+  EXPECT_EQ(sample(before, "slimkv:kv_cache_group_compression_ratio{group=0,model_name=stories260K}"), 0.5);
+  EXPECT_EQ(sample(before, "slimkv:kv_cache_total_bytes_per_token{model_name=stories260K}"), 5 * 256);
+  EXPECT_EQ(sample(before, "slimkv:kv_cache_total_compression_ratio{model_name=stories260K}"), 0.5);
+  EXPECT_GT(sample(before, "slimkv:uptime_seconds{model_name=stories260K}"), 0);
 
   const json body = {{"prompt", "Once upon a time"}, {"max_tokens", 10}, {"temperature", 0}};
   for (int i = 0; i < 3; ++i) ASSERT_EQ(s.post("/v1/completions", body).first, 200);

@@ -15,7 +15,6 @@
 namespace slimkv::test {
 namespace {
 
-const std::string k260 = models_dir() + "/stories260K/stories260K.bin";
 
 using Job = TestRequest;
 

@@ -14,7 +14,6 @@ namespace {
 
 using Job = TestRequest;
 
-const std::string k260 = models_dir() + "/stories260K/stories260K.bin";
 
 std::vector<Job> mixed_jobs(int32_t n, uint32_t seed) {
   std::mt19937 rng(seed);

@@ -7,14 +7,14 @@
 namespace slimkv::test {
 namespace {
 
-const std::string k260 = models_dir() + "/stories260K";
+const std::string k260_dir = models_dir() + "/stories260K";
 
 std::vector<int32_t> ids_of(const nlohmann::json& j) { return j.get<std::vector<int32_t>>(); }
 
 class Stories260KFormats : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Stories260KFormats, GreedyFromPromptEqualsGolden) {
-  std::string path = k260 + "/" + GetParam();
+  std::string path = k260_dir + "/" + GetParam();
   SKIP_IF_MISSING(path);
   auto g = golden()["stories260K"];
   auto m = load(path);
@@ -28,7 +28,7 @@ TEST_P(Stories260KFormats, GreedyFromPromptEqualsGolden) {
 }
 
 TEST_P(Stories260KFormats, BosOnlyGreedyEqualsGolden) {
-  std::string path = k260 + "/" + GetParam();
+  std::string path = k260_dir + "/" + GetParam();
   SKIP_IF_MISSING(path);
   auto g = golden()["stories260K"];
   auto m = load(path);
@@ -45,9 +45,9 @@ INSTANTIATE_TEST_SUITE_P(AllFormats, Stories260KFormats,
                          });
 
 TEST(GoldenModels, Stories260KPerplexityOnFirst512Tokens) {
-  SKIP_IF_MISSING(k260 + "/stories260K.bin");
+  SKIP_IF_MISSING(k260_dir + "/stories260K.bin");
   auto g = golden()["stories260K"];
-  auto m = load(k260 + "/stories260K.bin");
+  auto m = load(k260_dir + "/stories260K.bin");
   auto ids = ids_of(g["eval_ids"]);
   EXPECT_NEAR(mean_nll(*m, ids), 1.3112, 0.001);
   // The tokenizer reproduces the eval ids from the text.

@@ -347,7 +347,6 @@ TEST(KvGroups, PyramidBudgetsKeepTheMeanAndFallWithDepth) {
 }
 
 TEST(KvGroups, PyramidRetentionKeepsBatchedEqualToSingleAndMemoryBounded) {
-  const std::string k260 = models_dir() + "/stories260K/stories260K.bin";
   SKIP_IF_MISSING(k260);
   auto m = load(k260);
   EngineConfig c = small_engine_config();

@@ -14,7 +14,6 @@
 namespace slimkv::test {
 namespace {
 
-const std::string k260 = models_dir() + "/stories260K/stories260K.bin";
 
 std::string calibrate(const Model& m, const std::string& name) {
   SequenceForward fwd(m, nullptr, 512);

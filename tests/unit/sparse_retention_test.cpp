@@ -16,7 +16,6 @@
 namespace slimkv::test {
 namespace {
 
-const std::string k260 = models_dir() + "/stories260K/stories260K.bin";
 
 EngineConfig sparse_cfg(int32_t sinks, int32_t window, int32_t chunk, bool caching = true) {
   EngineConfig c = small_engine_config();
