@@ -3,6 +3,7 @@
 // a tokenizer.json of the GGUF vocabulary — undoing the family's HF fixes (q/k row permutation, +1 norms) and
 // splitting 3-D expert tensors, so loading it back must give the same model. F32 tensors only.
 #pragma once
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -16,7 +17,8 @@ namespace slimkv::test {
 
 struct StTensor {
   std::vector<int64_t> shape;
-  std::vector<float> data;
+  std::vector<float> data;  // 4-byte elements: floats, or (dtype "I32") int32 bit patterns
+  std::string dtype = "F32";
 };
 
 inline void write_safetensors(const std::string& path, const std::map<std::string, StTensor>& tensors) {
@@ -24,7 +26,7 @@ inline void write_safetensors(const std::string& path, const std::map<std::strin
   uint64_t off = 0;
   for (const auto& [name, t] : tensors) {
     const uint64_t bytes = t.data.size() * sizeof(float);
-    h[name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {off, off + bytes}}};
+    h[name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {off, off + bytes}}};
     off += bytes;
   }
   std::string header = h.dump();
@@ -58,6 +60,14 @@ inline void export_hf(const std::string& gguf_path, const Model& m, const std::s
   for (const HpName& n : hparam_names()) {
     if (!*n.gguf || n.hf.empty()) continue;
     const GgufValue* v = g.find(arch + "." + n.gguf);
+    if (v && v->is_array() && c.family == "deepseek4" && !v->ints.empty()) {  // per-layer lists (compress_ratios)
+      cfg[n.hf.front()] = v->ints;
+      continue;
+    }
+    if (v && v->is_array() && c.family == "deepseek4" && !v->floats.empty()) {  // swiglu_limit per layer
+      cfg[n.hf.front()] = v->floats;
+      continue;
+    }
     if (!v || v->is_array()) continue;
     nlohmann::json value = v->type == GgufType::STRING ? nlohmann::json(v->s)
                            : v->type == GgufType::BOOL  ? nlohmann::json(v->i != 0)
@@ -77,6 +87,12 @@ inline void export_hf(const std::string& gguf_path, const Model& m, const std::s
       cfg["rope_scaling"]["mscale_all_dim"] = v->f / 0.1;
     }
   }
+  if (c.family == "deepseek4") {  // the HF spellings of what the GGUF keeps as an enum and the rope dim count
+    cfg["scoring_func"] = "sqrtsoftplus";
+    cfg["qk_rope_head_dim"] = c.rotary_dim;
+    cfg["num_nextn_predict_layers"] = 1;  // as released: compress_ratios has an entry for the MTP layer too
+    cfg["compress_ratios"].push_back(0);
+  }
   cfg["tie_word_embeddings"] = g.find_tensor("output.weight") == nullptr;
   std::ofstream(dir + "/config.json") << cfg.dump(2);
   // Tensors.
@@ -93,6 +109,12 @@ inline void export_hf(const std::string& gguf_path, const Model& m, const std::s
       const GgufTensorInfo* t = g.find_tensor(expand_name(tn.gguf, l, 0));
       if (!t) continue;
       std::vector<int64_t> shape(t->dims.rbegin(), t->dims.rend());
+      if (t->dtype == DType::I32) {  // an integer table (DeepSeek-V4's tid2eid): copied as is
+        std::vector<float> bits(t->num_elements());
+        std::memcpy(bits.data(), t->data, bits.size() * 4);
+        tensors[expand_name(tn.hf, l, 0)] = {shape, std::move(bits), "I32"};
+        continue;
+      }
       std::vector<float> data = f32(*t);
       if (tn.hf_fix == HfFix::AddOne) {
         for (float& x : data) x -= 1.0f;

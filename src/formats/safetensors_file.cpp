@@ -47,6 +47,7 @@ void SafetensorsFile::parse(std::span<const uint8_t> bytes) {
     if (dt == "F32") { t.dtype = DType::F32; elem_bytes = 4; }
     else if (dt == "F16") { t.dtype = DType::F16; elem_bytes = 2; }
     else if (dt == "BF16") { t.dtype = DType::BF16; elem_bytes = 2; }
+    else if (dt == "I32") { t.dtype = DType::I32; elem_bytes = 4; }  // integer tables (DeepSeek-V4's tid2eid)
     else fail("{}: unsupported tensor type {} for tensor '{}'", what_, dt, name);
     uint64_t n = 1;
     SLIMKV_CHECK(v["shape"].size() <= 4, "{}: tensor '{}' has too many dims", what_, name);

@@ -71,6 +71,7 @@ const std::vector<HpName>& names() {
       {Hp::HcSinkhornIters, "hyper_connection.sinkhorn_iterations", {"hc_sinkhorn_iters"}},
       {Hp::HcEps, "hyper_connection.epsilon", {"hc_eps"}},
       {Hp::HashLayerCount, "hash_layer_count", {"num_hash_layers"}},
+      {Hp::NextnPredictLayers, "nextn_predict_layers", {"num_nextn_predict_layers"}},
   };
   return t;
 }

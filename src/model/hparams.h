@@ -27,6 +27,7 @@ enum class Hp {
   // DeepSeek-V4 (compressed attention, lightning indexer, hyper-connections, hash routing)
   SwigluClampExp, SwigluClampShexp, IndexerHeadCount, IndexerKeyLength, IndexerTopK, OutputGroupCount,
   OutputLoraRank, CompressRatios, CompressRopeFreqBase, HcCount, HcSinkhornIters, HcEps, HashLayerCount,
+  NextnPredictLayers,
 };
 
 class HParams {

@@ -1,5 +1,5 @@
-// The HTTP front: routes (/v1/completions, /v1/chat/completions, /v1/models, /health, /metrics, /dashboard), API keys, body
-// limits, OpenAI-shaped errors and SSE streaming. Handler threads only parse, validate and wait on their
+// The HTTP front: routes (/v1/completions, /v1/chat/completions, /v1/models, /health, /metrics, /dashboard), API
+// keys, body limits, OpenAI-shaped errors and SSE streaming. Handler threads only parse, validate and wait on their
 // request's queue; the engine runs on EngineService's thread. Listens before the model is loaded (/health: 503).
 // Must not know: how the engine schedules or computes.
 #pragma once

@@ -35,7 +35,7 @@ INSTANTIATE_TEST_SUITE_P(Families, HfRoundTrip,
                          ::testing::Values("llama/llama-f32", "llama/llama-tied-f32", "qwen2/qwen2-f32",
                                            "qwen3/qwen3-f32", "qwen3moe/qwen3moe-f32", "gemma3/gemma3-f32",
                                            "phi3/phi3-f32", "deepseek2/deepseek2-v3-F32",
-                                           "deepseek2/deepseek2-lite-F32"),
+                                           "deepseek2/deepseek2-lite-F32", "deepseek4/deepseek4-F32"),
                          [](const auto& info) {
                            std::string s = info.param.substr(info.param.find('/') + 1);
                            for (auto& ch : s) if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';

@@ -5,7 +5,10 @@
 // sinks, grouped output LoRA; hyper-connections (hc_mult residual streams, Sinkhorn-normalised mixing); MoE on every
 // layer: the first num_hash_layers route by a token id -> experts table, the rest by sqrt(softplus) scores with the
 // selection bias; SwiGLU clamped. The blocks are DecoderForward's (dsv4_block.cpp, hyper_connection.cpp).
-// Not supported: HF safetensors checkpoints of V4 (GGUF only) and the MTP layers (skipped: a draft-model feature).
+// Hugging Face checkpoints: DeepSeek's own tensor names (`layers.{l}.attn.wq_a.weight`, ...: what llama.cpp's
+// converter reads, and the checkpoint holds), with the same layouts as the GGUF (the converter transposes nothing);
+// F32 / F16 / BF16 tensors — the released FP8 (block-scaled e4m3) and FP4 expert weights are refused by name.
+// The MTP layers are skipped (a draft-model feature).
 #include <cmath>
 
 #include "core/check.h"
@@ -31,7 +34,20 @@ void read(const HParams& h, ModelConfig& c) {
   d.index_head_dim = h.integer(Hp::IndexerKeyLength, std::nullopt, 2, 4096);
   d.index_topk = h.integer(Hp::IndexerTopK, std::nullopt, 1, 1 << 20);
   const int32_t window = h.integer(Hp::SlidingWindow, std::nullopt, 1, 1 << 20);
-  const std::vector<int32_t> ratios = h.layer_ints(Hp::CompressRatios, L);
+  // config.json lists a ratio for the MTP layers too (llama.cpp's converter: at least one per layer): those are
+  // dropped; a GGUF has one per layer.
+  const int32_t mtp = h.is_gguf() ? 0 : h.integer(Hp::NextnPredictLayers, 0, 0, 16);
+  std::vector<int32_t> ratios;
+  if (mtp > 0 && h.per_layer(Hp::CompressRatios, L + mtp)) {
+    ratios = h.layer_ints(Hp::CompressRatios, L + mtp);
+    ratios.resize(L);
+  } else {
+    ratios = h.layer_ints(Hp::CompressRatios, L);
+  }
+  if (!h.is_gguf()) {  // config.json names the rope part of the head `qk_rope_head_dim`
+    c.rotary_dim = h.integer(Hp::QkRopeHeadDim, std::nullopt, 2, 1024);
+    for (LayerConfig& lc : c.layers) lc.rotary_dim = c.rotary_dim;
+  }
   SLIMKV_CHECK(c.num_kv_heads == 1 && c.head_dim == c.head_dim_v,
                "{}: DeepSeek-V4 has one shared K = V head ('{}' = 1, key_length = value_length)", h.source(),
                h.key_name(Hp::HeadCountKv));
@@ -53,9 +69,14 @@ void read(const HParams& h, ModelConfig& c) {
   // MoE on every layer
   MoeConfig& m = c.moe;
   read_deepseek_moe(h, m);
-  const int32_t gating = h.integer(Hp::ExpertGatingFunc, 4, 1, 4);
-  SLIMKV_CHECK(gating == 4, "{}: DeepSeek-V4 expects sqrt-softplus expert scoring ('{}' = 4), got {}", h.source(),
-               h.key_name(Hp::ExpertGatingFunc), gating);
+  if (h.is_gguf()) {
+    const int32_t gating = h.integer(Hp::ExpertGatingFunc, 4, 1, 4);
+    SLIMKV_CHECK(gating == 4, "{}: DeepSeek-V4 expects sqrt-softplus expert scoring ('{}' = 4), got {}", h.source(),
+                 h.key_name(Hp::ExpertGatingFunc), gating);
+  } else {
+    const std::string f = h.string(Hp::ScoringFunc).value_or("sqrtsoftplus");
+    SLIMKV_CHECK(f == "sqrtsoftplus", "{}: DeepSeek-V4 expects scoring_func 'sqrtsoftplus', got '{}'", h.source(), f);
+  }
   m.gating = MoeGating::SqrtSoftplus;
   m.num_hash_layers = h.integer(Hp::HashLayerCount, 0, 0, L);
   const std::vector<double> lim = h.per_layer_real(Hp::SwigluClampExp, L).value_or(std::vector<double>(L, 0.0));
@@ -78,50 +99,50 @@ void read(const HParams& h, ModelConfig& c) {
 }
 
 std::vector<TensorName> names() {
-  const std::string b = "blk.{l}.";
+  const std::string b = "blk.{l}.", hf = "layers.{l}.";
   using R = TensorRole;
   return {
-      {R::TokEmbd, "token_embd.weight", ""},
-      {R::OutputNorm, "output_norm.weight", ""},
-      {R::Output, "output.weight", "", Need::Optional},
-      {R::HcHeadFn, "output_hc_fn.weight", ""},
-      {R::HcHeadBase, "output_hc_base.weight", ""},
-      {R::HcHeadScale, "output_hc_scale.weight", ""},
-      {R::HcAttnFn, b + "hc_attn_fn.weight", ""},
-      {R::HcAttnBase, b + "hc_attn_base.weight", ""},
-      {R::HcAttnScale, b + "hc_attn_scale.weight", ""},
-      {R::HcFfnFn, b + "hc_ffn_fn.weight", ""},
-      {R::HcFfnBase, b + "hc_ffn_base.weight", ""},
-      {R::HcFfnScale, b + "hc_ffn_scale.weight", ""},
-      {R::AttnNorm, b + "attn_norm.weight", ""},
-      {R::AttnSinks, b + "attn_sinks.weight", ""},
-      {R::AttnQA, b + "attn_q_a.weight", ""},
-      {R::AttnQANorm, b + "attn_q_a_norm.weight", ""},
-      {R::AttnQB, b + "attn_q_b.weight", ""},
-      {R::AttnKv, b + "attn_kv.weight", ""},
-      {R::AttnKvNorm, b + "attn_kv_a_norm.weight", ""},
-      {R::AttnOutA, b + "attn_output_a.weight", ""},
-      {R::AttnOutB, b + "attn_output_b.weight", ""},
-      {R::CompWkv, b + "attn_compressor_kv.weight", ""},
-      {R::CompWgate, b + "attn_compressor_gate.weight", ""},
-      {R::CompApe, b + "attn_compressor_ape.weight", ""},
-      {R::CompNorm, b + "attn_compressor_norm.weight", ""},
-      {R::IdxProj, b + "indexer.proj.weight", ""},
-      {R::IdxQB, b + "indexer.attn_q_b.weight", ""},
-      {R::IdxCompWkv, b + "indexer_compressor_kv.weight", ""},
-      {R::IdxCompWgate, b + "indexer_compressor_gate.weight", ""},
-      {R::IdxCompApe, b + "indexer_compressor_ape.weight", ""},
-      {R::IdxCompNorm, b + "indexer_compressor_norm.weight", ""},
-      {R::FfnNorm, b + "ffn_norm.weight", ""},
-      {R::MoeRouter, b + "ffn_gate_inp.weight", ""},
-      {R::MoeTid2Eid, b + "ffn_gate_tid2eid.weight", "", Need::Optional},
-      {R::MoeExpProbsB, b + "exp_probs_b.bias", "", Need::Optional},
-      {R::MoeGateExps, b + "ffn_gate_exps.weight", ""},
-      {R::MoeUpExps, b + "ffn_up_exps.weight", ""},
-      {R::MoeDownExps, b + "ffn_down_exps.weight", ""},
-      {R::ShexpGate, b + "ffn_gate_shexp.weight", ""},
-      {R::ShexpUp, b + "ffn_up_shexp.weight", ""},
-      {R::ShexpDown, b + "ffn_down_shexp.weight", ""},
+      {R::TokEmbd, "token_embd.weight", "embed.weight"},
+      {R::OutputNorm, "output_norm.weight", "norm.weight"},
+      {R::Output, "output.weight", "head.weight", Need::Optional},
+      {R::HcHeadFn, "output_hc_fn.weight", "hc_head_fn"},
+      {R::HcHeadBase, "output_hc_base.weight", "hc_head_base"},
+      {R::HcHeadScale, "output_hc_scale.weight", "hc_head_scale"},
+      {R::HcAttnFn, b + "hc_attn_fn.weight", hf + "hc_attn_fn"},
+      {R::HcAttnBase, b + "hc_attn_base.weight", hf + "hc_attn_base"},
+      {R::HcAttnScale, b + "hc_attn_scale.weight", hf + "hc_attn_scale"},
+      {R::HcFfnFn, b + "hc_ffn_fn.weight", hf + "hc_ffn_fn"},
+      {R::HcFfnBase, b + "hc_ffn_base.weight", hf + "hc_ffn_base"},
+      {R::HcFfnScale, b + "hc_ffn_scale.weight", hf + "hc_ffn_scale"},
+      {R::AttnNorm, b + "attn_norm.weight", hf + "attn_norm.weight"},
+      {R::AttnSinks, b + "attn_sinks.weight", hf + "attn.attn_sink"},
+      {R::AttnQA, b + "attn_q_a.weight", hf + "attn.wq_a.weight"},
+      {R::AttnQANorm, b + "attn_q_a_norm.weight", hf + "attn.q_norm.weight"},
+      {R::AttnQB, b + "attn_q_b.weight", hf + "attn.wq_b.weight"},
+      {R::AttnKv, b + "attn_kv.weight", hf + "attn.wkv.weight"},
+      {R::AttnKvNorm, b + "attn_kv_a_norm.weight", hf + "attn.kv_norm.weight"},
+      {R::AttnOutA, b + "attn_output_a.weight", hf + "attn.wo_a.weight"},
+      {R::AttnOutB, b + "attn_output_b.weight", hf + "attn.wo_b.weight"},
+      {R::CompWkv, b + "attn_compressor_kv.weight", hf + "attn.compressor.wkv.weight"},
+      {R::CompWgate, b + "attn_compressor_gate.weight", hf + "attn.compressor.wgate.weight"},
+      {R::CompApe, b + "attn_compressor_ape.weight", hf + "attn.compressor.ape"},
+      {R::CompNorm, b + "attn_compressor_norm.weight", hf + "attn.compressor.norm.weight"},
+      {R::IdxProj, b + "indexer.proj.weight", hf + "attn.indexer.weights_proj.weight"},
+      {R::IdxQB, b + "indexer.attn_q_b.weight", hf + "attn.indexer.wq_b.weight"},
+      {R::IdxCompWkv, b + "indexer_compressor_kv.weight", hf + "attn.indexer.compressor.wkv.weight"},
+      {R::IdxCompWgate, b + "indexer_compressor_gate.weight", hf + "attn.indexer.compressor.wgate.weight"},
+      {R::IdxCompApe, b + "indexer_compressor_ape.weight", hf + "attn.indexer.compressor.ape"},
+      {R::IdxCompNorm, b + "indexer_compressor_norm.weight", hf + "attn.indexer.compressor.norm.weight"},
+      {R::FfnNorm, b + "ffn_norm.weight", hf + "ffn_norm.weight"},
+      {R::MoeRouter, b + "ffn_gate_inp.weight", hf + "ffn.gate.weight"},
+      {R::MoeTid2Eid, b + "ffn_gate_tid2eid.weight", hf + "ffn.gate.tid2eid", Need::Optional},
+      {R::MoeExpProbsB, b + "exp_probs_b.bias", hf + "ffn.gate.bias", Need::Optional},
+      {R::MoeGateExps, b + "ffn_gate_exps.weight", hf + "ffn.experts.{e}.w1.weight"},
+      {R::MoeUpExps, b + "ffn_up_exps.weight", hf + "ffn.experts.{e}.w3.weight"},
+      {R::MoeDownExps, b + "ffn_down_exps.weight", hf + "ffn.experts.{e}.w2.weight"},
+      {R::ShexpGate, b + "ffn_gate_shexp.weight", hf + "ffn.shared_experts.w1.weight"},
+      {R::ShexpUp, b + "ffn_up_shexp.weight", hf + "ffn.shared_experts.w3.weight"},
+      {R::ShexpDown, b + "ffn_down_shexp.weight", hf + "ffn.shared_experts.w2.weight"},
   };
 }
 
@@ -144,7 +165,7 @@ void layer(DecoderForward& f, int32_t l) {
 }  // namespace
 
 const ModelFamily& deepseek4_family() {
-  static const ModelFamily f{"deepseek4", "deepseek4", {},
+  static const ModelFamily f{"deepseek4", "deepseek4", {"DeepseekV4ForCausalLM"},
                              "DeepSeek-V4: CSA (ratio 4, overlapping compressor, lightning indexer top-k) and HCA "
                              "(ratio 128) compressed streams + sliding window + sinks, shared K = V head with RoPE on "
                              "its last dims, grouped output LoRA, hyper-connections (Sinkhorn), hash-routed and "
