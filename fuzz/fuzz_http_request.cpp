@@ -9,10 +9,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -35,7 +33,9 @@ int server_port() {
     auto* http = new slimkv::HttpServer(cfg, 8);  // lives until the process exits
     const int p = http->bind();
     std::thread([http] { http->listen_after_bind(); }).detach();
-    std::atexit([] { std::fprintf(stderr, "fuzz_http_request: %lld connections retried\n", (long long)transport_retries); });
+    std::atexit([] {
+      std::fprintf(stderr, "fuzz_http_request: %lld connections retried\n", static_cast<long long>(transport_retries));
+    });
     return p;
   }();
   return port;

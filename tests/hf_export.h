@@ -60,16 +60,11 @@ inline void export_hf(const std::string& gguf_path, const Model& m, const std::s
   for (const HpName& n : hparam_names()) {
     if (!*n.gguf || n.hf.empty()) continue;
     const GgufValue* v = g.find(arch + "." + n.gguf);
-    if (v && v->is_array() && c.family == "deepseek4" && !v->ints.empty()) {  // per-layer lists (compress_ratios)
-      cfg[n.hf.front()] = v->ints;
-      continue;
-    }
-    if (v && v->is_array() && c.family == "deepseek4" && !v->floats.empty()) {  // swiglu_limit per layer
-      cfg[n.hf.front()] = v->floats;
-      continue;
-    }
-    if (!v || v->is_array()) continue;
-    nlohmann::json value = v->type == GgufType::STRING ? nlohmann::json(v->s)
+    if (!v) continue;
+    // Per-layer arrays (compress_ratios, swiglu_limit) stay lists in config.json.
+    const nlohmann::json list = v->ints.empty() ? nlohmann::json(v->floats) : nlohmann::json(v->ints);
+    nlohmann::json value = v->is_array()                ? list
+                           : v->type == GgufType::STRING ? nlohmann::json(v->s)
                            : v->type == GgufType::BOOL  ? nlohmann::json(v->i != 0)
                            : v->is_int()                ? nlohmann::json(v->i)
                                                         : nlohmann::json(v->f);

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <optional>
 #include <thread>
+#include <utility>
 
 #include "core/check.h"
 #include "server/connection_threads.h"
@@ -70,65 +71,63 @@ std::optional<ApiError> framing_error(const httplib::Request& req, int64_t max_b
   return std::nullopt;
 }
 
-// The accepted socket whose peer is addr:port (the connection a handler serves), or -1.
-int find_peer_socket(const std::string& addr, int port) {
-  DIR* d = ::opendir("/proc/self/fd");
-  if (!d) return -1;
-  int found = -1;
-  while (dirent* e = ::readdir(d)) {
-    const int fd = std::atoi(e->d_name);
-    if (fd <= 2) continue;
-    struct stat st;
-    if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
-    sockaddr_storage ss{};
-    socklen_t len = sizeof ss;
-    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) continue;
-    char host[INET6_ADDRSTRLEN] = {0};
-    int p = -1;
-    if (ss.ss_family == AF_INET) {
-      const auto* a = reinterpret_cast<const sockaddr_in*>(&ss);
-      ::inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
-      p = ntohs(a->sin_port);
-    } else if (ss.ss_family == AF_INET6) {
-      const auto* a = reinterpret_cast<const sockaddr_in6*>(&ss);
-      ::inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
-      p = ntohs(a->sin6_port);
-    }
-    if (p == port && addr == host) {
-      found = fd;
-      break;
-    }
+// An address's printable host and port (IPv4 or IPv6); port -1 for other families.
+std::pair<std::string, int> host_port(const sockaddr_storage& ss) {
+  char host[INET6_ADDRSTRLEN] = {0};
+  if (ss.ss_family == AF_INET) {
+    const auto* a = reinterpret_cast<const sockaddr_in*>(&ss);
+    ::inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
+    return {host, ntohs(a->sin_port)};
   }
-  ::closedir(d);
-  return found;
+  if (ss.ss_family == AF_INET6) {
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(&ss);
+    ::inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
+    return {host, ntohs(a->sin6_port)};
+  }
+  return {"", -1};
 }
 
-// Shuts down the reading side of every accepted connection of the server listening on local_port (their local
-// port is the listening port; the listening socket has no peer and is skipped): threads blocked reading an idle
-// keep-alive or a slow client's request see the end of the stream at once, so a stop after the drain does not wait
-// out their read timeouts. Only reading: a response still being written (a handler returns before the library
-// writes its answer) goes out whole, then the connection ends at its next read.
-void shutdown_accepted_sockets(int local_port, int listen_fd) {
+// Calls fn(fd, local, peer) for every connected socket of this process (those with a peer), until fn returns false.
+// The library gives handlers no view of their sockets; /proc/self/fd does.
+template <typename Fn>
+void for_each_connected_socket(Fn fn) {
   DIR* d = ::opendir("/proc/self/fd");
   if (!d) return;
   while (dirent* e = ::readdir(d)) {
     const int fd = std::atoi(e->d_name);
-    if (fd <= 2 || fd == listen_fd) continue;
     struct stat st;
-    if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
-    sockaddr_storage ss{};
-    socklen_t len = sizeof ss;
-    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) continue;
-    int p = -1;
-    if (ss.ss_family == AF_INET) p = ntohs(reinterpret_cast<const sockaddr_in*>(&ss)->sin_port);
-    if (ss.ss_family == AF_INET6) p = ntohs(reinterpret_cast<const sockaddr_in6*>(&ss)->sin6_port);
-    sockaddr_storage peer{};
-    socklen_t peer_len = sizeof peer;
-    if (p == local_port && ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) == 0) {
-      ::shutdown(fd, SHUT_RD);
+    if (fd <= 2 || ::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    sockaddr_storage local{}, peer{};
+    socklen_t local_len = sizeof local, peer_len = sizeof peer;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0 ||
+        ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0) {
+      continue;  // not a connection (the listening socket has no peer)
     }
+    if (!fn(fd, host_port(local), host_port(peer))) break;
   }
   ::closedir(d);
+}
+
+// The accepted socket whose peer is addr:port (the connection a handler serves), or -1.
+int find_peer_socket(const std::string& addr, int port) {
+  int found = -1;
+  for_each_connected_socket([&](int fd, const auto&, const auto& peer) {
+    if (peer.second == port && peer.first == addr) found = fd;
+    return found < 0;
+  });
+  return found;
+}
+
+// Shuts down the reading side of every accepted connection of the server listening on local_port (their local
+// port is the listening port): threads blocked reading an idle keep-alive or a slow client's request see the end
+// of the stream at once, so a stop after the drain does not wait out their read timeouts. Only reading: a response
+// still being written (a handler returns before the library writes its answer) goes out whole, then the
+// connection ends at its next read.
+void shutdown_accepted_sockets(int local_port) {
+  for_each_connected_socket([&](int fd, const auto& local, const auto&) {
+    if (local.second == local_port) ::shutdown(fd, SHUT_RD);
+    return true;
+  });
 }
 
 // The peer has closed its side (orderly FIN or reset): nothing more will be read from it, nor our answer.
@@ -214,7 +213,7 @@ void HttpServer::stop() {
     http_->stop();
     // The listener returns once every connection thread has: end the reads of open connections (idle keep-alives,
     // slow clients), which would otherwise run to their timeouts (the drain's watchdog ended the process at 5 s).
-    if (tick % 50 == 0 && bound_port_ > 0) shutdown_accepted_sockets(bound_port_, listen_fd_);
+    if (tick % 50 == 0 && bound_port_ > 0) shutdown_accepted_sockets(bound_port_);
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }

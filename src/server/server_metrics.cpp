@@ -12,6 +12,9 @@ std::vector<double> latency_buckets() {
           1.0,   2.5,    5.0,   7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 320.0, 640.0};
 }
 
+// What one token of the layer would cost in an f16 cache of its K and V heads (the compression ratios' numerator).
+double f16_bytes_per_token(const KvLayerGeometry& g) { return 2.0 * g.num_kv_heads * (g.head_dim_k + g.head_dim_v); }
+
 void observe_ms(PromHistogram& h, const std::vector<double>& samples_ms) {
   for (double ms : samples_ms) h.observe(ms / 1000.0);
 }
@@ -93,8 +96,8 @@ std::string ServerMetrics::render(const Engine& engine, const std::string& model
     const KvLayerGeometry& g = layout.layers[l];
     PromLabels ll = labels;
     ll.emplace_back("layer", std::to_string(l));
-    const double f16 = 2.0 * g.num_kv_heads * (g.head_dim_k + g.head_dim_v);
-    w.sample("slimkv:kv_cache_compression_ratio", ll, f16 / static_cast<double>(g.bytes_per_token()));
+    w.sample("slimkv:kv_cache_compression_ratio", ll,
+             f16_bytes_per_token(g) / static_cast<double>(g.bytes_per_token()));
   }
   // Per KV group (layers whose block tables behave alike): bytes per token of context, summed over the group's
   // layers (a compressed stream's entry spread over the tokens it stands for), and the ratio to an f16 cache of
@@ -108,7 +111,7 @@ std::string ServerMetrics::render(const Engine& engine, const std::string& model
     for (int32_t l : layout.groups[g].layers) {
       const KvLayerGeometry& geo = layout.layers[l];
       stored += static_cast<double>(geo.bytes_per_token()) / std::max(1, geo.spec.entry_tokens);
-      f16 += 2.0 * geo.num_kv_heads * (geo.head_dim_k + geo.head_dim_v);
+      f16 += f16_bytes_per_token(geo);
     }
     per_group.emplace_back(stored, f16);
     total_bytes += stored;

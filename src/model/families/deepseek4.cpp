@@ -34,16 +34,11 @@ void read(const HParams& h, ModelConfig& c) {
   d.index_head_dim = h.integer(Hp::IndexerKeyLength, std::nullopt, 2, 4096);
   d.index_topk = h.integer(Hp::IndexerTopK, std::nullopt, 1, 1 << 20);
   const int32_t window = h.integer(Hp::SlidingWindow, std::nullopt, 1, 1 << 20);
-  // config.json lists a ratio for the MTP layers too (llama.cpp's converter: at least one per layer): those are
-  // dropped; a GGUF has one per layer.
+  // config.json lists a ratio for the MTP layers too (as llama.cpp's converter expects): those are dropped; a GGUF
+  // has one per layer.
   const int32_t mtp = h.is_gguf() ? 0 : h.integer(Hp::NextnPredictLayers, 0, 0, 16);
-  std::vector<int32_t> ratios;
-  if (mtp > 0 && h.per_layer(Hp::CompressRatios, L + mtp)) {
-    ratios = h.layer_ints(Hp::CompressRatios, L + mtp);
-    ratios.resize(L);
-  } else {
-    ratios = h.layer_ints(Hp::CompressRatios, L);
-  }
+  std::vector<int32_t> ratios = h.layer_ints(Hp::CompressRatios, L + mtp);
+  ratios.resize(L);
   if (!h.is_gguf()) {  // config.json names the rope part of the head `qk_rope_head_dim`
     c.rotary_dim = h.integer(Hp::QkRopeHeadDim, std::nullopt, 2, 1024);
     for (LayerConfig& lc : c.layers) lc.rotary_dim = c.rotary_dim;
