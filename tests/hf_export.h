@@ -1,11 +1,13 @@
 // Test helper: writes a GGUF model of a supported family as a Hugging Face checkpoint — config.json (the family's
 // hyper-parameter keys under their HF names), model.safetensors or N shards with model.safetensors.index.json, and
 // a tokenizer.json of the GGUF vocabulary — undoing the family's HF fixes (q/k row permutation, +1 norms) and
-// splitting 3-D expert tensors, so loading it back must give the same model. F32 tensors only.
+// splitting 3-D expert tensors, so loading it back must give the same model. F32 tensors only; `edit` may then
+// rewrite the tensor map (e.g. into DeepSeek's FP8 / FP4 release storage) before it is written.
 #pragma once
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -19,13 +21,17 @@ struct StTensor {
   std::vector<int64_t> shape;
   std::vector<float> data;  // 4-byte elements: floats, or (dtype "I32") int32 bit patterns
   std::string dtype = "F32";
+  std::vector<uint8_t> raw;  // when not empty: the stored bytes instead of data (1- and 2-byte dtypes)
+  uint64_t bytes() const { return raw.empty() ? data.size() * sizeof(float) : raw.size(); }
+  const char* ptr() const { return raw.empty() ? reinterpret_cast<const char*>(data.data()) : reinterpret_cast<const char*>(raw.data()); }
 };
+using StTensors = std::map<std::string, StTensor>;
 
 inline void write_safetensors(const std::string& path, const std::map<std::string, StTensor>& tensors) {
   nlohmann::json h = {{"__metadata__", {{"format", "pt"}}}};
   uint64_t off = 0;
   for (const auto& [name, t] : tensors) {
-    const uint64_t bytes = t.data.size() * sizeof(float);
+    const uint64_t bytes = t.bytes();
     h[name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {off, off + bytes}}};
     off += bytes;
   }
@@ -36,7 +42,7 @@ inline void write_safetensors(const std::string& path, const std::map<std::strin
   out.write(reinterpret_cast<const char*>(&n), 8);
   out << header;
   for (const auto& [name, t] : tensors) {
-    out.write(reinterpret_cast<const char*>(t.data.data()), static_cast<std::streamsize>(t.data.size() * sizeof(float)));
+    out.write(t.ptr(), static_cast<std::streamsize>(t.bytes()));
   }
 }
 
@@ -48,7 +54,8 @@ inline std::string expand_name(std::string s, int64_t l, int64_t e) {
 }
 
 // shards: 1 = model.safetensors; N > 1 = model-0000i-of-0000N.safetensors + index.
-inline void export_hf(const std::string& gguf_path, const Model& m, const std::string& dir, int shards = 1) {
+inline void export_hf(const std::string& gguf_path, const Model& m, const std::string& dir, int shards = 1,
+                      const std::function<void(StTensors&)>& edit = {}) {
   namespace fs = std::filesystem;
   fs::create_directories(dir);
   GgufFile g(gguf_path);
@@ -151,6 +158,7 @@ inline void export_hf(const std::string& gguf_path, const Model& m, const std::s
     }
     tensors[expand_name("model.layers.{l}.self_attn.kv_b_proj.weight", l, 0)] = {{H * (N + V), L}, std::move(kv)};
   }
+  if (edit) edit(tensors);
   if (shards <= 1) {
     write_safetensors(dir + "/model.safetensors", tensors);
   } else {

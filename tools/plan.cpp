@@ -155,14 +155,15 @@ int run_native_plan(const PlanFlags& f, const NativeKvShape& s) {
                 static_cast<double>(s.context_bytes(ctx)) / static_cast<double>(ctx),
                 state ? fmt::format(" + compressor state {}", gib(state)).c_str() : "");
   }
-  if (s.name == "deepseek-v4-flash") {
-    for (const std::string other : {"deepseek-v3.2", "gqa8-43l-bf16"}) {
+  if (s.name.rfind("deepseek-v4-", 0) == 0) {  // V4-Flash / V4-Pro against V3.2 and a GQA-8 model of their depth
+    const std::string model = s.name == "deepseek-v4-pro" ? "V4-Pro" : "V4-Flash";
+    for (const std::string other : {std::string("deepseek-v3.2"), fmt::format("gqa8-{}l-bf16", s.num_layers)}) {
       const NativeKvShape o = native_kv_preset(other);
       const double ratio = static_cast<double>(s.context_bytes(ctx)) / static_cast<double>(o.context_bytes(ctx));
       j["vs"][other] = {{"bytes", o.context_bytes(ctx) * f.in.batch}, {"ratio", ratio}};
       if (!f.json) {
-        std::printf("vs %s (%s): %s -> V4-Flash needs %.1f%% of it\n", other.c_str(), o.source.c_str(),
-                    gib(o.context_bytes(ctx) * f.in.batch).c_str(), 100 * ratio);
+        std::printf("vs %s (%s): %s -> %s needs %.1f%% of it\n", other.c_str(), o.source.c_str(),
+                    gib(o.context_bytes(ctx) * f.in.batch).c_str(), model.c_str(), 100 * ratio);
       }
     }
   }
@@ -299,8 +300,8 @@ void add_plan_command(CLI::App& app, std::vector<Command>& out) {
   add_engine_flags(sub, f->engine);
   sub->add_option("--preset", f->preset, "A published config instead of -m: deepseek-v3 (and R1), kimi-k2, "
                                          "deepseek-v2-lite (weights bf16 unless --weights-dtype); natively compressed caches: "
-                                         "deepseek-v4-flash (compared with deepseek-v3.2 and a GQA-8 model), "
-                                         "deepseek-v3.2, gqa8-43l-bf16");
+                                         "deepseek-v4-flash, deepseek-v4-pro (each compared with deepseek-v3.2 and a GQA-8 "
+                                         "model of its depth), deepseek-v3.2, gqa8-43l-bf16, gqa8-61l-bf16");
   sub->add_option("--layers", f->shape.num_layers, "Explicit shape: layers (instead of -m)");
   sub->add_option("--heads", f->shape.num_heads, "Attention heads");
   sub->add_option("--kv-heads", f->shape.num_kv_heads, "KV heads (default: --heads; fewer = GQA)");

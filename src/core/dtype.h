@@ -10,12 +10,15 @@ namespace slimkv {
 // activation type its dot product pairs with); kernels/type_traits.h adds each row's functions. Block layouts are
 // GGML's, bit for bit (core/quant_blocks.h). I32: integer tables (DeepSeek-V4's token -> experts map), never a
 // matmul operand. Q8_1 / Q8_K: activation-only types (llama.cpp's pairing for Q4_1/Q5_1 and the K-quants).
+// F8_E4M3 / E8M0 / I8: the storage of DeepSeek's released safetensors (FP8 matrices, their power-of-two block
+// scales, FP4 pairs in int8 bytes), decoded at load time (model/block_scaled.h), never a matmul operand.
 enum class DType : uint8_t {
   F32, F16, BF16, Q8_0, Q4_0, I32,
   Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4,
   Q8_1, Q8_K,
+  F8_E4M3, E8M0, I8,
 };
-constexpr int kNumDTypes = 19;
+constexpr int kNumDTypes = 22;
 
 constexpr int64_t kQuantBlock = 32;  // elements per Q8_0 / Q4_0 / Q4_1 / Q5_x / IQ4_NL / MXFP4 block
 
@@ -60,6 +63,9 @@ inline constexpr DTypeInfo kDTypeInfo[kNumDTypes] = {
     {DType::MXFP4, "MXFP4", 39, 32, 17, DType::Q8_0, true},
     {DType::Q8_1, "Q8_1", 9, 32, 36, DType::Q8_1, false},
     {DType::Q8_K, "Q8_K", 15, 256, 292, DType::Q8_K, false},
+    {DType::F8_E4M3, "F8_E4M3", -1, 1, 1, DType::F32, false},  // safetensors' spellings; no GGML type
+    {DType::E8M0, "F8_E8M0", -1, 1, 1, DType::F32, false},
+    {DType::I8, "I8", 24, 1, 1, DType::F32, false},
 };
 
 constexpr const DTypeInfo& dtype_info(DType t) { return kDTypeInfo[static_cast<int>(t)]; }

@@ -1,4 +1,5 @@
-// Scalar fp16 / bf16 <-> fp32 conversions (IEEE binary16, bfloat16). Reference code for kernels and loaders.
+// Scalar fp16 / bf16 <-> fp32 conversions (IEEE binary16, bfloat16), and the decoding of two 8-bit formats of
+// released checkpoints (OCP FP8 e4m3fn, E8M0 exponents). Reference code for kernels and loaders.
 // Must not know: tensors.
 #pragma once
 #include <cstdint>
@@ -69,6 +70,31 @@ inline uint16_t fp32_to_bf16(float f) {  // round to nearest even; NaN stays NaN
   std::memcpy(&x, &f, 4);
   if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 64);
   return static_cast<uint16_t>((x + (0x7fffu + ((x >> 16) & 1))) >> 16);
+}
+
+// OCP FP8 e4m3fn (torch.float8_e4m3fn): sign, 4 exponent bits (bias 7), 3 mantissa bits; no infinities,
+// S.1111.111 is NaN; largest 448, smallest subnormal 2^-9.
+inline float fp8_e4m3_to_fp32(uint8_t b) {
+  const uint32_t e = (b >> 3) & 0xf, m = b & 7;
+  float v;
+  if (e == 15 && m == 7) {
+    v = __builtin_nanf("");
+  } else if (e == 0) {
+    v = static_cast<float>(m) * 0x1p-9f;  // subnormal: m/8 * 2^-6
+  } else {
+    const uint32_t bits = ((e + 120) << 23) | (m << 20);  // (1 + m/8) * 2^(e-7)
+    std::memcpy(&v, &bits, 4);
+  }
+  return (b & 0x80) ? -v : v;
+}
+
+// OCP E8M0 (torch.float8_e8m0fnu): 2^(e - 127); 255 is NaN. e = 0 gives 2^-127 (an fp32 subnormal).
+inline float e8m0_to_fp32(uint8_t e) {
+  if (e == 255) return __builtin_nanf("");
+  const uint32_t bits = e == 0 ? 0x00400000u : static_cast<uint32_t>(e) << 23;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
 }
 
 }  // namespace slimkv

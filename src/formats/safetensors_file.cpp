@@ -48,6 +48,10 @@ void SafetensorsFile::parse(std::span<const uint8_t> bytes) {
     else if (dt == "F16") { t.dtype = DType::F16; elem_bytes = 2; }
     else if (dt == "BF16") { t.dtype = DType::BF16; elem_bytes = 2; }
     else if (dt == "I32") { t.dtype = DType::I32; elem_bytes = 4; }  // integer tables (DeepSeek-V4's tid2eid)
+    // DeepSeek's released weights: FP8 matrices, E8M0 block scales, FP4 pairs stored as int8 bytes.
+    else if (dt == "F8_E4M3") { t.dtype = DType::F8_E4M3; elem_bytes = 1; }
+    else if (dt == "F8_E8M0") { t.dtype = DType::E8M0; elem_bytes = 1; }
+    else if (dt == "I8") { t.dtype = DType::I8; elem_bytes = 1; }
     else fail("{}: unsupported tensor type {} for tensor '{}'", what_, dt, name);
     uint64_t n = 1;
     SLIMKV_CHECK(v["shape"].size() <= 4, "{}: tensor '{}' has too many dims", what_, name);

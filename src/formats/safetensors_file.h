@@ -14,7 +14,7 @@ namespace slimkv {
 
 struct SafetensorsTensor {
   std::string name;
-  DType dtype = DType::F32;        // F32, F16 or BF16
+  DType dtype = DType::F32;        // F32, F16, BF16, I32, F8_E4M3, E8M0 (F8_E8M0) or I8
   std::vector<int64_t> shape;      // outermost first ([rows, cols])
   const uint8_t* data = nullptr;
   uint64_t size_bytes = 0;

@@ -50,6 +50,15 @@ void bf16_to_float(const void* w, float* y, int64_t n) {
 void i32_to_float(const void* w, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(static_cast<const int32_t*>(w)[i]);
 }
+void fp8_e4m3_to_float(const void* w, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = fp8_e4m3_to_fp32(static_cast<const uint8_t*>(w)[i]);
+}
+void e8m0_to_float(const void* w, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = e8m0_to_fp32(static_cast<const uint8_t*>(w)[i]);
+}
+void i8_to_float(const void* w, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(static_cast<const int8_t*>(w)[i]);
+}
 void q8_0_to_float(const void* w, float* y, int64_t n) {
   const auto* b = static_cast<const Q8_0Block*>(w);
   for (int64_t k = 0; k < n / 32; ++k) {
@@ -127,6 +136,9 @@ const Row kRows[kNumDTypes] = {
   {DType::MXFP4,  dequant_mxfp4,  quantize_mxfp4,  {dot_mxfp4}, {}},
   {DType::Q8_1,   dequant_q8_1,   quantize_q8_1,   {}, {}},
   {DType::Q8_K,   dequant_q8_k,   quantize_q8_k,   {}, {}},
+  {DType::F8_E4M3, fp8_e4m3_to_float, nullptr,     {}, {}},
+  {DType::E8M0,   e8m0_to_float,  nullptr,         {}, {}},
+  {DType::I8,     i8_to_float,    nullptr,         {}, {}},
 };
 // clang-format on
 

@@ -37,6 +37,9 @@ const float* Model::own_f32(std::vector<float> v) {
 WeightView make_weight(DType dtype, int64_t rows, int64_t cols, const void* data, uint64_t size_bytes,
                        const std::string& name) {
   SLIMKV_CHECK(dtype != DType::I32, "tensor '{}' is an integer table (I32), not a weight matrix", name);
+  SLIMKV_CHECK(dtype_info(dtype).weight || dtype == DType::BF16,
+               "tensor '{}' is {}: not a weight type here (FP8 / FP4 storage needs its block-scale tensor)", name,
+               dtype_name(dtype));
   WeightView w{dtype, rows, cols, data};
   SLIMKV_CHECK(cols % dtype_block_elems(dtype) == 0, "tensor '{}': {} columns are not a multiple of the {} block",
                name, cols, dtype_name(dtype));

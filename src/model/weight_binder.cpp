@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "model/block_scaled.h"
 
 namespace slimkv {
 namespace {
@@ -47,12 +48,26 @@ class Binder {
     return t && !src_.is_gguf() ? t->hf_fix : HfFix::None;
   }
 
-  // A row-major [rows, cols] matrix; BF16 becomes F32 (no BF16 matmul kernel).
+  // A row-major [rows, cols] matrix; BF16 becomes F32 (no BF16 matmul kernel); DeepSeek's FP8 / FP4 storage is
+  // decoded with its scale tensor (model/block_scaled.h).
   WeightView matrix(const TensorRef& t, int64_t rows, int64_t cols, HfFix fx = HfFix::None, int32_t heads = 0) {
+    if (t.dtype == DType::F8_E4M3 || t.dtype == DType::I8) return convert(block_scaled(t, rows, cols), fx, heads);
     SLIMKV_CHECK(t.shape.size() == 2 && t.shape[0] == rows && t.shape[1] == cols,
                  "{}: tensor '{}' has shape {} but the hyper-parameters need [{}, {}]", src_.source(), t.name,
                  shape_str(t.shape), rows, cols);
     return convert(make_weight(t.dtype, rows, cols, t.data, t.size_bytes, t.name), fx, heads);
+  }
+  WeightView block_scaled(const TensorRef& t, int64_t rows, int64_t cols) {
+    const std::vector<std::string> names = scale_names_for(t.name);
+    const TensorRef* s = nullptr;
+    for (const std::string& n : names) s = s ? s : src_.find(n);
+    SLIMKV_CHECK(s, "{}: tensor '{}' is {} but its scale tensor '{}' is missing", src_.source(), t.name,
+                 dtype_name(t.dtype), names.front());
+    DecodedWeight d = t.dtype == DType::I8 ? repack_fp4_as_mxfp4(t, *s, rows, cols)
+                                           : decode_fp8_block_scaled(t, *s, rows, cols);
+    auto keep = std::make_shared<std::vector<uint8_t>>(std::move(d.bytes));
+    m_.keepalive.push_back(keep);
+    return make_weight(d.dtype, rows, cols, keep->data(), keep->size(), t.name);
   }
   WeightView matrix(TensorRole r, int32_t l, int64_t rows, int64_t cols, int32_t heads = 0) {
     const TensorRef* t = find(r, l);

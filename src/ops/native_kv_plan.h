@@ -1,6 +1,6 @@
 // Sizing natively compressed KV caches (DeepSeek-V4's CSA / HCA streams, DeepSeek-V3.2's MLA + indexer keys) from
 // published configs, per layer kind: records per token, bytes per record in a stated storage format, bytes at a
-// context. Pure arithmetic for `plan --preset deepseek-v4-flash | deepseek-v3.2 | gqa8-43l-bf16`.
+// context. Pure arithmetic for `plan --preset deepseek-v4-flash | deepseek-v4-pro | deepseek-v3.2 | gqa8-{43,61}l-bf16`.
 // Must not know: files, engines or the paged pool (a pool's block rounding is not counted here).
 #pragma once
 #include <cstdint>

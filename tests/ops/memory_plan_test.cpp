@@ -8,6 +8,7 @@
 
 #include "core/check.h"
 #include "ops/memory_plan.h"
+#include "ops/native_kv_plan.h"
 #include "ops/svg_chart.h"
 #include "test_paths.h"
 
@@ -134,6 +135,30 @@ TEST(MemoryPlan, MlaPresetsHoldOneLatentPerTokenAndLayer) {
   EXPECT_EQ(make_plan({preset_shape("kimi-k2"), 1, 1}).before.kv_bytes_per_token, 70272);
   EXPECT_EQ(make_plan({preset_shape("deepseek-v2-lite"), 1, 1}).before.kv_bytes_per_token, 27 * 576 * 2);
   EXPECT_THROW(preset_shape("deepseek-v9"), Error);
+}
+
+// DeepSeek-V4's natively compressed caches in DeepSeek's serving storage (576-byte entries, 132-byte indexer keys)
+// against V3.2 (788 bytes a token and layer) and GQA-8 bf16: the published ratios are ~7% (Flash) and ~10% (Pro)
+// of V3.2 at 1M tokens, ~2% of a GQA-8 cache.
+TEST(NativeKvPlan, DeepSeekV4PresetsGiveThePublishedRatios) {
+  const int64_t ctx = 1048576, entries4 = ctx / 4, entries128 = ctx / 128, window = 128 * 576;
+  const NativeKvShape flash = native_kv_preset("deepseek-v4-flash"), pro = native_kv_preset("deepseek-v4-pro");
+  EXPECT_EQ(flash.context_bytes(ctx), 21 * entries4 * (576 + 132) + 20 * entries128 * 576 + 43 * window);
+  EXPECT_EQ(pro.context_bytes(ctx), 30 * entries4 * (576 + 132) + 31 * entries128 * 576 + 61 * window);
+  const double v32 = static_cast<double>(native_kv_preset("deepseek-v3.2").context_bytes(ctx));
+  EXPECT_EQ(v32, 61.0 * 788 * ctx);
+  const double flash_ratio = flash.context_bytes(ctx) / v32, pro_ratio = pro.context_bytes(ctx) / v32;
+  EXPECT_NEAR(flash_ratio, 0.07, 0.015) << flash_ratio;
+  EXPECT_NEAR(pro_ratio, 0.10, 0.02) << pro_ratio;
+  EXPECT_NEAR(flash.context_bytes(ctx) / static_cast<double>(native_kv_preset("gqa8-43l-bf16").context_bytes(ctx)),
+              0.02, 0.005);
+  EXPECT_NEAR(pro.context_bytes(ctx) / static_cast<double>(native_kv_preset("gqa8-61l-bf16").context_bytes(ctx)),
+              0.02, 0.005);
+  // Pro in bf16 (1024-byte entries, 256-byte indexer keys): the ~9.6 GiB a public write-up gives at 1M tokens.
+  const double pro_bf16_gib = (30.0 * entries4 * (1024 + 256) + 31.0 * entries128 * 1024 + 61.0 * 128 * 1024) / (1 << 30);
+  EXPECT_NEAR(pro_bf16_gib, 9.6, 0.05);
+  EXPECT_TRUE(is_native_kv_preset("deepseek-v4-pro"));
+  EXPECT_THROW(native_kv_preset("deepseek-v4-ultra"), Error);
 }
 
 }  // namespace

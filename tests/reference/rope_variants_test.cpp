@@ -11,6 +11,7 @@
 
 #include "formats/gguf_file.h"
 #include "formats/gguf_writer.h"
+#include "gguf_copy.h"
 #include "reference_helpers.h"
 
 namespace slimkv::test {
@@ -21,26 +22,7 @@ void copy_gguf(const std::string& src, const std::string& dst, const std::functi
                const std::vector<std::tuple<std::string, std::vector<float>>>& extra_vectors = {}) {
   GgufFile g(src);
   GgufWriter w;
-  for (const auto& [key, v] : g.metadata()) {
-    if (v.is_array()) {
-      if (v.elem_type == GgufType::STRING) w.add_strings(key, v.strings);
-      else if (v.elem_type == GgufType::F32 || v.elem_type == GgufType::F64) {
-        w.add_f32s(key, std::vector<float>(v.floats.begin(), v.floats.end()));
-      } else {
-        w.add_i32s(key, std::vector<int32_t>(v.ints.begin(), v.ints.end()));
-      }
-    } else if (v.type == GgufType::STRING) {
-      w.add_string(key, v.s);
-    } else if (v.is_float()) {
-      w.add_f32(key, static_cast<float>(v.f));
-    } else if (v.type == GgufType::BOOL) {
-      w.add_bool(key, v.i != 0);
-    } else if (v.type == GgufType::I32) {
-      w.add_i32(key, static_cast<int32_t>(v.i));
-    } else {
-      w.add_u32(key, static_cast<uint32_t>(v.i));
-    }
-  }
+  copy_gguf_metadata(g, w);
   add_keys(w);
   for (const GgufTensorInfo& t : g.tensors()) w.add_tensor(t.name, t.dtype, t.dims, t.data, t.size_bytes);
   for (const auto& [name, v] : extra_vectors) {
