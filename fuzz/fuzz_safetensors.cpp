@@ -1,10 +1,31 @@
-// Fuzz target: safetensors header and tensor-range validation.
+// Fuzz target: safetensors header and tensor-range validation, then DeepSeek's block-scaled storage: every FP8
+// (F8_E4M3) or FP4 (I8) matrix the file holds is decoded with its scale sibling (model/block_scaled.h), at the
+// shape the file claims.
 #include "core/check.h"
 #include "formats/safetensors_file.h"
+#include "model/block_scaled.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
-    slimkv::SafetensorsFile::from_bytes({data, size}, "fuzz.safetensors");
+    auto f = slimkv::SafetensorsFile::from_bytes({data, size}, "fuzz.safetensors");
+    auto ref = [](const slimkv::SafetensorsTensor& t) {
+      return slimkv::TensorRef{t.name, t.dtype, t.shape, t.data, t.size_bytes};
+    };
+    for (const auto& [name, t] : f->tensors()) {
+      if ((t.dtype != slimkv::DType::F8_E4M3 && t.dtype != slimkv::DType::I8) || t.shape.size() != 2) continue;
+      for (const std::string& sn : slimkv::scale_names_for(name)) {
+        const slimkv::SafetensorsTensor* s = f->find(sn);
+        if (!s) continue;
+        try {
+          if (t.dtype == slimkv::DType::F8_E4M3) {
+            slimkv::decode_fp8_block_scaled(ref(t), ref(*s), t.shape[0], t.shape[1]);
+          } else {
+            slimkv::repack_fp4_as_mxfp4(ref(t), ref(*s), t.shape[0], t.shape[1] * 2);
+          }
+        } catch (const slimkv::Error&) {
+        }
+      }
+    }
   } catch (const slimkv::Error&) {
   }
   return 0;

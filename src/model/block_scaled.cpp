@@ -48,7 +48,8 @@ DecodedWeight decode_fp8_block_scaled(const TensorRef& w, const TensorRef& s, in
   const int64_t br = (rows + kFp8ScaleBlock - 1) / kFp8ScaleBlock, bc = (cols + kFp8ScaleBlock - 1) / kFp8ScaleBlock;
   SLIMKV_CHECK(s.dtype == DType::E8M0 || s.dtype == DType::F32 || s.dtype == DType::BF16,
                "scale tensor '{}' of FP8 '{}' is {}; expected F8_E8M0, F32 or BF16", s.name, w.name, dtype_name(s.dtype));
-  SLIMKV_CHECK(s.shape.size() == 2 && s.shape[0] == br && s.shape[1] == bc,
+  SLIMKV_CHECK(s.shape.size() == 2 && s.shape[0] == br && s.shape[1] == bc &&
+                   s.size_bytes == static_cast<uint64_t>(br * bc * dtype_block_bytes(s.dtype)),
                "scale tensor '{}' has shape {}; FP8 '{}' [{}, {}] needs one scale per {} x {} block: [{}, {}]", s.name,
                shape_of(s), w.name, rows, cols, kFp8ScaleBlock, kFp8ScaleBlock, br, bc);
   // [rows, cols] the decoded values; F16 when all of them round-trip (e4m3 x a power of two almost always does).
@@ -81,11 +82,13 @@ DecodedWeight decode_fp8_block_scaled(const TensorRef& w, const TensorRef& s, in
 DecodedWeight repack_fp4_as_mxfp4(const TensorRef& w, const TensorRef& s, int64_t rows, int64_t cols) {
   SLIMKV_CHECK(cols % kFp4ScaleBlock == 0, "FP4 tensor '{}': {} columns are not a multiple of {}", w.name, cols,
                kFp4ScaleBlock);
-  SLIMKV_CHECK(w.dtype == DType::I8 && w.shape.size() == 2 && w.shape[0] == rows && w.shape[1] == cols / 2,
+  SLIMKV_CHECK(w.dtype == DType::I8 && w.shape.size() == 2 && w.shape[0] == rows && w.shape[1] == cols / 2 &&
+                   w.size_bytes == static_cast<uint64_t>(rows * cols / 2),
                "tensor '{}' is {} of shape {} but FP4 [{}, {}] is stored as I8 [{}, {}] (two values a byte)", w.name,
                dtype_name(w.dtype), shape_of(w), rows, cols, rows, cols / 2);
   const int64_t blocks = cols / kFp4ScaleBlock;
-  SLIMKV_CHECK(s.dtype == DType::E8M0 && s.shape.size() == 2 && s.shape[0] == rows && s.shape[1] == blocks,
+  SLIMKV_CHECK(s.dtype == DType::E8M0 && s.shape.size() == 2 && s.shape[0] == rows && s.shape[1] == blocks &&
+                   s.size_bytes == static_cast<uint64_t>(rows * blocks),
                "scale tensor '{}' is {} of shape {}; FP4 '{}' [{}, {}] needs F8_E8M0 [{}, {}] (one per {} values)",
                s.name, dtype_name(s.dtype), shape_of(s), w.name, rows, cols, rows, blocks, kFp4ScaleBlock);
   // MXFP4: value = kMxfp4Values[code] * 2^(e - 128) = e2m1(code) * 2^(e - 127), the same numbers; the block holds
