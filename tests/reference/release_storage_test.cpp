@@ -187,8 +187,9 @@ struct Written {
   std::map<std::string, std::vector<MXFP4Block>> fp4_blocks;
 };
 
-// Every 2-D F32 `x.weight` becomes FP8 (experts: FP4), its scale beside it as `x.scale` (the hyper-connection
-// matrices, named without `.weight`, stay F32 as in the release).
+// Every 2-D F32 `x.weight` becomes FP8 (experts: FP4), its scale beside it as `x.scale` — F32 FP8 scales as
+// `x.weight_scale_inv`, the older FP8 checkpoints' name (the hyper-connection matrices, named without `.weight`,
+// stay F32 as in the release).
 void to_release_storage(StTensors& tensors, bool e8m0, Written& out) {
   StTensors add;
   for (auto& [name, t] : tensors) {
@@ -203,7 +204,7 @@ void to_release_storage(StTensors& tensors, bool e8m0, Written& out) {
     } else {
       Fp8Matrix q = to_fp8(t.data, t.shape[0], t.shape[1], e8m0);
       out.fp8_values[name] = std::move(q.values);
-      add[base + ".scale"] = std::move(q.scale);
+      add[e8m0 ? base + ".scale" : name + "_scale_inv"] = std::move(q.scale);  // F32: DeepSeek-V3's spelling
       t = std::move(q.weight);
     }
   }
@@ -253,7 +254,7 @@ void write_reference_gguf(const std::string& src, const Model& m, const Written&
   out.write(dst);
 }
 
-class ReleaseCheckpoint : public ::testing::TestWithParam<bool> {};  // E8M0 scales, or F32 scales
+class ReleaseCheckpoint : public ::testing::TestWithParam<bool> {};  // E8M0 `.scale`, or F32 `.weight_scale_inv`
 
 TEST_P(ReleaseCheckpoint, GivesTheLogitsOfTheSameNumbersInGguf) {
   const bool e8m0 = GetParam();
