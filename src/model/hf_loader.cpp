@@ -39,6 +39,23 @@ std::vector<std::shared_ptr<SafetensorsFile>> open_shards(const std::filesystem:
   return shards;
 }
 
+// A pre-quantized checkpoint: DeepSeek's block-scaled FP8 (and FP4 experts) is read (model/block_scaled.h); other
+// methods' tensors (GPTQ / AWQ `qweight`, bitsandbytes, ...) are refused here by name rather than as missing tensors.
+void check_quantization(const nlohmann::json& j, const std::string& cfg_path) {
+  if (!j.contains("quantization_config")) return;
+  const nlohmann::json& q = j["quantization_config"];
+  SLIMKV_CHECK(q.is_object(), "{}: quantization_config must be an object", cfg_path);
+  const std::string method = q.contains("quant_method") && q["quant_method"].is_string()
+                                 ? q["quant_method"].get<std::string>() : std::string("(none)");
+  SLIMKV_CHECK(method == "fp8", "{}: quantization_config.quant_method '{}' is not supported: slimkv reads unquantized "
+               "and block-scaled fp8 checkpoints (convert others to GGUF)", cfg_path, method);
+  if (q.contains("weight_block_size")) {
+    const nlohmann::json& b = q["weight_block_size"];
+    SLIMKV_CHECK(b == nlohmann::json::array({128, 128}), "{}: quantization_config.weight_block_size {} is not "
+                 "supported: slimkv reads fp8 scales per 128 x 128 block", cfg_path, b.dump());
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<Model> load_hf_model(const std::string& dir) {
@@ -56,6 +73,7 @@ std::unique_ptr<Model> load_hf_model(const std::string& dir) {
   }
   if (archs.empty()) archs.push_back("LlamaForCausalLM");  // old configs without the key
   const ModelFamily& family = family_for_hf(archs, cfg_path);
+  check_quantization(j, cfg_path);
   auto m = std::make_unique<Model>();
   ModelConfig& c = m->config;
   family.read_hparams(*hf_hparams(text, cfg_path), c);

@@ -254,6 +254,16 @@ void write_reference_gguf(const std::string& src, const Model& m, const Written&
   out.write(dst);
 }
 
+// Rewrites the exported config.json: the release's quantization_config, or another one.
+void set_quantization_config(const std::string& dir, const nlohmann::json& q) {
+  nlohmann::json cfg = nlohmann::json::parse(read_text_file(dir + "/config.json"));
+  cfg["quantization_config"] = q;
+  std::ofstream(dir + "/config.json") << cfg.dump(2);
+}
+
+const nlohmann::json kReleaseQuantConfig = {{"activation_scheme", "dynamic"}, {"fmt", "e4m3"}, {"quant_method", "fp8"},
+                                            {"scale_fmt", "ue8m0"}, {"weight_block_size", {128, 128}}};
+
 class ReleaseCheckpoint : public ::testing::TestWithParam<bool> {};  // E8M0 `.scale`, or F32 `.weight_scale_inv`
 
 TEST_P(ReleaseCheckpoint, GivesTheLogitsOfTheSameNumbersInGguf) {
@@ -267,6 +277,7 @@ TEST_P(ReleaseCheckpoint, GivesTheLogitsOfTheSameNumbersInGguf) {
   ASSERT_FALSE(w.fp8_values.empty());
   ASSERT_FALSE(w.fp4_blocks.empty());
   write_reference_gguf(gguf, *m, w, prefix + ".gguf");
+  set_quantization_config(prefix + "_hf", kReleaseQuantConfig);
   auto h = load(prefix + "_hf");
   auto ref = load(prefix + ".gguf");
   // The loader's choice of storage: F16 for E8M0-scaled FP8 (exact), F32 where F32 scales break exactness.
@@ -303,7 +314,7 @@ TEST_P(ReleaseCheckpoint, GivesTheLogitsOfTheSameNumbersInGguf) {
 INSTANTIATE_TEST_SUITE_P(Scales, ReleaseCheckpoint, ::testing::Values(true, false),
                          [](const auto& info) { return std::string(info.param ? "E8M0" : "F32"); });
 
-TEST(ReleaseStorage, AWeightWithoutItsScaleIsRefusedByName) {
+TEST(ReleaseStorage, AMissingScaleOrAnotherQuantizationIsRefusedByName) {
   const std::string gguf = synthetic_dir() + "/deepseek4/deepseek4-F32.gguf";
   SKIP_IF_MISSING(gguf);
   auto m = load(gguf);
@@ -313,12 +324,23 @@ TEST(ReleaseStorage, AWeightWithoutItsScaleIsRefusedByName) {
     to_release_storage(t, true, w);
     t.erase("layers.0.attn.wq_a.scale");
   });
-  try {
-    load(dir);
-    ADD_FAILURE() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("layers.0.attn.wq_a.scale"), std::string::npos) << e.what();
-  }
+  auto refused = [&](const std::string& needle) {
+    try {
+      load(dir);
+      ADD_FAILURE() << "expected an error naming " << needle;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  refused("layers.0.attn.wq_a.scale");
+  // Other quantization methods and block sizes are refused by the config, not as missing tensors.
+  nlohmann::json awq = {{"quant_method", "awq"}, {"bits", 4}};
+  set_quantization_config(dir, awq);
+  refused("quant_method 'awq' is not supported");
+  nlohmann::json blocks = kReleaseQuantConfig;
+  blocks["weight_block_size"] = {64, 64};
+  set_quantization_config(dir, blocks);
+  refused("weight_block_size [64,64]");
   std::filesystem::remove_all(dir);
 }
 
