@@ -12,16 +12,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       return slimkv::TensorRef{t.name, t.dtype, t.shape, t.data, t.size_bytes};
     };
     for (const auto& [name, t] : f->tensors()) {
-      if ((t.dtype != slimkv::DType::F8_E4M3 && t.dtype != slimkv::DType::I8) || t.shape.size() != 2) continue;
+      if (!slimkv::is_block_scaled(t.dtype) || t.shape.size() != 2) continue;
+      const int64_t cols = t.dtype == slimkv::DType::I8 ? t.shape[1] * 2 : t.shape[1];  // FP4: two values a byte
       for (const std::string& sn : slimkv::scale_names_for(name)) {
         const slimkv::SafetensorsTensor* s = f->find(sn);
         if (!s) continue;
         try {
-          if (t.dtype == slimkv::DType::F8_E4M3) {
-            slimkv::decode_fp8_block_scaled(ref(t), ref(*s), t.shape[0], t.shape[1]);
-          } else {
-            slimkv::repack_fp4_as_mxfp4(ref(t), ref(*s), t.shape[0], t.shape[1] * 2);
-          }
+          slimkv::decode_block_scaled(ref(t), ref(*s), t.shape[0], cols);
         } catch (const slimkv::Error&) {
         }
       }

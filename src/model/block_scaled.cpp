@@ -52,13 +52,16 @@ DecodedWeight decode_fp8_block_scaled(const TensorRef& w, const TensorRef& s, in
                    s.size_bytes == static_cast<uint64_t>(br * bc * dtype_block_bytes(s.dtype)),
                "scale tensor '{}' has shape {}; FP8 '{}' [{}, {}] needs one scale per {} x {} block: [{}, {}]", s.name,
                shape_of(s), w.name, rows, cols, kFp8ScaleBlock, kFp8ScaleBlock, br, bc);
+  std::vector<float> scales(static_cast<size_t>(br * bc));  // [br, bc]
+  for (int64_t i = 0; i < br * bc; ++i) scales[i] = scale_at(s, i);
   // [rows, cols] the decoded values; F16 when all of them round-trip (e4m3 x a power of two almost always does).
   std::vector<float> f(static_cast<size_t>(rows * cols));
   bool f16_exact = true;
   for (int64_t r = 0; r < rows; ++r) {
     const uint8_t* src = w.data + r * cols;
+    const float* row_scales = scales.data() + (r / kFp8ScaleBlock) * bc;
     for (int64_t c = 0; c < cols; ++c) {
-      const float v = fp8_e4m3_to_fp32(src[c]) * scale_at(s, (r / kFp8ScaleBlock) * bc + c / kFp8ScaleBlock);
+      const float v = fp8_e4m3_to_fp32(src[c]) * row_scales[c / kFp8ScaleBlock];
       SLIMKV_CHECK(std::isfinite(v), "FP8 tensor '{}' has a non-finite value at [{}, {}] (NaN code or scale)", w.name,
                    r, c);
       f[r * cols + c] = v;
@@ -108,6 +111,13 @@ DecodedWeight repack_fp4_as_mxfp4(const TensorRef& w, const TensorRef& s, int64_
     }
   }
   return out;
+}
+
+bool is_block_scaled(DType t) { return t == DType::F8_E4M3 || t == DType::I8; }
+
+DecodedWeight decode_block_scaled(const TensorRef& w, const TensorRef& scale, int64_t rows, int64_t cols) {
+  SLIMKV_CHECK(is_block_scaled(w.dtype), "tensor '{}' is {}, not FP8 or FP4 storage", w.name, dtype_name(w.dtype));
+  return w.dtype == DType::I8 ? repack_fp4_as_mxfp4(w, scale, rows, cols) : decode_fp8_block_scaled(w, scale, rows, cols);
 }
 
 }  // namespace slimkv

@@ -30,4 +30,8 @@ DecodedWeight decode_fp8_block_scaled(const TensorRef& w, const TensorRef& scale
 // w: I8 [rows, cols / 2], value 2i in the low nibble of byte i; scale: E8M0 [rows, cols / 32].
 DecodedWeight repack_fp4_as_mxfp4(const TensorRef& w, const TensorRef& scale, int64_t rows, int64_t cols);
 
+// Either of the above by w's type (F8_E4M3: FP8, I8: FP4); cols counts values, not bytes.
+bool is_block_scaled(DType t);
+DecodedWeight decode_block_scaled(const TensorRef& w, const TensorRef& scale, int64_t rows, int64_t cols);
+
 }  // namespace slimkv

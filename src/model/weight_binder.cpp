@@ -51,7 +51,7 @@ class Binder {
   // A row-major [rows, cols] matrix; BF16 becomes F32 (no BF16 matmul kernel); DeepSeek's FP8 / FP4 storage is
   // decoded with its scale tensor (model/block_scaled.h).
   WeightView matrix(const TensorRef& t, int64_t rows, int64_t cols, HfFix fx = HfFix::None, int32_t heads = 0) {
-    if (t.dtype == DType::F8_E4M3 || t.dtype == DType::I8) return convert(block_scaled(t, rows, cols), fx, heads);
+    if (is_block_scaled(t.dtype)) return convert(block_scaled(t, rows, cols), fx, heads);
     SLIMKV_CHECK(t.shape.size() == 2 && t.shape[0] == rows && t.shape[1] == cols,
                  "{}: tensor '{}' has shape {} but the hyper-parameters need [{}, {}]", src_.source(), t.name,
                  shape_str(t.shape), rows, cols);
@@ -63,8 +63,7 @@ class Binder {
     for (const std::string& n : names) s = s ? s : src_.find(n);
     SLIMKV_CHECK(s, "{}: tensor '{}' is {} but its scale tensor '{}' is missing", src_.source(), t.name,
                  dtype_name(t.dtype), names.front());
-    DecodedWeight d = t.dtype == DType::I8 ? repack_fp4_as_mxfp4(t, *s, rows, cols)
-                                           : decode_fp8_block_scaled(t, *s, rows, cols);
+    DecodedWeight d = decode_block_scaled(t, *s, rows, cols);
     auto keep = std::make_shared<std::vector<uint8_t>>(std::move(d.bytes));
     m_.keepalive.push_back(keep);
     return make_weight(d.dtype, rows, cols, keep->data(), keep->size(), t.name);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "ops/native_kv_plan.h"
 #include <limits>
 
 namespace slimkv {
@@ -135,7 +136,8 @@ ModelShape preset_shape(const std::string& name) {
   if (name == "deepseek-v3") return mla_shape(61, 128, 7168, 18432, 129280, 512, 64, 192, 128, 671e9);
   if (name == "kimi-k2") return mla_shape(61, 64, 7168, 18432, 163840, 512, 64, 192, 128, 1.04e12);
   if (name == "deepseek-v2-lite") return mla_shape(27, 16, 2048, 10944, 102400, 512, 64, 192, 128, 15.7e9);
-  fail("--preset {}: unknown (presets: deepseek-v3, kimi-k2, deepseek-v2-lite)", name);
+  fail("--preset {}: unknown (presets: {}; natively compressed caches: {})", name, fmt::join(preset_names(), ", "),
+       fmt::join(native_kv_preset_names(), ", "));
 }
 
 std::vector<Scenario> seed_scenarios() {

@@ -1,6 +1,7 @@
 #include "ops/native_kv_plan.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "core/check.h"
 
@@ -24,12 +25,10 @@ int64_t NativeKvShape::context_bytes(int64_t ctx) const {
   return b;
 }
 
-bool is_native_kv_preset(const std::string& n) {
-  return n == "deepseek-v4-flash" || n == "deepseek-v4-pro" || n == "deepseek-v3.2" || n == "gqa8-43l-bf16" ||
-         n == "gqa8-61l-bf16";
-}
-
 namespace {
+
+constexpr const char* kPresets[] = {"deepseek-v4-flash", "deepseek-v4-pro", "deepseek-v3.2", "gqa8-43l-bf16",
+                                    "gqa8-61l-bf16"};
 
 // DeepSeek-V4's streams for `csa` CSA and `hca` HCA layers of `layers` (every layer holds a 128-token raw window),
 // head 512 (rope 64), indexer keys 128. Storage as DeepSeek serves it (the V4 report): entries fp8 for the 448
@@ -55,6 +54,12 @@ NativeKvShape gqa8_bf16(int64_t layers) {  // the like-for-like dense baseline: 
 }
 
 }  // namespace
+
+bool is_native_kv_preset(const std::string& n) {
+  return std::find(std::begin(kPresets), std::end(kPresets), n) != std::end(kPresets);
+}
+
+std::vector<std::string> native_kv_preset_names() { return {std::begin(kPresets), std::end(kPresets)}; }
 
 NativeKvShape native_kv_preset(const std::string& name) {
   NativeKvShape s;
@@ -88,8 +93,7 @@ NativeKvShape native_kv_preset(const std::string& name) {
   }
   if (name == "gqa8-43l-bf16") return gqa8_bf16(43);  // V4-Flash's depth
   if (name == "gqa8-61l-bf16") return gqa8_bf16(61);  // V4-Pro's and V3.2's depth
-  fail("--preset {}: unknown native-KV preset (deepseek-v4-flash, deepseek-v4-pro, deepseek-v3.2, gqa8-43l-bf16, "
-       "gqa8-61l-bf16)", name);
+  fail("--preset {}: unknown native-KV preset ({})", name, fmt::join(kPresets, ", "));
 }
 
 }  // namespace slimkv

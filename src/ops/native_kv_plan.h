@@ -30,6 +30,7 @@ struct NativeKvShape {
 };
 
 bool is_native_kv_preset(const std::string& name);
+std::vector<std::string> native_kv_preset_names();
 NativeKvShape native_kv_preset(const std::string& name);  // throws on an unknown name
 
 }  // namespace slimkv
