@@ -144,7 +144,9 @@ const Row kRows[kNumDTypes] = {
 
 std::array<TypeTraits, kNumDTypes> build() {
   std::array<TypeTraits, kNumDTypes> out;
-  const IsaTypeKernels* simd[kNumIsa] = {nullptr, kAvx2TypeKernels, kAvx512TypeKernels};
+  const Isa best = detected_isa();  // rows of ISAs this CPU lacks stay null (their code must not run)
+  const IsaTypeKernels* simd[kNumIsa] = {nullptr, best >= Isa::Avx2 ? avx2_type_kernels() : nullptr,
+                                         best >= Isa::Avx512 ? avx512_type_kernels() : nullptr};
   for (int i = 0; i < kNumDTypes; ++i) {
     const Row& r = kRows[i];
     SLIMKV_CHECK(static_cast<int>(r.t) == i, "type traits row {} is out of order", i);

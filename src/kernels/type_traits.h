@@ -40,8 +40,10 @@ const TypeTraits& type_traits(DType t);
 // Activations x[n] (f32) -> row of the activation type `act` (Q8_0 / Q8_1 / Q8_K) at out, fastest available.
 void quantize_activations(DType act, const float* x, void* out, int64_t n, Isa isa);
 
-// Per-ISA kernel rows, indexed by DType (defined in cpu_avx2/ and cpu_avx512/).
-extern const IsaTypeKernels* const kAvx2TypeKernels;
-extern const IsaTypeKernels* const kAvx512TypeKernels;
+// Per-ISA kernel rows, indexed by DType (defined in cpu_avx2/ and cpu_avx512/). Functions, not globals: they run
+// code compiled for their ISA, so they are called only where the CPU has it (a static initializer in those files
+// would run AVX-512 stores at start-up on a CPU without AVX-512).
+const IsaTypeKernels* avx2_type_kernels();
+const IsaTypeKernels* avx512_type_kernels();
 
 }  // namespace slimkv

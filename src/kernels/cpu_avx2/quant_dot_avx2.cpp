@@ -15,6 +15,6 @@ namespace {
 #include "kernels/cpu_avx2/quant_dot_impl.h"
 }  // namespace
 
-const IsaTypeKernels* const kAvx2TypeKernels = make_rows();
+const IsaTypeKernels* avx2_type_kernels() { return make_rows(); }
 
 }  // namespace slimkv

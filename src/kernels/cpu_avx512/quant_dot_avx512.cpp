@@ -18,10 +18,13 @@ namespace {
 #include "kernels/cpu_avx512/quant_zmm.h"
 }  // namespace
 
-const IsaTypeKernels* const kAvx512TypeKernels = [] {
-  auto* rows = const_cast<IsaTypeKernels*>(make_rows());
-  override_with_zmm(rows);  // 512-bit kernels where they exist
+const IsaTypeKernels* avx512_type_kernels() {
+  static const IsaTypeKernels* const rows = [] {
+    auto* r = const_cast<IsaTypeKernels*>(make_rows());
+    override_with_zmm(r);  // 512-bit kernels where they exist
+    return r;
+  }();
   return rows;
-}();
+}
 
 }  // namespace slimkv
