@@ -60,7 +60,5 @@ void expect_engine_error(const Model& m, const ConfigT& cfg, const std::string& 
   }
 }
 
-#define SKIP_IF_MISSING(path) \
-  if (!::slimkv::test::exists(path)) GTEST_SKIP() << "missing " << (path)
 
 }  // namespace slimkv::test

@@ -132,7 +132,10 @@ inline std::vector<float> all_logits(const Model& m, const std::vector<int32_t>&
 // The llama.cpp reference tool, when this CPU runs it (else empty: callers skip).
 inline std::string slimkv_ref_binary() {
   const std::string dir = shared_dir() + "/bench-ref/llama.cpp";
-  if (!exists(dir + "/slimkv-ref") || !exists(dir + "/check-cpu")) return "";
+  if (!exists(dir + "/slimkv-ref") || !exists(dir + "/check-cpu")) {
+    if (in_ci()) ADD_FAILURE() << "missing " << dir << "/slimkv-ref (CI is set: inputs must be present)";
+    return "";
+  }
   if (std::system((dir + "/check-cpu >/dev/null 2>&1").c_str()) != 0) return "";
   return dir + "/slimkv-ref";
 }

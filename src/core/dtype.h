@@ -82,6 +82,13 @@ constexpr bool dtype_table_in_order() {
   return true;
 }
 static_assert(dtype_table_in_order(), "kDTypeInfo rows must follow the enum's order");
+constexpr bool dtype_activations_line_up() {  // a weight's activation blocks cover the same values as its blocks
+  for (const DTypeInfo& i : kDTypeInfo) {
+    if (i.weight && i.act != DType::F32 && dtype_block_elems(i.act) != i.block_elems) return false;
+  }
+  return true;
+}
+static_assert(dtype_activations_line_up(), "activation blocks must line up with weight blocks");
 
 // How one KV head's row (head_dim values of one token) is stored in the KV cache.
 //   F32: head_dim floats. F16: head_dim halves. Int8 / Int4: an fp16 scale, then head_dim signed values

@@ -43,7 +43,7 @@ int count_lines(const std::string& s) {
 }
 
 TEST(Cli, GenerateDefaultModelPrintsPromptAndGoldenContinuationOnly) {
-  if (!exists(models_dir() + "/stories260K/stories260K.bin")) GTEST_SKIP();
+  SKIP_IF_MISSING(models_dir() + "/stories260K/stories260K.bin");
   Result r = run("generate -p 'Once upon a time' -n 40");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out,
@@ -54,7 +54,7 @@ TEST(Cli, GenerateDefaultModelPrintsPromptAndGoldenContinuationOnly) {
 
 TEST(Cli, GenerateFromGgufV1AndVerboseStatsGoToStderr) {
   std::string m = models_dir() + "/stories260K/tinyllamas-stories-260k-f32.gguf";
-  if (!exists(m)) GTEST_SKIP();
+  SKIP_IF_MISSING(m);
   Result r = run("generate -m " + m + " -p 'Once upon a time' -n 40 --verbose --threads 1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.substr(0, 40), "Once upon a time, there was a little gir");
@@ -82,7 +82,7 @@ std::string greedy_ids(const std::string& path) {
 // out (the prompt and references are ../shared/models/synthetic's).
 TEST(Cli, GeneratePromptIdsPrintsLlamaCppGreedyIdsAndLogitsWritesEveryPosition) {
   const std::string dir = models_dir() + "/synthetic/qwen3";
-  if (!exists(dir + "/qwen3-f32.gguf")) GTEST_SKIP();
+  SKIP_IF_MISSING(dir + "/qwen3-f32.gguf");
   const std::string ids = prompt_ids();
   Result r = run("generate -m " + dir + "/qwen3-f32.gguf --prompt-ids " + ids + " -n 16 --temp 0 --print-ids");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -111,7 +111,7 @@ TEST(Cli, GeneratePromptIdsPrintsLlamaCppGreedyIdsAndLogitsWritesEveryPosition) 
 // cache) the decompressed path gives llama.cpp's greedy ids too, and what cannot apply to a latent is refused.
 TEST(Cli, GenerateHonoursCacheFlagsOnASinglePrompt) {
   const std::string dir = models_dir() + "/synthetic/deepseek2";
-  if (!exists(dir + "/deepseek2-v3-F32.gguf")) GTEST_SKIP();
+  SKIP_IF_MISSING(dir + "/deepseek2-v3-F32.gguf");
   const std::string ids = prompt_ids();
   const std::string m = dir + "/deepseek2-v3-F32.gguf";
   const std::string want = greedy_ids(dir + "/deepseek2-v3-F32.greedy.json");
@@ -129,7 +129,7 @@ TEST(Cli, GenerateHonoursCacheFlagsOnASinglePrompt) {
 }
 
 TEST(Cli, SeededSamplingIsReproducible) {
-  if (!exists(models_dir() + "/stories260K/stories260K.bin")) GTEST_SKIP();
+  SKIP_IF_MISSING(models_dir() + "/stories260K/stories260K.bin");
   Result a = run("generate -n 30 --temp 0.9 --top-p 0.9 --seed 42");
   Result b = run("generate -n 30 --temp 0.9 --top-p 0.9 --seed 42");
   Result c = run("generate -n 30 --temp 0.9 --top-p 0.9 --seed 43");
@@ -155,7 +155,7 @@ TEST(Cli, MissingModelFileIsOneLineError) {
 }
 
 TEST(Cli, PromptLongerThanContextIsOneLineError) {
-  if (!exists(models_dir() + "/stories260K/stories260K.bin")) GTEST_SKIP();
+  SKIP_IF_MISSING(models_dir() + "/stories260K/stories260K.bin");
   std::string prompt;
   for (int i = 0; i < 300; ++i) prompt += "hello world ";
   Result r = run("generate -p '" + prompt + "' -n 5");
@@ -174,14 +174,14 @@ TEST(Cli, GarbageModelFileIsOneLineError) {
 }
 
 TEST(Cli, PerplexityPrintsGoldenValueAndJson) {
-  if (!exists(models_dir() + "/stories260K/stories260K.bin")) GTEST_SKIP();
+  SKIP_IF_MISSING(models_dir() + "/stories260K/stories260K.bin");
   Result r = run("perplexity -f " + data_dir() + "/tinystories_valid_head.txt --max-tokens 512 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("\"mean_nll\":1.311"), std::string::npos) << r.out;
 }
 
 TEST(Cli, TokenizeMatchesGoldenIds) {
-  if (!exists(models_dir() + "/stories260K/stories260K.bin")) GTEST_SKIP();
+  SKIP_IF_MISSING(models_dir() + "/stories260K/stories260K.bin");
   Result r = run("tokenize -p 'Once upon a time'");
   EXPECT_EQ(r.out, "1 403 407 261 378\n");
   Result nb = run("tokenize --no-bos -p 'Once upon a time'");
@@ -190,14 +190,14 @@ TEST(Cli, TokenizeMatchesGoldenIds) {
 
 TEST(Cli, TokenizeAcceptsVocabOnlyGguf) {
   std::string v = data_dir() + "/tokenizer-tests/ggml-vocab-llama-spm.gguf";
-  if (!exists(v)) GTEST_SKIP();
+  SKIP_IF_MISSING(v);
   Result r = run("tokenize -m " + v + " --no-bos -p 'Hello world'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "15043 3186\n");
 }
 
 TEST(Cli, PromptsFileRunsBatchedAndMatchesSingleRuns) {
-  if (!exists(models_dir() + "/stories260K/stories260K.bin")) GTEST_SKIP();
+  SKIP_IF_MISSING(models_dir() + "/stories260K/stories260K.bin");
   std::string path = ::testing::TempDir() + "/prompts_" + std::to_string(::getpid()) + ".txt";
   std::ofstream(path) << "Once upon a time\n{\"prompt\": \"The dog\", \"max_tokens\": 8}\nLily saw a\n";
   Result r = run("generate --prompts-file " + path + " -n 20 --kv-cache-memory 0.05 --block-size 8");
@@ -219,7 +219,7 @@ TEST(Cli, PromptsFileRunsBatchedAndMatchesSingleRuns) {
 }
 
 TEST(Cli, BenchOfflineLosesNoRequestAndReportsJson) {
-  if (!exists(models_dir() + "/stories260K/stories260K.bin")) GTEST_SKIP();
+  SKIP_IF_MISSING(models_dir() + "/stories260K/stories260K.bin");
   Result r = run("bench offline --num-prompts 12 --input-len 40 --output-len 16 --shared-prefix-len 16 "
                  "--kv-cache-memory 0.05 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -235,7 +235,7 @@ TEST(Cli, BadEngineFlagIsOneLineError) {
 }
 
 TEST(Cli, EvalComparesConfigsOnTheSameWindows) {
-  if (!exists(models_dir() + "/stories260K/stories260K.bin")) GTEST_SKIP();
+  SKIP_IF_MISSING(models_dir() + "/stories260K/stories260K.bin");
   std::string cfg = repo_dir() + "/configs/int8.json", off = repo_dir() + "/configs/off.json";
   Result r = run("eval --data " + data_dir() + "/tinystories_valid_head.txt --max-tokens 600 --config " + off + " " +
                  cfg + " --json");

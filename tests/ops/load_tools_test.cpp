@@ -140,7 +140,7 @@ TEST(Diagnosis, ObservationsFromMetricsUseTheWindowsDelta) {
 }
 
 TEST(BenchServe, AgainstTheRealServerLosesNothing) {
-  if (!exists(default_model())) GTEST_SKIP();
+  SKIP_IF_MISSING(default_model());
   ServerProcess s;
   const auto jsonl = std::filesystem::temp_directory_path() / ("slimkv-bench-" + std::to_string(::getpid()) + ".jsonl");
   int rc = 0;

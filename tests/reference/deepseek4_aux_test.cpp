@@ -73,7 +73,7 @@ class Deepseek4Aux : public ::testing::TestWithParam<std::string> {};
 TEST_P(Deepseek4Aux, IndexerAndRouterChoicesMatchLlamaCpp) {
   const std::string name = GetParam();
   const std::string base = synthetic_dir() + "/deepseek4/deepseek4-" + name;
-  if (!exists(base + ".gguf")) GTEST_SKIP() << base << ".gguf not present";
+  SKIP_IF_MISSING(base + ".gguf");
   auto m = load(base + ".gguf");
   const std::vector<int32_t> ids = read_ids_file(synthetic_dir() + "/prompts/p320.ids");
   const std::string aux = base + ".aux/";

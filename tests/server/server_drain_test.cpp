@@ -27,7 +27,7 @@ void wait_running(ServerProcess& s) {
 }
 
 TEST(ServerDrain, AcceptedRequestsFinishNewOnesAreRefusedAndTheExitIsClean) {
-  if (!exists(default_model())) GTEST_SKIP();
+  SKIP_IF_MISSING(default_model());
   ServerProcess s({"--max-num-seqs", "1", "--shutdown-timeout", "60"});
   std::pair<int, json> result;
   std::thread job([&] { result = s.post("/v1/completions", kLongJob); });
@@ -50,7 +50,7 @@ TEST(ServerDrain, AcceptedRequestsFinishNewOnesAreRefusedAndTheExitIsClean) {
 }
 
 TEST(ServerDrain, PastTheShutdownTimeoutTheRestEndsAsAbort) {
-  if (!exists(default_model())) GTEST_SKIP();
+  SKIP_IF_MISSING(default_model());
   ServerProcess s({"--max-num-seqs", "1", "--shutdown-timeout", "0"});
   std::pair<int, json> result;
   std::thread job([&] { result = s.post("/v1/completions", kLongJob); });
@@ -65,7 +65,7 @@ TEST(ServerDrain, PastTheShutdownTimeoutTheRestEndsAsAbort) {
 }
 
 TEST(ServerDrain, StreamsEndWithAFinishReasonAndDone) {
-  if (!exists(default_model())) GTEST_SKIP();
+  SKIP_IF_MISSING(default_model());
   ServerProcess s({"--max-num-seqs", "1", "--shutdown-timeout", "0"});
   std::string body;
   std::thread job([&] {
@@ -93,7 +93,7 @@ TEST(ServerDrain, StreamsEndWithAFinishReasonAndDone) {
 }
 
 TEST(ServerDrain, ASecondSignalExitsAtOnce) {
-  if (!exists(default_model())) GTEST_SKIP();
+  SKIP_IF_MISSING(default_model());
   ServerProcess s({"--max-num-seqs", "1", "--shutdown-timeout", "60"});
   std::thread job([&] { s.post("/v1/completions", kLongJob); });
   wait_running(s);
@@ -107,7 +107,7 @@ TEST(ServerDrain, ASecondSignalExitsAtOnce) {
 // Issue R defect 7: a non-streaming request whose client hangs up stops generating (30 abandoned requests used to
 // produce 27,000 tokens), as a stream does: running falls to 0 long before the job could have finished.
 TEST(ServerCancel, ANonStreamingRequestStopsWhenItsClientHangsUp) {
-  if (!exists(default_model())) GTEST_SKIP();
+  SKIP_IF_MISSING(default_model());
   ServerProcess s({"--max-num-seqs", "1"});
   const std::string body = kLongJob.dump();
   const int fd = connect_loopback(s.port());

@@ -196,7 +196,7 @@ TEST_F(ServerErrors, UnsupportedFieldsAreRefusedNotIgnored) {
 }
 
 TEST(ServerAuth, ApiKeysOnEveryRouteButHealth) {
-  if (!exists(default_model())) GTEST_SKIP();
+  SKIP_IF_MISSING(default_model());
   ServerProcess s({"--api-key", "sk-right", "--api-key", "sk-second"});
   const json body = {{"prompt", "hi"}, {"max_tokens", 2}};
   expect_error(s.post("/v1/completions", body.dump()), 401);
@@ -227,7 +227,7 @@ TEST(ServerAuth, ApiKeysOnEveryRouteButHealth) {
 }
 
 TEST(ServerAuth, KeysFromAFile) {
-  if (!exists(default_model())) GTEST_SKIP();
+  SKIP_IF_MISSING(default_model());
   const auto path = std::filesystem::temp_directory_path() / ("slimkv-keys-" + std::to_string(::getpid()));
   std::ofstream(path) << "# keys\nsk-from-file\n\n";
   ServerProcess s({"--api-key-file", path.string()});
@@ -238,7 +238,7 @@ TEST(ServerAuth, KeysFromAFile) {
 }
 
 TEST(ServerDeadline, NonStreamingRequestsTimeOutAndFreeTheirBlocks) {
-  if (!exists(default_model())) GTEST_SKIP();
+  SKIP_IF_MISSING(default_model());
   ServerProcess s({"--request-timeout", "0.001"});
   auto r = s.post("/v1/completions", json{{"prompt", "Once"}, {"max_tokens", 500}, {"ignore_eos", true}, {"n", 4}});
   expect_error(r, 504, "", "request-timeout");

@@ -39,7 +39,7 @@ bool stream_then_hang_up(int port, const std::string& body, int chunks) {
 }
 
 TEST(ServerLoad, SixtyFourStreamsWithDisconnectsLoseNothingAndLeakNoBlocks) {
-  if (!exists(default_model())) GTEST_SKIP();
+  SKIP_IF_MISSING(default_model());
   ServerProcess s({"--max-num-seqs", "64", "--metrics-vllm-names"});
   constexpr int kClients = 64, kTokens = 48;
   std::atomic<int> completed{0}, hung_up{0}, wrong{0};

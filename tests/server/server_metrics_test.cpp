@@ -36,7 +36,7 @@ double sample(const json& m, const std::string& key) {
 }
 
 TEST(ServerMetrics, PrometheusParserAcceptsItAndCountersMove) {
-  if (!exists(default_model())) GTEST_SKIP();
+  SKIP_IF_MISSING(default_model());
   ServerProcess s({"--metrics-vllm-names"});
   const json before = parse_with_prometheus(s.get("/metrics"));
   const std::string L = "{model_name=stories260K}";

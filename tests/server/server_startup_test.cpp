@@ -59,7 +59,7 @@ TEST(ServerStartup, AFailedLoadExitsWithItsErrorEveryTime) {
 // Defect 6: a bad --chat-template threw with the listener thread joinable: "terminate called without an active
 // exception", exit 134.
 TEST(ServerStartup, ABadChatTemplateIsAnError) {
-  if (!exists(default_model())) GTEST_SKIP();
+  SKIP_IF_MISSING(default_model());
   Exit e = run_slimkv("serve -m " + default_model() + " --port 0 --chat-template /nonexistent/template.jinja", 30);
   EXPECT_EQ(e.code, 1) << e.out;
   EXPECT_EQ(e.out.find("terminate called"), std::string::npos) << e.out;
@@ -68,7 +68,7 @@ TEST(ServerStartup, ABadChatTemplateIsAnError) {
 
 // Defect 2: the HTTP library's SO_REUSEPORT let a second server bind the same port and take half the traffic.
 TEST(ServerStartup, ASecondServerOnTheSamePortIsRefused) {
-  if (!exists(default_model())) GTEST_SKIP();
+  SKIP_IF_MISSING(default_model());
   ServerProcess s;
   Exit e = run_slimkv("serve -m " + default_model() + " --port " + std::to_string(s.port()), 30);
   EXPECT_EQ(e.code, 1) << e.out;
@@ -81,7 +81,7 @@ TEST(ServerStartup, ASecondServerOnTheSamePortIsRefused) {
 // Defect 8: more choices than --max-queue can never be admitted, so "retry" is wrong: 400 naming the limit. A full
 // queue of requests that could fit later is still 429 + Retry-After.
 TEST(ServerAdmission, NeverAdmissibleIs400AndAFullQueueIs429) {
-  if (!exists(default_model())) GTEST_SKIP();
+  SKIP_IF_MISSING(default_model());
   ServerProcess s({"--max-num-seqs", "1", "--max-queue", "16"});
   auto r = s.post("/v1/completions", json{{"prompt", json::array({"a", "b"})}, {"n", 9}, {"max_tokens", 1}});
   EXPECT_EQ(r.first, 400) << r.second.dump();
@@ -108,7 +108,7 @@ TEST(ServerAdmission, NeverAdmissibleIs400AndAFullQueueIs429) {
 // Issue R defect 10: an 8 MB prompt was tokenized (3.9 s) before the context check; a text that cannot fit is now
 // refused from its byte count. And the JSON parser stopped at a NUL, ignoring what followed: now a 400.
 TEST(ServerAdmission, AHugePromptIsRefusedBeforeTokenizingAndANulIsAnError) {
-  if (!exists(default_model())) GTEST_SKIP();
+  SKIP_IF_MISSING(default_model());
   ServerProcess s;
   const auto t0 = std::chrono::steady_clock::now();
   auto r = s.post("/v1/completions", json{{"prompt", std::string(7 << 20, 'a')}, {"max_tokens", 1}});

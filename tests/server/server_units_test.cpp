@@ -61,7 +61,7 @@ TEST(CompletionText, StopStringsSpanTokensAndAreHeldBackUntilDecided) {
 
 TEST(ChatTemplate, RecognisesTheRealTemplates) {
   const std::string dir = data_dir() + "/tokenizer-tests/chat-templates/";
-  if (!exists(dir)) GTEST_SKIP() << "missing " << dir;
+  SKIP_IF_MISSING(dir);
   const std::map<std::string, ChatTemplate> want = {
       {"Qwen-Qwen2.5-7B-Instruct.jinja", ChatTemplate::ChatML},
       {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", ChatTemplate::Plain},  // its own format: not recognised
@@ -114,7 +114,7 @@ TEST(ChatTemplate, DeepSeekV4FollowsItsEncoderRules) {
       {"tools_given", U + "What's the weather in Paris?" + A},
   };
   const std::string path = shared_dir() + "/data/real-tokenizers/chat-cases.json";
-  if (!exists(path)) GTEST_SKIP() << path << " not present";
+  SKIP_IF_MISSING(path);
   std::ifstream in(path);
   int checked = 0;
   for (const auto& c : nlohmann::json::parse(in)) {

@@ -52,16 +52,5 @@ TEST(LlamaVectors, Mpt) { expect_all_pass("mpt"); }
 TEST(LlamaVectors, Starcoder) { expect_all_pass("starcoder"); }
 TEST(LlamaVectors, Refact) { expect_all_pass("refact"); }
 
-// Prints the pass/fail table docs/tokenizers.md records (run: build-tok/test_tokenizer --gtest_filter='*Report*').
-TEST(LlamaVectors, Report) {
-  SKIP_IF_MISSING(vectors_dir());
-  for (const char* name : {"llama-spm", "phi-3", "gpt-2", "deepseek-coder", "deepseek-llm", "falcon", "mpt",
-                           "starcoder", "refact"}) {
-    if (!exists(vectors_dir() + "/ggml-vocab-" + name + ".gguf")) continue;
-    VectorResult r = run_vectors(name);
-    std::printf("| %s | %zu | %zu | %zu |\n", name, r.total, r.passed, r.total - r.passed);
-  }
-}
-
 }  // namespace
 }  // namespace slimkv::test

@@ -34,15 +34,17 @@ void hammer(const Tokenizer& tok, std::mt19937& rng) {
 TEST(TokenizerRobustness, RandomTextAndIds) {
   std::mt19937 rng(1234);
   const std::string dir = data_dir() + "/tokenizer-tests/ggml-vocab-";
+  const std::string ts = models_dir() + "/tinystories-656k/tokenizer.json";
+  const std::string tok512 = models_dir() + "/stories260K/tok512.bin";
+  for (const char* name : {"llama-spm", "gpt-2", "deepseek-llm", "mpt"}) SKIP_IF_MISSING(dir + name + ".gguf");
+  SKIP_IF_MISSING(ts);
+  SKIP_IF_MISSING(tok512);
   for (const char* name : {"llama-spm", "gpt-2", "deepseek-llm", "mpt"}) {
-    if (!exists(dir + name + ".gguf")) continue;
     GgufFile g(dir + name + ".gguf");
     hammer(*tokenizer_from_gguf(g), rng);
   }
-  const std::string ts = models_dir() + "/tinystories-656k/tokenizer.json";
-  if (exists(ts)) hammer(*load_hf_tokenizer(ts), rng);
-  const std::string tok512 = models_dir() + "/stories260K/tok512.bin";
-  if (exists(tok512)) hammer(*load_llama2c_tokenizer(tok512, 512), rng);
+  hammer(*load_hf_tokenizer(ts), rng);
+  hammer(*load_llama2c_tokenizer(tok512, 512), rng);
 }
 
 TEST(TokenizerRobustness, CorruptedTokenizerJson) {
@@ -56,13 +58,15 @@ TEST(TokenizerRobustness, CorruptedTokenizerJson) {
     for (int k = 0; k < 3; ++k) bad[rng() % bad.size()] = "{}[]\",:0 9-ab\\"[rng() % 14];
     try {
       auto tok = hf_tokenizer_from_json(bad, "corrupt.json");
-      tok->decode(tok->encode("Once upon a time", true));
+      for (int32_t id : tok->encode("Once upon a time", true)) ASSERT_TRUE(id >= 0 && id < tok->vocab_size()) << id;
       ++loaded;
     } catch (const Error&) {
       ++rejected;
     }
   }
-  EXPECT_EQ(loaded + rejected, 60);
+  // Both outcomes occur (a corruption inside a string still loads; one in the structure is refused), and neither
+  // crashed: a loaded one encodes to ids inside its vocabulary.
+  EXPECT_GT(loaded, 0);
   EXPECT_GT(rejected, 0);
   // Absurd ids are rejected instead of allocating for them.
   EXPECT_THROW(hf_tokenizer_from_json(R"({"model": {"type": "BPE", "vocab": {"a": 16000000}}})", "big.json"), Error);

@@ -22,8 +22,6 @@ inline std::string slurp(const std::string& path) {
   return ss.str();
 }
 
-#define SKIP_IF_MISSING(path) \
-  if (!::slimkv::test::exists(path)) GTEST_SKIP() << "missing " << (path)
 
 inline std::string golden_path() { return models_dir() + "/golden_reference.json"; }
 inline nlohmann::json golden() { return nlohmann::json::parse(slurp(golden_path())); }

@@ -160,7 +160,7 @@ class TempFile {
 TEST(BadLlama2c, TruncatedAndWrongHeadersAreErrors) {
   std::string real = test::models_dir() + "/stories260K/stories260K.bin";
   std::string tok = test::models_dir() + "/stories260K/tok512.bin";
-  if (!test::exists(real)) GTEST_SKIP();
+  SKIP_IF_MISSING(real);
   std::ifstream in(real, std::ios::binary);
   std::vector<uint8_t> b((std::istreambuf_iterator<char>(in)), {});
   for (size_t n : {size_t(0), size_t(10), size_t(28), b.size() / 2, b.size() - 1}) {
@@ -181,7 +181,7 @@ TEST(BadLlama2c, TruncatedAndWrongHeadersAreErrors) {
 
 TEST(BadLlama2c, TruncatedTokenizerIsAnError) {
   std::string tok = test::models_dir() + "/stories260K/tok512.bin";
-  if (!test::exists(tok)) GTEST_SKIP();
+  SKIP_IF_MISSING(tok);
   std::ifstream in(tok, std::ios::binary);
   std::vector<uint8_t> b((std::istreambuf_iterator<char>(in)), {});
   for (size_t n : {size_t(0), size_t(3), size_t(100), b.size() - 1}) {
