@@ -7,6 +7,31 @@
 #include "kernels/kv_codec.h"
 
 namespace slimkv {
+namespace {
+
+// An attention sink joins one head's softmax denominator: out = sum_t e_t v_t / (Z + exp(sink - m)) where the
+// kernel left e_t = exp(s_t - m) in scores and out = sum_t e_t v_t / Z. The kernel does not return m, so it is
+// recovered from the largest e_t (whose e is ~1): m = s_t* - log(e_t*), s_t* recomputed from the stored key.
+void scale_for_sink(float* out, int32_t v_dim, const float* e, int64_t num_ctx, const float* q, const PagedKv& kv,
+                    float scale, float sink) {
+  if (num_ctx == 0) return;
+  double z = 0;
+  int64_t best = 0;
+  for (int64_t t = 0; t < num_ctx; ++t) {
+    z += e[t];
+    if (e[t] > e[best]) best = t;
+  }
+  float key[1024];  // one decoded key record (head sizes <= 1024, checked by run)
+  decode_kv_record(kv.k_row(best), kv.k_dim, kv.k_split, kv.dtype, key);
+  double s = 0;
+  for (int32_t d = 0; d < kv.k_dim; ++d) s += static_cast<double>(q[d]) * key[d];
+  s = s * scale + (best < kv.num_bias_rows ? kv.row_bias[best] : 0.0f);
+  const double m = s - std::log(static_cast<double>(e[best]));
+  const float f = static_cast<float>(z / (z + std::exp(static_cast<double>(sink) - m)));
+  for (int32_t d = 0; d < v_dim; ++d) out[d] *= f;
+}
+
+}  // namespace
 
 void PagedAttention::plan(const PagedBatchMeta& meta, int32_t max_group, int32_t num_threads) {
   SLIMKV_CHECK(meta.token_seq.size() == meta.token_pos.size(), "paged attention: token arrays differ in length");
@@ -117,6 +142,7 @@ void PagedAttention::run(const float* q, const LayerKv& layer, const AttentionDi
           float* pr = probs_.data() + static_cast<size_t>(first + g) * max_ctx_;
           for (int64_t r = 0; r < num_ctx; ++r) pr[r] = static_cast<float>(sg[r] / sum);
         }
+        if (dims.sinks) scale_for_sink(og, layer.v_dim, sg, num_ctx, qh + g * q_stride, kv, scale, dims.sinks[h0 + g]);
         if (layer.rotate) hadamard_unrotate(og, layer.v_dim);  // sum_t p_t (H v_t) = H (sum_t p_t v_t)
         float* dst = out + (first + g) * hdv;
         if (layer.v_proj) {  // back from the latent space once: out = Pᵀ (sum_t p_t P v_t)

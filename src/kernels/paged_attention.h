@@ -33,6 +33,8 @@ struct AttentionDims {          // one layer's
   int32_t head_dim_k = 0;       // query/key head size (q and stored keys before projection)
   int32_t head_dim_v = 0;       // value head size (the output's)
   float scale = 0.0f;           // softmax scale of q·k; 0 = 1/sqrt(head_dim_k)
+  const float* sinks = nullptr; // [num_heads] attention sinks: a learned logit per head that joins the softmax's
+                                // denominator with no value (gpt-oss; ggml_soft_max_add_sinks), or null
 };
 
 class PagedAttention {

@@ -75,7 +75,7 @@ void DecoderForward::attention(int32_t l, const float* in, float* out) {
   if (q_observer_) q_observer_(l, q_.data(), T);
   if (observer_) observer_(l, k_.data(), v_.data(), T);
   const PagedAttention::LayerKv lk = layer_kv(l);
-  const AttentionDims dims{lc.num_heads, lc.num_kv_heads, lc.head_dim_k, lc.head_dim_v, c.attn_scale};
+  const AttentionDims dims{lc.num_heads, lc.num_kv_heads, lc.head_dim_k, lc.head_dim_v, c.attn_scale, w.attn_sinks};
   {
     ProfScope ps(ProfKind::Attention);
     attention_[g.group].run(q_.data(), lk, dims, att_.data(), pool_);

@@ -38,6 +38,11 @@ enum class HcSite : uint8_t { Attn, Ffn };
 struct Dsv4Scratch;  // dsv4_block.cpp
 MlaAttention parse_mla_attention(const std::string& s);  // absorbed | decompressed | auto; throws otherwise
 
+// Biases of a gated MLP's three projections (gpt-oss experts): [ffn], [ffn], [dim], each may be null.
+struct MlpBiases {
+  const float *gate = nullptr, *up = nullptr, *down = nullptr;
+};
+
 class DecoderForward {
  public:
   DecoderForward(const Model& model, ThreadPool* pool);
@@ -93,7 +98,8 @@ class DecoderForward {
 
  private:
   void dense_ffn(const WeightView& gate, const WeightView& up, const WeightView& down, const float* in,
-                 int32_t num_tokens, float* out, float* h1, float* h2, float limit = 0.0f);
+                 int32_t num_tokens, float* out, float* h1, float* h2, float limit = 0.0f,
+                 const MlpBiases& bias = MlpBiases{}, float alpha = 0.0f);
   void moe_ffn(int32_t layer, const float* in, float* out);
   void route_experts(int32_t layer);  // router_ -> sel_, selw_ for the step's tokens
   void mla_attention(int32_t layer, const float* in, float* out);

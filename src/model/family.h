@@ -20,6 +20,7 @@ enum class TensorRole {
   AttnKNorm, AttnPostNorm,
   FfnNorm, FfnGate, FfnUp, FfnDown, FfnGateUp, FfnPostNorm,
   MoeRouter, MoeGateExps, MoeUpExps, MoeDownExps, ShexpGate, ShexpUp, ShexpDown, MoeExpProbsB,
+  MoeRouterBias, MoeGateExpsBias, MoeUpExpsBias, MoeDownExpsBias,
   // MLA
   AttnQA, AttnQANorm, AttnQB, AttnKvAMqa, AttnKvANorm, AttnKB, AttnVB,
   AttnKvB,  // MLA's fused up-projection (HF kv_b_proj, older GGUFs): per head [nope rows of K | v rows of V]

@@ -13,15 +13,34 @@
 
 namespace slimkv {
 
+namespace {
+
+void add_row_bias(float* y, const float* b, int32_t num_tokens, int64_t n) {  // y[t] += b for each of the tokens
+  if (!b) return;
+  for (int32_t t = 0; t < num_tokens; ++t) {
+    for (int64_t i = 0; i < n; ++i) y[t * n + i] += b[i];
+  }
+}
+
+}  // namespace
+
 void DecoderForward::dense_ffn(const WeightView& gate, const WeightView& up, const WeightView& down, const float* in,
-                               int32_t num_tokens, float* out, float* h1, float* h2, float limit) {
+                               int32_t num_tokens, float* out, float* h1, float* h2, float limit,
+                               const MlpBiases& bias, float alpha) {
   {
     ProfScope ps(ProfKind::Matmul);
     matmul(gate, in, num_tokens, h1, pool_);
     matmul(up, in, num_tokens, h2, pool_);
   }
+  add_row_bias(h1, bias.gate, num_tokens, gate.rows);
+  add_row_bias(h2, bias.up, num_tokens, up.rows);
   const int64_t n = static_cast<int64_t>(num_tokens) * gate.rows;
-  if (limit > 0) {  // DeepSeek-V4: silu(min(gate, L)) * clamp(up, -L, L) (ggml's swiglu_clamp)
+  if (alpha > 0) {  // gpt-oss: ggml's swiglu_oai
+    for (int64_t i = 0; i < n; ++i) {
+      const float g = std::min(h1[i], limit), u = std::clamp(h2[i], -limit, limit);
+      h1[i] = g / (1.0f + std::exp(alpha * -g)) * (u + 1.0f);
+    }
+  } else if (limit > 0) {  // DeepSeek-V4: silu(min(gate, L)) * clamp(up, -L, L) (ggml's swiglu_clamp)
     for (int64_t i = 0; i < n; ++i) {
       const float g = std::min(h1[i], limit), u = std::clamp(h2[i], -limit, limit);
       h1[i] = g / (1.0f + std::exp(-g)) * u;
@@ -31,8 +50,11 @@ void DecoderForward::dense_ffn(const WeightView& gate, const WeightView& up, con
   } else {
     swiglu(h1, h2, n);
   }
-  ProfScope ps(ProfKind::Matmul);
-  matmul(down, h1, num_tokens, out, pool_);
+  {
+    ProfScope ps(ProfKind::Matmul);
+    matmul(down, h1, num_tokens, out, pool_);
+  }
+  add_row_bias(out, bias.down, num_tokens, down.rows);
 }
 
 void DecoderForward::ffn(int32_t l, const float* in, float* out) {
@@ -49,10 +71,14 @@ void DecoderForward::route_experts(int32_t l) {
   const LayerWeights& w = model_.layers[l];
   const int32_t E = mc.num_experts, K = mc.num_experts_used, G = mc.num_groups, per_group = E / G;
   std::vector<int32_t> order(E), gorder(G);
-  std::vector<float> sel(E), gscore(G);
+  std::vector<float> sel(E), gscore(G), chosen(K);
   for (int32_t t = 0; t < T_; ++t) {
     float* p = router_.data() + static_cast<size_t>(t) * E;  // logits -> probabilities
-    if (mc.gating == MoeGating::Sigmoid) {
+    if (w.router_b) {
+      for (int32_t e = 0; e < E; ++e) p[e] += w.router_b[e];
+    }
+    if (mc.gating == MoeGating::SoftmaxWeight) {  // chosen on the logits; weights = softmax over the chosen
+    } else if (mc.gating == MoeGating::Sigmoid) {
       for (int32_t e = 0; e < E; ++e) p[e] = 1.0f / (1.0f + std::exp(-p[e]));
     } else if (mc.gating == MoeGating::SqrtSoftplus) {  // ggml softplus: x above 20 stays x
       for (int32_t e = 0; e < E; ++e) p[e] = std::sqrt(p[e] > 20.0f ? p[e] : std::log1p(std::exp(p[e])));
@@ -85,6 +111,11 @@ void DecoderForward::route_experts(int32_t l) {
       std::partial_sort(order.begin(), order.begin() + K, order.end(), [&](int32_t a, int32_t b) {
         return sel[a] > sel[b] || (sel[a] == sel[b] && a < b);
       });
+    }
+    if (mc.gating == MoeGating::SoftmaxWeight) {
+      for (int32_t k = 0; k < K; ++k) chosen[k] = p[order[k]];
+      softmax(chosen.data(), K);
+      for (int32_t k = 0; k < K; ++k) p[order[k]] = chosen[k];
     }
     float sum = 0;
     for (int32_t k = 0; k < K; ++k) sum += p[order[k]];
@@ -123,8 +154,11 @@ void DecoderForward::moe_ffn(int32_t l, const float* in, float* out) {
       }
     }
     if (n == 0) continue;
+    const int64_t eff = mc.expert_ffn_dim;
+    const MlpBiases bias{w.exp_gate_b ? w.exp_gate_b + e * eff : nullptr, w.exp_up_b ? w.exp_up_b + e * eff : nullptr,
+                         w.exp_down_b ? w.exp_down_b + static_cast<int64_t>(e) * dim : nullptr};
     dense_ffn(w.exp_gate[e], w.exp_up[e], w.exp_down[e], ein_.data(), n, eout_.data(), hb_.data(), hb2_.data(),
-              mc.swiglu_limit);
+              mc.swiglu_limit, bias, mc.swiglu_alpha);
     for (int32_t i = 0; i < n; ++i) {
       float* dst = out + static_cast<size_t>(etok_[i]) * dim;
       const float* src = eout_.data() + static_cast<size_t>(i) * dim;

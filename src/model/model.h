@@ -30,6 +30,9 @@ struct LayerWeights {
   std::vector<WeightView> exp_gate, exp_up, exp_down;  // [num_experts] of [eff, dim], [eff, dim], [dim, eff]
   WeightView shexp_gate, shexp_up, shexp_down;         // shared experts, fused: [sff, dim], [sff, dim], [dim, sff]
   const float* exp_probs_b = nullptr;                  // [num_experts] selection bias (DeepSeek-V3), or null
+  const float* router_b = nullptr;                     // [num_experts] router logit bias (gpt-oss), or null
+  const float *exp_gate_b = nullptr, *exp_up_b = nullptr;  // [num_experts, eff] expert biases (gpt-oss), or null
+  const float* exp_down_b = nullptr;                   // [num_experts, dim]
   // MLA (LayerConfig::mla): q = wq_b · norm(wq_a · x) (or wq · x), [latent | rope key] = wkv_a · x.
   WeightView wq_a, wq_b, wkv_a;                        // [q_lora, dim], [heads * (nope + rope), q_lora],
                                                        // [kv_lora + rope, dim]
@@ -38,7 +41,7 @@ struct LayerWeights {
   // DeepSeek-V4 (Dsv4Config): wq_a, q_a_norm, wq_b as above; kv = norm(wkv · x) (one K = V head, D values)
   WeightView wkv;                                      // [D, dim]
   const float* kv_norm = nullptr;                      // [D]
-  const float* attn_sinks = nullptr;                   // [heads] learned sink logits
+  const float* attn_sinks = nullptr;                   // [heads] learned sink logits (DeepSeek-V4, gpt-oss)
   std::vector<WeightView> wo_a;                        // [o_groups] of [o_lora, heads_per_group * D]
   WeightView wo_b;                                     // [dim, o_groups * o_lora]
   WeightView hc_attn_fn, hc_ffn_fn;                    // [(2 + hc) * hc, hc * dim]

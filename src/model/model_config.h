@@ -12,7 +12,8 @@ namespace slimkv {
 
 enum class FfnActivation : uint8_t { Silu, GeluTanh };  // gate activation of the gated MLP (SwiGLU / GeGLU)
 // expert probabilities from the router logits (SqrtSoftplus: DeepSeek-V4's sqrt(softplus(logit)))
-enum class MoeGating : uint8_t { Softmax, Sigmoid, SqrtSoftplus };
+// SoftmaxWeight (gpt-oss): the top-k are chosen on the raw logits and their weights are the softmax over those k.
+enum class MoeGating : uint8_t { Softmax, Sigmoid, SqrtSoftplus, SoftmaxWeight };
 
 struct MoeConfig {
   int32_t num_experts = 0;           // 0 = no MoE layer in the model
@@ -29,6 +30,8 @@ struct MoeConfig {
   int32_t num_hash_layers = 0;       // DeepSeek-V4: the first layers route by a token id -> experts table
   float swiglu_limit = 0.0f;         // > 0: experts use silu(min(gate, L)) * clamp(up, -L, L) (DeepSeek-V4)
   float swiglu_limit_shared = 0.0f;  // ... the shared experts
+  float swiglu_alpha = 0.0f;         // > 0 (gpt-oss): experts use g * sigmoid(alpha * g) * (u + 1), g = min(gate, L),
+                                     // u = clamp(up, -L, L), L = swiglu_limit (ggml's swiglu_oai)
 };
 
 // DeepSeek-V4 (family deepseek4): per layer a compression ratio (LayerConfig::compress_ratio: 0 = the sliding

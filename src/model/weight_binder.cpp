@@ -184,6 +184,7 @@ class Binder {
     w.q_norm = vector(TensorRole::AttnQNorm, l, lc.head_dim_k);
     w.k_norm = vector(TensorRole::AttnKNorm, l, lc.head_dim_k);
     w.attn_post_norm = vector(TensorRole::AttnPostNorm, l, dim);
+    if (!c_.dsv4.enabled()) w.attn_sinks = vector(TensorRole::AttnSinks, l, lc.num_heads);
     w.ffn_norm = vector(TensorRole::FfnNorm, l, dim);
     w.ffn_post_norm = vector(TensorRole::FfnPostNorm, l, dim);
     if (lc.moe) {
@@ -193,6 +194,10 @@ class Binder {
       w.exp_up = experts(TensorRole::MoeUpExps, l, eff, dim);
       w.exp_down = experts(TensorRole::MoeDownExps, l, dim, eff);
       w.exp_probs_b = vector(TensorRole::MoeExpProbsB, l, E);
+      w.router_b = vector(TensorRole::MoeRouterBias, l, E);
+      w.exp_gate_b = dense_f32(TensorRole::MoeGateExpsBias, l, E, eff);
+      w.exp_up_b = dense_f32(TensorRole::MoeUpExpsBias, l, E, eff);
+      w.exp_down_b = dense_f32(TensorRole::MoeDownExpsBias, l, E, dim);
       if (c_.moe.num_shared_experts > 0) {
         const int64_t sff = c_.moe.shared_ffn_dim;
         w.shexp_gate = matrix(TensorRole::ShexpGate, l, sff, dim);
