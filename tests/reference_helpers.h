@@ -119,7 +119,7 @@ inline std::vector<float> all_logits(const Model& m, const std::vector<int32_t>&
                                      MlaAttention mla = MlaAttention::Absorbed) {
   const int32_t n = static_cast<int32_t>(ids.size()), c = chunk > 0 ? chunk : n;
   SequenceForward fwd(m, pool, n, block_size, c);
-  fwd.forward_pass().set_mla_attention(mla);
+  fwd.forward_pass().block_options().mla_attention = mla;
   std::vector<float> out(static_cast<size_t>(n) * m.config.vocab_size);
   for (int32_t p = 0; p < n; p += c) {
     const int32_t len = std::min(c, n - p);

@@ -33,7 +33,7 @@ int run_logits(const LogitsFlags& f) {
   ThreadPool pool(resolve_threads(f.model.threads));
   const int32_t chunk = f.ubatch > 0 ? std::min(f.ubatch, n) : n;
   SequenceForward fwd(*model, &pool, n, f.block_size, chunk);
-  fwd.forward_pass().set_mla_attention(parse_mla_attention(f.mla_attention));
+  fwd.forward_pass().block_options().mla_attention = parse_mla_attention(f.mla_attention);
   const size_t vocab = model->config.vocab_size;
   std::vector<float> logits(static_cast<size_t>(n) * vocab);
   for (int32_t p = 0; p < n; p += chunk) {

@@ -6,7 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/decoder_forward.h"
+#include "model/blocks/compressed_attention.h"
+#include "model/kv_streams.h"
 #include "model/kv_projection.h"
 #include "ops/memory_plan.h"
 #include "ops/native_kv_plan.h"
@@ -193,7 +194,7 @@ NativeKvShape native_kv_of_model(const Model& m, const CompressionConfig& cc) {
     if (state) s.kinds.back().record_bytes *= window;
   };
   for (int32_t l = 0; l < c.num_layers; ++l) {
-    const KvStreams k = kv_streams(c, l);
+    const CompressedLayerStreams k = compressed_stream_indices(c, l);
     const int32_t r = c.layers[l].compress_ratio;
     add("sliding window (raw tokens)", k.raw, 1, c.layers[l].sliding_window, false);
     add(fmt::format("{} entries (1:{})", r == 4 ? "CSA" : "HCA", r), k.comp, r, 0, false);

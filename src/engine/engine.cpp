@@ -46,9 +46,10 @@ Engine::Engine(const Model& model, EngineConfig cfg)
                   cache_salt(model, cfg_.compress), group_specs(layout_)),
       scheduler_(cfg_.sched, kv_manager_) {
   fwd_.set_kv_projection(load_kv_projection(cfg_.compress, model, layout_));
-  fwd_.set_mla_attention(parse_mla_attention(cfg_.mla_attention));
-  // --kv-sparse-topk on a natively compressed model overrides its indexer's top-k (the seed's kv_sparse_topk).
-  if (model.config.dsv4.enabled() && cfg_.compress.enabled) fwd_.set_index_topk(cfg_.compress.kv_sparse_topk);
+  fwd_.block_options().mla_attention = parse_mla_attention(cfg_.mla_attention);
+  // --kv-sparse-topk on a natively compressed model overrides its indexer's top-k (the seed's kv_sparse_topk);
+  // blocks without an indexer ignore it.
+  if (cfg_.compress.enabled) fwd_.block_options().index_topk = cfg_.compress.kv_sparse_topk;
   kv_manager_.set_evict_hook([this](SeqKv& seq, int32_t g, const std::vector<KvCacheManager::Evicted>& ev) {
     merge_into_summaries(storage_, kv_manager_, seq, g, ev);
   });

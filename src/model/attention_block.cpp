@@ -40,14 +40,6 @@ PagedAttention::LayerKv DecoderForward::layer_kv(int32_t l) const {
 void DecoderForward::attention(int32_t l, const float* in, float* out) {
   const ModelConfig& c = model_.config;
   const LayerConfig& lc = c.layers[l];
-  if (c.dsv4.enabled()) {
-    dsv4_attention(l, in, out);
-    return;
-  }
-  if (lc.mla) {
-    mla_attention(l, in, out);
-    return;
-  }
   const LayerWeights& w = model_.layers[l];
   const ForwardBatch& b = *batch_;
   KvStorage& kv = *kv_;
@@ -78,7 +70,7 @@ void DecoderForward::attention(int32_t l, const float* in, float* out) {
   const AttentionDims dims{lc.num_heads, lc.num_kv_heads, lc.head_dim_k, lc.head_dim_v, c.attn_scale, w.attn_sinks};
   {
     ProfScope ps(ProfKind::Attention);
-    attention_[g.group].run(q_.data(), lk, dims, att_.data(), pool_);
+    attention_plan(g.group).run(q_.data(), lk, dims, att_.data(), pool_);
   }
   {
     ProfScope ps(ProfKind::Matmul);

@@ -11,46 +11,6 @@
 
 namespace slimkv {
 
-std::vector<KvLayerSpec> kv_layer_specs(const ModelConfig& c) {
-  std::vector<KvLayerSpec> out;
-  if (c.dsv4.enabled()) {  // per layer: raw window, then (compressed layers) entries + compressor state, then
-                           // (CSA) indexer keys + their compressor state; kv_streams() gives the indices
-    for (const LayerConfig& l : c.layers) {
-      const int32_t D = l.head_dim_k, r = l.compress_ratio, coff = r == 4 ? 2 : 1, iD = c.dsv4.index_head_dim;
-      out.push_back({1, D, D, l.sliding_window, true});
-      if (r == 0) continue;
-      out.push_back({1, D, D, 0, true, r});
-      out.push_back({1, 2 * coff * D, 2 * coff * D, coff * r, true, 0, KvRecordKind::State});
-      if (r != 4) continue;
-      out.push_back({1, iD, iD, 0, true, r, KvRecordKind::IndexKeys});
-      out.push_back({1, 4 * iD, 4 * iD, 2 * r, true, 0, KvRecordKind::State});
-    }
-    return out;
-  }
-  for (const LayerConfig& l : c.layers) {
-    const int32_t w = l.sliding_window > 0 && l.sliding_window < c.max_seq_len ? l.sliding_window : 0;
-    out.push_back({l.num_kv_heads, l.head_dim_k, l.head_dim_v, w, l.mla});
-  }
-  return out;
-}
-
-KvStreams kv_streams(const ModelConfig& c, int32_t layer) {
-  KvStreams k;
-  if (!c.dsv4.enabled()) {
-    k.raw = layer;
-    return k;
-  }
-  int32_t next = 0;
-  for (int32_t l = 0; l <= layer; ++l) {
-    const int32_t r = c.layers[l].compress_ratio;
-    k = KvStreams{};
-    k.raw = next++;
-    if (r > 0) k.comp = next++, k.comp_state = next++;
-    if (r == 4) k.idx = next++, k.idx_state = next++;
-  }
-  return k;
-}
-
 DecoderForward::DecoderForward(const Model& model, ThreadPool* pool)
     : model_(model), family_(family_by_name(model.config.family)), pool_(pool) {
   const ModelConfig& c = model.config;
@@ -105,7 +65,7 @@ void DecoderForward::write_kv(KvStorage& kv, int32_t l, int64_t slot, const floa
       } else {
         std::copy(src, src + hd, head_.begin());
       }
-      const int32_t split = which == 0 ? g.k_split() : 0;  // MLA: latent and rope key scaled (rotated) apart
+      const int32_t split = which == 0 ? g.k_split() : 0;  // two-part records: each part scaled (rotated) apart
       if (g.rotate) hadamard_rotate_record(head_.data(), dim, split);
       uint8_t* dst = which == 0 ? kv.k_head(l, slot, h) : kv.v_head(l, slot, h);
       encode_kv_record(head_.data(), dim, split, g.dtype, dst);
@@ -141,6 +101,19 @@ void DecoderForward::reserve(int32_t T, int32_t rows) {
     logits_capacity_ = rows;
     final_.resize(static_cast<size_t>(rows) * c.dim);
   }
+}
+
+PagedAttention& DecoderForward::attention_plan(int32_t g) {
+  if (!planned_[g]) {
+    const ModelConfig& c = model_.config;
+    int32_t max_group = 1;
+    for (int32_t l : kv_->layout().groups[g].layers) {
+      max_group = std::max(max_group, c.layers[l].num_heads / c.layers[l].num_kv_heads);
+    }
+    attention_[g].plan(batch_->attn[g], max_group, pool_ ? pool_->num_threads() : 1);
+    planned_[g] = 1;
+  }
+  return attention_[g];
 }
 
 void DecoderForward::norm(float* out, const float* in, const float* w) {
@@ -184,14 +157,7 @@ void DecoderForward::forward(const ForwardBatch& b, KvStorage& kv, float* logits
   kv_ = &kv;
   T_ = T;
   if (attention_.size() != static_cast<size_t>(layout.num_groups())) attention_.resize(layout.num_groups());
-  for (int32_t g = 0; g < layout.num_groups(); ++g) {
-    if (c.dsv4.enabled()) break;  // DeepSeek-V4 reads its streams itself (dsv4_block.cpp)
-    int32_t max_group = 1;
-    for (int32_t l : layout.groups[g].layers) {
-      max_group = std::max(max_group, c.layers[l].num_heads / c.layers[l].num_kv_heads);
-    }
-    attention_[g].plan(b.attn[g], max_group, pool_ ? pool_->num_threads() : 1);
-  }
+  planned_.assign(layout.num_groups(), 0);  // planned on first use (a block that reads its streams itself never asks)
   const int32_t dim = c.dim;
   for (int32_t t = 0; t < T; ++t) {
     float* row = x_.data() + static_cast<size_t>(t) * dim;

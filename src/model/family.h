@@ -1,12 +1,15 @@
 // The architecture seam: a registry from a file's architecture name (GGUF `general.architecture`, HF
 // `architectures[0]`) to a model family. A family is one file in families/ that declares its hyper-parameters
-// (read through HParams, so once for both formats), its tensor names (GGUF and HF) and its layer recipe, built from
-// DecoderForward's shared blocks. Loaders are per format and fill one Model through the family's name table.
-// Must not know: file formats (hparams.h, tensor_source.h) or KV caches.
+// (read through HParams, so once for both formats), its tensor names (GGUF and HF), its layer recipe — composed
+// from DecoderForward's shared blocks and the blocks of model/blocks/ — and, where its blocks write more than one
+// attention stream, each layer's KV streams (as plain KvLayerSpecs). Loaders are per format and fill one Model
+// through the family's name table.
+// Must not know: file formats (hparams.h, tensor_source.h) or how KV caches are paged.
 #pragma once
 #include <string>
 #include <vector>
 
+#include "kv/kv_layout.h"
 #include "model/hparams.h"
 #include "model/model_config.h"
 
@@ -55,6 +58,9 @@ struct ModelFamily {
   void (*read_hparams)(const HParams& h, ModelConfig& c);  // fills c (model-wide and per layer)
   std::vector<TensorName> tensors;
   LayerRecipe layer;
+  // The KV streams layer `l` writes, in the order its blocks read them; null = one attention stream from the
+  // layer's config (model/kv_streams.h).
+  std::vector<KvLayerSpec> (*layer_streams)(const ModelConfig& c, int32_t layer) = nullptr;
 };
 
 const std::vector<const ModelFamily*>& model_families();

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "model/decoder_forward.h"
+#include "model/kv_streams.h"
 
 namespace slimkv {
 

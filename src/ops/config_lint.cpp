@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/check.h"
-#include "model/decoder_forward.h"
+#include "model/kv_streams.h"
 
 namespace slimkv {
 

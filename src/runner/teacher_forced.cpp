@@ -26,7 +26,7 @@ TeacherForcedRun::TeacherForcedRun(const Model& model, ThreadPool* pool, const C
       kv_(layout_, pool_blocks(layout_, capacity_tokens)),
       mgr_(kv_.pool_blocks(), block_size, /*enable_prefix_caching=*/false, 0, group_specs(layout_)) {
   fwd_.set_kv_projection(load_kv_projection(cc, model, layout_));
-  if (model.config.dsv4.enabled() && cc.enabled) fwd_.set_index_topk(cc.kv_sparse_topk);  // the indexer's top-k
+  if (cc.enabled) fwd_.block_options().index_topk = cc.kv_sparse_topk;  // a sparse indexer's top-k, where one runs
   mgr_.set_evict_hook([this](SeqKv& seq, int32_t g, const std::vector<KvCacheManager::Evicted>& ev) {
     merge_into_summaries(kv_, mgr_, seq, g, ev);
   });

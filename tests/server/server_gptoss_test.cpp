@@ -68,11 +68,9 @@ TEST_F(ServerGptOss, StreamingEqualsNonStreamingAcrossTheWindow) {
   sbody["stream"] = true;
   auto [status, raw] = server_->post("/v1/completions", sbody);
   ASSERT_EQ(status, 200);
-  std::string text;
-  for (const json& e : sse_events(raw.get<std::string>())) {
-    if (e != "[DONE]") text += e["choices"][0]["text"].get<std::string>();
-  }
-  EXPECT_EQ(text, r["choices"][0]["text"].get<std::string>());
+  const StreamedText st = streamed_text(raw.get<std::string>());
+  EXPECT_TRUE(st.done);
+  EXPECT_EQ(st.text, r["choices"][0]["text"].get<std::string>());
 }
 
 TEST_F(ServerGptOss, ConcurrentRequestsEqualLoneOnesWithPrefixHitsAndPreemption) {

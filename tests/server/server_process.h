@@ -202,4 +202,18 @@ inline std::vector<nlohmann::json> sse_events(const std::string& body) {
   return out;
 }
 
+// A streamed completion's text (its chunks' choices[0].text joined) and whether it ended with [DONE].
+struct StreamedText {
+  std::string text;
+  bool done = false;
+};
+inline StreamedText streamed_text(const std::string& body) {
+  StreamedText s;
+  for (const nlohmann::json& e : sse_events(body)) {
+    if (e == "[DONE]") s.done = true;
+    else s.text += e["choices"][0]["text"].get<std::string>();
+  }
+  return s;
+}
+
 }  // namespace slimkv::test

@@ -1,5 +1,5 @@
 // Family `deepseek2`: DeepSeek-V2 / V2-Lite / V3 / R1 and Kimi-K2 (GGUF `deepseek2`, as llama.cpp's converter
-// writes it). Multi-head latent attention, absorbed (model/mla_block.cpp): q LoRA with its norm (or a plain q
+// writes it). Multi-head latent attention, absorbed (model/blocks/mla_attention.h): q LoRA with its norm (or a plain q
 // projection when q_lora_rank is 0: V2-Lite), the cache holds [latent | rope key] per token; RoPE NORM on the rope
 // dims with YaRN, whose magnitude factor is cancelled in the rotation and applied to the softmax scale instead:
 // scale = mscale^2 / sqrt(nope + rope), mscale = 1 + yarn_log_multiplier * ln(factor). FFN: leading dense layers,
@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "core/check.h"
+#include "model/blocks/mla_attention.h"
 #include "model/decoder_forward.h"
 #include "model/family.h"
 
@@ -114,6 +115,17 @@ std::vector<TensorName> names() {
   };
 }
 
+// The pre-norm layer with latent attention: x += mla(norm(x)); x += ffn(norm(x)).
+void layer(DecoderForward& f, int32_t l) {
+  const LayerWeights& w = f.weights(l);
+  f.norm(f.normed(), f.residual(), w.attn_norm);
+  f.block<MlaAttentionBlock>().run(f, l, f.normed(), f.block_out());
+  f.add_to_residual(f.block_out());
+  f.norm(f.normed(), f.residual(), w.ffn_norm);
+  f.ffn(l, f.normed(), f.block_out());
+  f.add_to_residual(f.block_out());
+}
+
 }  // namespace
 
 const ModelFamily& deepseek2_family() {
@@ -121,7 +133,7 @@ const ModelFamily& deepseek2_family() {
                              "MLA (q LoRA or plain q, latent + rope-key cache, absorbed attention, YaRN mscale), "
                              "leading dense layers, DeepSeekMoE (softmax/sigmoid gating, selection bias, groups, "
                              "norm and scale, shared experts)",
-                             read, names(), pre_norm_layer};
+                             read, names(), layer};
   return f;
 }
 

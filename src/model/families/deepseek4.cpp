@@ -4,7 +4,7 @@
 // on its last dims (plain RoPE on window-only layers, the compressed branch's base with YaRN elsewhere), learned
 // sinks, grouped output LoRA; hyper-connections (hc_mult residual streams, Sinkhorn-normalised mixing); MoE on every
 // layer: the first num_hash_layers route by a token id -> experts table, the rest by sqrt(softplus) scores with the
-// selection bias; SwiGLU clamped. The blocks are DecoderForward's (dsv4_block.cpp, hyper_connection.cpp).
+// selection bias; SwiGLU clamped. The blocks are model/blocks/compressed_attention and hyper_connections.
 // Hugging Face checkpoints: DeepSeek's own tensor names (`layers.{l}.attn.wq_a.weight`, ...: what llama.cpp's
 // converter reads, and the checkpoint holds), with the same layouts as the GGUF (the converter transposes nothing);
 // F32 / F16 / BF16 tensors — the released FP8 (block-scaled e4m3) and FP4 expert weights are refused by name.
@@ -12,6 +12,8 @@
 #include <cmath>
 
 #include "core/check.h"
+#include "model/blocks/compressed_attention.h"
+#include "model/blocks/hyper_connections.h"
 #include "model/decoder_forward.h"
 #include "model/family.h"
 
@@ -145,17 +147,20 @@ std::vector<TensorName> names() {
 // hc_mult streams; the last layer mixes the streams into the residual the classifier reads.
 void layer(DecoderForward& f, int32_t l) {
   const LayerWeights& w = f.weights(l);
-  if (l == 0) f.hc_begin();
-  f.hc_pre(l, HcSite::Attn, f.normed());
+  HyperConnections& hc = f.block<HyperConnections>();
+  if (l == 0) hc.begin(f);
+  hc.pre(f, l, HcSite::Attn, f.normed());
   f.norm(f.normed(), f.normed(), w.attn_norm);
-  f.attention(l, f.normed(), f.block_out());
-  f.hc_post(HcSite::Attn, f.block_out());
-  f.hc_pre(l, HcSite::Ffn, f.normed());
+  f.block<CompressedAttention>().run(f, l, f.normed(), f.block_out());
+  hc.post(f, f.block_out());
+  hc.pre(f, l, HcSite::Ffn, f.normed());
   f.norm(f.normed(), f.normed(), w.ffn_norm);
   f.ffn(l, f.normed(), f.block_out());
-  f.hc_post(HcSite::Ffn, f.block_out());
-  if (l == f.model().config.num_layers - 1) f.hc_head();
+  hc.post(f, f.block_out());
+  if (l == f.model().config.num_layers - 1) hc.head(f);
 }
+
+std::vector<KvLayerSpec> layer_streams(const ModelConfig& c, int32_t l) { return compressed_layer_streams(c, l).specs; }
 
 }  // namespace
 
@@ -165,7 +170,7 @@ const ModelFamily& deepseek4_family() {
                              "(ratio 128) compressed streams + sliding window + sinks, shared K = V head with RoPE on "
                              "its last dims, grouped output LoRA, hyper-connections (Sinkhorn), hash-routed and "
                              "sqrt-softplus MoE with clamped SwiGLU",
-                             read, names(), layer};
+                             read, names(), layer, layer_streams};
   return f;
 }
 

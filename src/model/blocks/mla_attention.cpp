@@ -1,5 +1,4 @@
-// DecoderForward's multi-head latent attention (DeepSeek-V2/V3), absorbed as llama.cpp does it: the cache holds one
-// record per token, [c_kv | k_pe] (kv_lora + rope values, one "KV head"), whose latent part is also the value.
+// Multi-head latent attention (blocks/mla_attention.h), absorbed as llama.cpp does it:
 //   q = wq_b · rmsnorm(wq_a · x) (or wq · x), per head [q_nope | q_pe];  [c_kv | k_pe] = wkv_a · x,
 //   c_kv = rmsnorm(c_kv) * kv_a_norm;  RoPE (the model's) on q_pe and k_pe;
 //   Q_h = [k_b[h] · q_nope_h | q_pe_h];  o_h = softmax(scale · Q_h · K^T) · V (V = the latents, MQA over one head);
@@ -13,7 +12,7 @@
 #include "kernels/dot.h"
 #include "kernels/kv_codec.h"
 #include "kernels/ops.h"
-#include "model/decoder_forward.h"
+#include "model/blocks/mla_attention.h"
 
 namespace slimkv {
 namespace {
@@ -24,105 +23,100 @@ void grow(std::vector<float>& v, size_t n) {
 
 }  // namespace
 
-void DecoderForward::mla_attention(int32_t l, const float* in, float* out) {
-  const ModelConfig& c = model_.config;
+void MlaAttentionBlock::run(DecoderForward& f, int32_t l, const float* in, float* out) {
+  const ModelConfig& c = f.model().config;
   const MlaConfig& a = c.mla;
   const LayerConfig& lc = c.layers[l];
-  const LayerWeights& w = model_.layers[l];
-  const ForwardBatch& b = *batch_;
-  KvStorage& kv = *kv_;
-  const int32_t T = T_, H = lc.num_heads, L = a.kv_lora_rank, R = a.rope_dim, N = a.nope_dim, V = a.v_head_dim;
+  const LayerWeights& w = f.model().layers[l];
+  const ForwardBatch& b = f.batch();
+  KvStorage& kv = f.kv();
+  const int32_t T = f.num_tokens(), H = lc.num_heads, L = a.kv_lora_rank, R = a.rope_dim, N = a.nope_dim, V = a.v_head_dim;
   const int32_t qh = N + R, rec = L + R;
   const size_t t_ = static_cast<size_t>(T);
-  grow(mla_q_, t_ * H * qh);
-  grow(mla_kv_, t_ * rec);
-  grow(mla_in_, t_ * std::max(N, L));
-  grow(mla_out_, t_ * std::max(L, V));
-  grow(mla_o_, t_ * H * V);
+  grow(q_, t_ * H * qh);
+  grow(kv_, t_ * rec);
+  grow(in_, t_ * std::max(N, L));
+  grow(out_, t_ * std::max(L, V));
+  grow(o_, t_ * H * V);
+  grow(qabs_, t_ * H * rec);
+  grow(att_, t_ * H * L);
   {
     ProfScope ps(ProfKind::Matmul);
     if (w.wq_a.data) {
-      grow(mla_qa_, t_ * a.q_lora_rank);
-      matmul(w.wq_a, in, T, mla_qa_.data(), pool_);
-      rmsnorm_rows(mla_qa_.data(), mla_qa_.data(), w.q_a_norm, T, a.q_lora_rank, c.rms_eps);
-      matmul(w.wq_b, mla_qa_.data(), T, mla_q_.data(), pool_);
+      grow(qa_, t_ * a.q_lora_rank);
+      matmul(w.wq_a, in, T, qa_.data(), f.pool());
+      rmsnorm_rows(qa_.data(), qa_.data(), w.q_a_norm, T, a.q_lora_rank, c.rms_eps);
+      matmul(w.wq_b, qa_.data(), T, q_.data(), f.pool());
     } else {
-      matmul(w.wq, in, T, mla_q_.data(), pool_);
+      matmul(w.wq, in, T, q_.data(), f.pool());
     }
-    matmul(w.wkv_a, in, T, mla_kv_.data(), pool_);
+    matmul(w.wkv_a, in, T, kv_.data(), f.pool());
   }
   const KvLayerGeometry& g = kv.layout().layers[l];
   const std::vector<int64_t>& slots = b.slots[g.group];
-  const RopeTable& rope = ropes_[layer_rope_[l]];
+  const RopeTable& rope = f.rope(l);
   for (int32_t t = 0; t < T; ++t) {
     ProfScope ps(ProfKind::KvWrite);
-    float* rec_t = mla_kv_.data() + static_cast<size_t>(t) * rec;
+    float* rec_t = kv_.data() + static_cast<size_t>(t) * rec;
     rmsnorm(rec_t, rec_t, w.kv_a_norm, L, c.rms_eps);
     rope.apply(rec_t + L, 1, b.positions[t], rec);
-    rope.apply(mla_q_.data() + static_cast<size_t>(t) * H * qh + N, H, b.positions[t], qh);
-    write_kv(kv, l, slots[t], rec_t, nullptr);
+    rope.apply(q_.data() + static_cast<size_t>(t) * H * qh + N, H, b.positions[t], qh);
+    f.write_kv(kv, l, slots[t], rec_t, nullptr);
   }
   // Absorb: Q_h = [k_b[h] · q_nope_h | q_pe_h] into q_ ([T, H * rec]).
   for (int32_t h = 0; h < H; ++h) {
     for (int32_t t = 0; t < T; ++t) {
-      const float* src = mla_q_.data() + (static_cast<size_t>(t) * H + h) * qh;
-      std::memcpy(mla_in_.data() + static_cast<size_t>(t) * N, src, sizeof(float) * N);
+      const float* src = q_.data() + (static_cast<size_t>(t) * H + h) * qh;
+      std::memcpy(in_.data() + static_cast<size_t>(t) * N, src, sizeof(float) * N);
     }
     {
       ProfScope ps(ProfKind::Matmul);
-      matmul(w.k_b[h], mla_in_.data(), T, mla_out_.data(), pool_);
+      matmul(w.k_b[h], in_.data(), T, out_.data(), f.pool());
     }
     for (int32_t t = 0; t < T; ++t) {
-      float* dst = q_.data() + (static_cast<size_t>(t) * H + h) * rec;
-      std::memcpy(dst, mla_out_.data() + static_cast<size_t>(t) * L, sizeof(float) * L);
-      std::memcpy(dst + L, mla_q_.data() + (static_cast<size_t>(t) * H + h) * qh + N, sizeof(float) * R);
+      float* dst = qabs_.data() + (static_cast<size_t>(t) * H + h) * rec;
+      std::memcpy(dst, out_.data() + static_cast<size_t>(t) * L, sizeof(float) * L);
+      std::memcpy(dst + L, q_.data() + (static_cast<size_t>(t) * H + h) * qh + N, sizeof(float) * R);
     }
   }
-  if (mla_decompress_this_step(l)) {
-    mla_decompressed(l);
+  if (decompress_this_step(f, l)) {
+    decompressed(f, l);
     ProfScope ps(ProfKind::Matmul);
-    matmul(w.wo, mla_o_.data(), T, out, pool_);
+    matmul(w.wo, o_.data(), T, out, f.pool());
     return;
   }
   {
     ProfScope ps(ProfKind::Attention);
-    attention_[g.group].run(q_.data(), layer_kv(l), {H, 1, rec, L, c.attn_scale}, att_.data(), pool_);
+    f.attention_plan(g.group).run(qabs_.data(), f.layer_kv(l), {H, 1, rec, L, c.attn_scale}, att_.data(), f.pool());
   }
   // Out of the latent space: o_h = v_b[h] · latent output of head h.
   for (int32_t h = 0; h < H; ++h) {
     for (int32_t t = 0; t < T; ++t) {
-      std::memcpy(mla_in_.data() + static_cast<size_t>(t) * L, att_.data() + (static_cast<size_t>(t) * H + h) * L,
+      std::memcpy(in_.data() + static_cast<size_t>(t) * L, att_.data() + (static_cast<size_t>(t) * H + h) * L,
                   sizeof(float) * L);
     }
     {
       ProfScope ps(ProfKind::Matmul);
-      matmul(w.v_b[h], mla_in_.data(), T, mla_out_.data(), pool_);
+      matmul(w.v_b[h], in_.data(), T, out_.data(), f.pool());
     }
     for (int32_t t = 0; t < T; ++t) {
-      std::memcpy(mla_o_.data() + (static_cast<size_t>(t) * H + h) * V, mla_out_.data() + static_cast<size_t>(t) * V,
+      std::memcpy(o_.data() + (static_cast<size_t>(t) * H + h) * V, out_.data() + static_cast<size_t>(t) * V,
                   sizeof(float) * V);
     }
   }
   ProfScope ps(ProfKind::Matmul);
-  matmul(w.wo, mla_o_.data(), T, out, pool_);
+  matmul(w.wo, o_.data(), T, out, f.pool());
 }
 
-MlaAttention parse_mla_attention(const std::string& s) {
-  if (s == "absorbed") return MlaAttention::Absorbed;
-  if (s == "decompressed") return MlaAttention::Decompressed;
-  if (s == "auto") return MlaAttention::Auto;
-  fail("--mla-attention must be absorbed, decompressed or auto (got '{}')", s);
-}
-
-bool DecoderForward::mla_decompress_this_step(int32_t l) const {
-  if (mla_mode_ == MlaAttention::Absorbed) return false;
-  const KvLayerGeometry& g = kv_->layout().layers[l];
+bool MlaAttentionBlock::decompress_this_step(const DecoderForward& f, int32_t l) const {
+  if (f.block_options().mla_attention == MlaAttention::Absorbed) return false;
+  const KvLayerGeometry& g = f.kv().layout().layers[l];
   if (g.spec.dynamic() || g.spec.window_tokens > 0) return false;  // page tables of live blocks: absorbed only
-  if (mla_mode_ == MlaAttention::Decompressed) return true;
+  if (f.block_options().mla_attention == MlaAttention::Decompressed) return true;
   // Cost in multiply-adds per head: absorbed = tokens x ctx x (2 kv_lora + rope); decompressed = per sequence
   // ctx x (nope + v) x kv_lora, then tokens x ctx x (nope + rope + v).
-  const MlaConfig& a = model_.config.mla;
-  const PagedBatchMeta& m = batch_->attn[g.group];
+  const MlaConfig& a = f.model().config.mla;
+  const PagedBatchMeta& m = f.batch().attn[g.group];
   std::vector<int64_t> ctx(m.kv_indptr.size(), 0), n(m.kv_indptr.size(), 0);
   for (size_t t = 0; t < m.token_pos.size(); ++t) {
     ctx[m.token_seq[t]] = std::max<int64_t>(ctx[m.token_seq[t]], m.token_pos[t] + 1);
@@ -137,18 +131,18 @@ bool DecoderForward::mla_decompress_this_step(int32_t l) const {
   return decompressed < absorbed;
 }
 
-void DecoderForward::mla_decompressed(int32_t l) {
-  const ModelConfig& c = model_.config;
+void MlaAttentionBlock::decompressed(DecoderForward& f, int32_t l) {
+  const ModelConfig& c = f.model().config;
   const MlaConfig& a = c.mla;
   const LayerConfig& lc = c.layers[l];
-  const LayerWeights& w = model_.layers[l];
-  KvStorage& kv = *kv_;
+  const LayerWeights& w = f.model().layers[l];
+  KvStorage& kv = f.kv();
   const KvLayerGeometry& g = kv.layout().layers[l];
-  const PagedBatchMeta& m = batch_->attn[g.group];
+  const PagedBatchMeta& m = f.batch().attn[g.group];
   const int32_t H = lc.num_heads, L = a.kv_lora_rank, R = a.rope_dim, N = a.nope_dim, V = a.v_head_dim;
   const int32_t qh = N + R, rec = L + R, bs = m.block_size;
-  if (mla_kbt_.size() < static_cast<size_t>(c.num_layers)) mla_kbt_.resize(c.num_layers);
-  if (mla_kbt_[l].empty()) {  // k_b[h] transposed once: [nope, kv_lora], so decompression is one matmul
+  if (kbt_.size() < static_cast<size_t>(c.num_layers)) kbt_.resize(c.num_layers);
+  if (kbt_[l].empty()) {  // k_b[h] transposed once: [nope, kv_lora], so decompression is one matmul
     std::vector<float> row(N);
     for (int32_t h = 0; h < H; ++h) {
       auto t = std::make_unique<std::vector<float>>(static_cast<size_t>(N) * L);
@@ -156,8 +150,8 @@ void DecoderForward::mla_decompressed(int32_t l) {
         dequantize_row(w.k_b[h], r, row.data());
         for (int32_t j = 0; j < N; ++j) (*t)[static_cast<size_t>(j) * L + r] = row[j];
       }
-      mla_kbt_[l].push_back(WeightView{DType::F32, N, L, t->data()});
-      mla_kbt_store_.push_back(std::move(t));
+      kbt_[l].push_back(WeightView{DType::F32, N, L, t->data()});
+      kbt_store_.push_back(std::move(t));
     }
   }
   const DotKernels& dot = dot_kernels();
@@ -184,7 +178,7 @@ void DecoderForward::mla_decompressed(int32_t l) {
     // spread over the threads.
     const int32_t kd = N + R;
     grow(dc_kf_, static_cast<size_t>(ctx) * kd);
-    const int32_t nt = pool_ ? pool_->num_threads() : 1;
+    const int32_t nt = f.pool() ? f.pool()->num_threads() : 1;
     grow(dc_s_, static_cast<size_t>(nt) * ctx);
     std::vector<int32_t> toks;
     for (size_t t = 0; t < m.token_pos.size(); ++t) {
@@ -203,8 +197,8 @@ void DecoderForward::mla_decompressed(int32_t l) {
     for (int32_t h = 0; h < H; ++h) {
       {
         ProfScope ps(ProfKind::Matmul);
-        matmul(mla_kbt_[l][h], dc_c_.data(), ctx, dc_k_.data(), pool_);  // K_nope = C · k_b[h]
-        matmul(w.v_b[h], dc_c_.data(), ctx, dc_v_.data(), pool_);       // V = C · v_b[h]^T
+        matmul(kbt_[l][h], dc_c_.data(), ctx, dc_k_.data(), f.pool());  // K_nope = C · k_b[h]
+        matmul(w.v_b[h], dc_c_.data(), ctx, dc_v_.data(), f.pool());       // V = C · v_b[h]^T
       }
       ProfScope ps(ProfKind::Attention);
       for (int32_t p = 0; p < ctx; ++p) {
@@ -216,12 +210,12 @@ void DecoderForward::mla_decompressed(int32_t l) {
         float* scores = dc_s_.data() + static_cast<size_t>(thread) * ctx;
         for (int64_t i = i0; i < i1; ++i) {
           const size_t t = static_cast<size_t>(toks[i]);
-          dot.attend(mla_q_.data() + (t * H + h) * qh, pk, m.token_pos[t] + 1, c.attn_scale, scores,
-                     mla_o_.data() + (t * H + h) * V);
+          dot.attend(q_.data() + (t * H + h) * qh, pk, m.token_pos[t] + 1, c.attn_scale, scores,
+                     o_.data() + (t * H + h) * V);
         }
       };
-      if (pool_ && toks.size() > 1) {
-        pool_->parallel_for(static_cast<int64_t>(toks.size()), 1, attend_tokens);
+      if (f.pool() && toks.size() > 1) {
+        f.pool()->parallel_for(static_cast<int64_t>(toks.size()), 1, attend_tokens);
       } else {
         attend_tokens(0, static_cast<int64_t>(toks.size()), 0);
       }
