@@ -29,36 +29,15 @@ void add_engine_flags(CLI::App* app, EngineConfig& c) {
   app->add_option("--max-waiting", c.sched.max_waiting, "Queued requests before new ones are refused");
   app->add_option("--mla-attention", c.mla_attention,
                   "MLA models: absorbed | decompressed | auto (default: per step, the cheaper by multiply-adds)");
-  app->add_option_function<std::string>(
-      "--kv-cache-compression",
-      [&c](const std::string& v) {
-        if (v != "on" && v != "off") throw CLI::ValidationError("--kv-cache-compression", "must be on or off");
-        c.compress.enabled = v == "on";
-      },
-      "on|off (off: the plain f32 cache, bit-identical to no compression)");
-  app->add_option("--kv-cache-dtype", c.compress.kv_cache_dtype, "KV storage dtype: auto|f32|f16|int8|int4");
-  app->add_option("--kv-quant-rotation", c.compress.kv_quant_rotation,
-                  "Rotation before quantizing: auto|hadamard|none (auto: hadamard for int8/int4)");
+  // One flag per compression field, from the field table (compress/compression_config.h): parsed once, into the
+  // typed field; a bad value is the field's own error.
+  for (const CompressionField& field : compression_fields()) {
+    const CompressionField* f = &field;
+    CLI::Option* o = app->add_option_function<std::string>(
+        f->flag(), [&c, f](const std::string& v) { f->set(c.compress, v); }, f->help);
+    if (!f->choices.empty()) o->check(CLI::IsMember(f->choices));
+  }
   app->add_option("--kv-config", c.kv_config_file, "JSON compression config (keys: flag names with underscores)");
-  app->add_option("--kv-compression-rank", c.compress.kv_compression_rank, "Low-rank K/V latent size per head");
-  app->add_option("--kv-compression-rank-k", c.compress.kv_compression_rank_k, "Low-rank size for keys only");
-  app->add_option("--kv-compression-rank-v", c.compress.kv_compression_rank_v, "Low-rank size for values only");
-  app->add_option("--kv-layer-compress-ratio", c.compress.kv_layer_compress_ratio,
-                  "Per-layer ratios r1,r2,...: rank = head_dim / r (one per layer)")->delimiter(',');
-  app->add_option("--kv-calibration", c.compress.kv_calibration, "Calibration file from `slimkv calibrate`");
-  app->add_option("--kv-sparse-mode", c.compress.kv_sparse_mode,
-                  "off|static|dynamic (static: sinks + recent window; dynamic: + most-attended blocks)");
-  app->add_option("--kv-sparse-topk", c.compress.kv_sparse_topk, "Dynamic mode: tokens kept in all");
-  app->add_option("--kv-evict-policy", c.compress.kv_evict_policy,
-                  "drop|merge (merge: evicted blocks fold into per-sequence summary rows)");
-  app->add_option("--kv-sparse-schedule", c.compress.kv_sparse_schedule,
-                  "Per-layer top-K budgets with the same total: uniform | pyramid (1.5x at the first layer to 0.5x at "
-                  "the last) | auto (from the calibration file's attention profile, --kv-calibration)");
-  app->add_option("--kv-sparse-layer-topk", c.compress.kv_sparse_layer_topk,
-                  "Explicit per-layer budgets k1,k2,... (one per layer; overrides --kv-sparse-schedule)")
-      ->delimiter(',');
-  app->add_option("--kv-sink-tokens", c.compress.kv_sink_tokens, "Attention-sink tokens kept (default 4)");
-  app->add_option("--kv-recent-window", c.compress.kv_recent_window, "Recent tokens kept (static sparse mode)");
 }
 
 std::string default_model_path() {

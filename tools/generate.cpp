@@ -80,8 +80,7 @@ int run_prompts_file(GenerateFlags f) {
 // single prompt runs through the engine too (one request), so no flag is silently ignored.
 bool wants_engine(const GenerateFlags& f) {
   const CompressionConfig& c = f.engine.compress;
-  const bool compresses = c.dtype() != KvDtype::F32 || c.rotate() || c.low_rank() || c.sparse() || c.dynamic();
-  return compresses || !f.engine.kv_config_file.empty() || f.engine.mla_attention != "auto";
+  return c.changes_cache() || !f.engine.kv_config_file.empty() || f.engine.mla_attention != "auto";
 }
 
 std::vector<int32_t> engine_generate(const Model& model, GenerateFlags f, std::vector<int32_t> prompt,

@@ -219,7 +219,7 @@ int run_plan(PlanFlags f) {
     if (f.shape.weights_dtype != "f16") in.shape.weights_dtype = f.shape.weights_dtype;
     if (f.params > 0) in.shape.num_params = static_cast<int64_t>(f.params);
   } else if (f.shape.num_layers > 0) {  // explicit hyper-parameters
-    SLIMKV_CHECK(in.compress.kv_sparse_schedule != "auto" || !in.compress.kv_sparse_layer_topk.empty(),
+    SLIMKV_CHECK(in.compress.kv_sparse_schedule != KvSparseSchedule::Auto || !in.compress.kv_sparse_layer_topk.empty(),
                  "plan: --kv-sparse-schedule auto needs -m MODEL (its calibration file decides the per-layer budgets; "
                  "the total equals uniform's)");
     in.shape = f.shape;

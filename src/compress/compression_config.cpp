@@ -12,17 +12,20 @@ namespace slimkv {
 
 KvDtype CompressionConfig::dtype() const {
   if (!enabled) return KvDtype::F32;
-  if (kv_cache_dtype == "auto" || kv_cache_dtype == "f32") return KvDtype::F32;
-  if (kv_cache_dtype == "f16") return KvDtype::F16;
-  if (kv_cache_dtype == "int8") return KvDtype::Int8;
-  if (kv_cache_dtype == "int4") return KvDtype::Int4;
-  fail("--kv-cache-dtype must be one of auto, f32, f16, int8, int4 (got '{}')", kv_cache_dtype);
+  switch (kv_cache_dtype) {
+    case KvCacheDtype::Auto:
+    case KvCacheDtype::F32: return KvDtype::F32;
+    case KvCacheDtype::F16: return KvDtype::F16;
+    case KvCacheDtype::Int8: return KvDtype::Int8;
+    case KvCacheDtype::Int4: return KvDtype::Int4;
+  }
+  return KvDtype::F32;
 }
 
 bool CompressionConfig::rotate() const {
   if (!enabled) return false;
-  if (kv_quant_rotation == "none") return false;
-  if (kv_quant_rotation == "hadamard") return true;
+  if (kv_quant_rotation == KvRotation::None) return false;
+  if (kv_quant_rotation == KvRotation::Hadamard) return true;
   KvDtype d = dtype();
   return d == KvDtype::Int8 || d == KvDtype::Int4;  // auto
 }
@@ -30,6 +33,14 @@ bool CompressionConfig::rotate() const {
 bool CompressionConfig::low_rank() const {
   return enabled && (kv_compression_rank > 0 || kv_compression_rank_k > 0 || kv_compression_rank_v > 0 ||
                      !kv_layer_compress_ratio.empty());
+}
+
+bool CompressionConfig::changes_cache() const {
+  return enabled && (dtype() != KvDtype::F32 || rotate() || low_rank() || sparse() || dynamic());
+}
+
+bool CompressionConfig::changes_bytes(KvDtype baseline) const {
+  return enabled && (dtype() != baseline || low_rank() || sparse() || dynamic());
 }
 
 int32_t CompressionConfig::rank_k(int32_t layer, int32_t hd) const {
@@ -60,9 +71,7 @@ void CompressionConfig::validate(int32_t num_layers, int32_t head_dim) const {
 
 void CompressionConfig::validate(const std::vector<KvLayerSpec>& layers) const {
   const int32_t num_layers = static_cast<int32_t>(layers.size());
-  SLIMKV_CHECK(kv_quant_rotation == "auto" || kv_quant_rotation == "hadamard" || kv_quant_rotation == "none",
-               "--kv-quant-rotation must be auto, hadamard or none (got '{}')", kv_quant_rotation);
-  KvDtype d = dtype();  // validates the name
+  const KvDtype d = dtype();
   if (!enabled) return;
   const bool native = std::any_of(layers.begin(), layers.end(), [](const KvLayerSpec& l) {
     return l.entry_tokens > 1 || l.kind != KvRecordKind::Attention;
@@ -71,21 +80,17 @@ void CompressionConfig::validate(const std::vector<KvLayerSpec>& layers) const {
     SLIMKV_CHECK(kv_layer_compress_ratio.empty(), "--kv-layer-compress-ratio: this model compresses its own cache "
                  "(DeepSeek-V4's per-layer ratios 0/4/128 come from its weights and are printed at load); they "
                  "cannot be overridden");
-    SLIMKV_CHECK(kv_sparse_mode == "off", "--kv-sparse-mode {}: this model selects its compressed entries natively "
-                 "(the lightning indexer); use --kv-sparse-topk K alone to change its top-k", kv_sparse_mode);
+    SLIMKV_CHECK(kv_sparse_mode == KvSparseMode::Off, "--kv-sparse-mode {}: this model selects its compressed "
+                 "entries natively (the lightning indexer); use --kv-sparse-topk K alone to change its top-k",
+                 kv_sparse_mode.name());
     SLIMKV_CHECK(!low_rank(), "low-rank K/V does not apply to a natively compressed (DeepSeek-V4) cache");
   }
-  SLIMKV_CHECK(kv_sparse_mode == "off" || kv_sparse_mode == "static" || kv_sparse_mode == "dynamic",
-               "--kv-sparse-mode must be off, static or dynamic (got '{}')", kv_sparse_mode);
-  SLIMKV_CHECK(kv_evict_policy == "drop" || kv_evict_policy == "merge",
-               "--kv-evict-policy must be drop or merge (got '{}')", kv_evict_policy);
-  SLIMKV_CHECK(kv_evict_policy == "drop" || dynamic() || !sparse(),
+  SLIMKV_CHECK(kv_evict_policy == KvEvictPolicy::Drop || dynamic() || !sparse(),
                "--kv-evict-policy merge needs --kv-sparse-mode dynamic (a static window evicts by position)");
-  SLIMKV_CHECK(kv_sparse_schedule == "uniform" || kv_sparse_schedule == "pyramid" || kv_sparse_schedule == "auto",
-               "--kv-sparse-schedule must be uniform, pyramid or auto (got '{}')", kv_sparse_schedule);
-  SLIMKV_CHECK(kv_sparse_schedule == "uniform" || dynamic(),
-               "--kv-sparse-schedule {} needs --kv-sparse-mode dynamic", kv_sparse_schedule);
-  SLIMKV_CHECK(kv_sparse_schedule != "auto" || !kv_calibration.empty() || !kv_sparse_layer_topk.empty(),
+  SLIMKV_CHECK(kv_sparse_schedule == KvSparseSchedule::Uniform || dynamic(),
+               "--kv-sparse-schedule {} needs --kv-sparse-mode dynamic", kv_sparse_schedule.name());
+  SLIMKV_CHECK(kv_sparse_schedule != KvSparseSchedule::Auto || !kv_calibration.empty() ||
+                   !kv_sparse_layer_topk.empty(),
                "--kv-sparse-schedule auto needs --kv-calibration FILE (from `slimkv calibrate`: its attention "
                "profile)");
   SLIMKV_CHECK(kv_sparse_layer_topk.empty() || dynamic(), "--kv-sparse-layer-topk needs --kv-sparse-mode dynamic");
@@ -147,7 +152,7 @@ void CompressionConfig::validate(const std::vector<KvLayerSpec>& layers) const {
                   : std::vector<int32_t>{rank_k(l, ls.head_dim_k), rank_v(l, ls.head_dim_v)};
     for (int32_t r : parts) {
       SLIMKV_CHECK(d != KvDtype::Int4 || r % 2 == 0, "--kv-cache-dtype int4 needs even row sizes (got {})", r);
-      SLIMKV_CHECK(kv_quant_rotation != "hadamard" || is_power_of_two(r),
+      SLIMKV_CHECK(kv_quant_rotation != KvRotation::Hadamard || is_power_of_two(r),
                    "--kv-quant-rotation hadamard needs power-of-two row sizes (layer {} has {})", l, r);
     }
   }
@@ -166,9 +171,9 @@ std::vector<int32_t> CompressionConfig::layer_topk(const std::vector<KvLayerSpec
     for (size_t l : full) out[l] = kv_sparse_layer_topk[l];
     return out;
   }
-  SLIMKV_CHECK(kv_sparse_schedule != "auto", "--kv-sparse-schedule auto: budgets not resolved from the calibration "
+  SLIMKV_CHECK(kv_sparse_schedule != KvSparseSchedule::Auto, "--kv-sparse-schedule auto: budgets not resolved from the calibration "
                "file (resolve_sparse_schedule)");
-  if (kv_sparse_schedule == "uniform" || full.size() == 1) {
+  if (kv_sparse_schedule == KvSparseSchedule::Uniform || full.size() == 1) {
     for (size_t l : full) out[l] = kv_sparse_topk;
     return out;
   }
@@ -212,14 +217,10 @@ KvLayout CompressionConfig::layout(const std::vector<KvLayerSpec>& specs, int32_
       g.dtype = KvDtype::F16;  // indexer keys are F16 unless the cache is narrower
     }
     if (specs[l].window_tokens > 0 || specs[l].entry_tokens > 1) continue;  // windows / entries are the model's
-    if (sparse()) {
-      g.spec.window_tokens = kv_recent_window;
-      g.spec.sink_tokens = kv_sink_tokens;
-    } else if (dynamic()) {
-      g.spec.dyn_topk_tokens = topk[l];
-      g.spec.dyn_sink_tokens = kv_sink_tokens;
-      g.spec.dyn_window_tokens = kv_recent_window;
-      g.spec.dyn_merge = merge();
+    if (sparse() && kv_recent_window > 0) {
+      g.spec = KvGroupSpec::window(kv_recent_window, kv_sink_tokens);
+    } else if (dynamic() && topk[l] > 0) {
+      g.spec = KvGroupSpec::dynamic_topk(topk[l], kv_sink_tokens, kv_recent_window, merge());
     }
   }
   out.assign_groups();
@@ -234,32 +235,119 @@ std::string CompressionConfig::fingerprint() const {  // what the stored bytes d
   }
   std::string sparse_part = sparse() || dynamic()
                                 ? fmt::format(" sparse={} sinks={} window={} topk={} evict={} schedule={} layers={}",
-                                              kv_sparse_mode, kv_sink_tokens, kv_recent_window, kv_sparse_topk,
-                                              kv_evict_policy, kv_sparse_schedule,
+                                              kv_sparse_mode.name(), kv_sink_tokens, kv_recent_window, kv_sparse_topk,
+                                              kv_evict_policy.name(), kv_sparse_schedule.name(),
                                               fmt::join(kv_sparse_layer_topk, ","))
                                 : "";
   return fmt::format("kv dtype={} rotation={}{}{}", kv_dtype_name(dtype()), rotate(), ranks, sparse_part);
 }
 
+namespace {
+
+std::string ints_text(const std::vector<int32_t>& v) { return fmt::format("{}", fmt::join(v, ",")); }
+
+int32_t parse_int(const std::string& flag, const std::string& t) {
+  size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(t, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  SLIMKV_CHECK(used == t.size() && !t.empty() && v >= INT32_MIN && v <= INT32_MAX, "{} must be an integer (got '{}')",
+               flag, t);
+  return static_cast<int32_t>(v);
+}
+
+std::vector<int32_t> parse_ints(const std::string& flag, const std::string& t) {
+  std::vector<int32_t> out;
+  size_t at = 0;
+  while (at <= t.size() && !t.empty()) {
+    const size_t comma = std::min(t.find(',', at), t.size());
+    out.push_back(parse_int(flag, t.substr(at, comma - at)));
+    at = comma + 1;
+  }
+  return out;
+}
+
+using F = CompressionField;
+using T = CompressionField::Type;
+
+
+}  // namespace
+
+std::string CompressionField::flag() const {
+  std::string f = std::string("--") + key;
+  for (char& ch : f) ch = ch == '_' ? '-' : ch;
+  return f;
+}
+
+#define SLIMKV_CHOICE(KEY, E, HELP)                                                                   \
+  F{#KEY, T::Choice, HELP, Choice<E>::spellings(),                                                    \
+    [](CompressionConfig& c, const std::string& t) { c.KEY = Choice<E>(t); },                         \
+    [](const CompressionConfig& c) { return std::string(c.KEY.name()); }}
+#define SLIMKV_INT(KEY, HELP)                                                                         \
+  F{#KEY, T::Int, HELP, {},                                                                           \
+    [](CompressionConfig& c, const std::string& t) { c.KEY = parse_int("--" #KEY, t); },              \
+    [](const CompressionConfig& c) { return std::to_string(c.KEY); }}
+#define SLIMKV_INTS(KEY, HELP)                                                                        \
+  F{#KEY, T::IntList, HELP, {},                                                                       \
+    [](CompressionConfig& c, const std::string& t) { c.KEY = parse_ints("--" #KEY, t); },             \
+    [](const CompressionConfig& c) { return ints_text(c.KEY); }}
+
+const std::vector<CompressionField>& compression_fields() {
+  static const std::vector<CompressionField> fields = [] {
+    std::vector<CompressionField> f = {
+        F{"kv_cache_compression", T::OnOff, "on|off (off: the plain f32 cache, bit-identical to no compression)",
+          {"on", "off"},
+          [](CompressionConfig& c, const std::string& t) {
+            SLIMKV_CHECK(t == "on" || t == "off", "--kv-cache-compression must be on or off (got '{}')", t);
+            c.enabled = t == "on";
+          },
+          [](const CompressionConfig& c) { return std::string(c.enabled ? "on" : "off"); }},
+        SLIMKV_CHOICE(kv_cache_dtype, KvCacheDtype, "KV storage dtype: auto|f32|f16|int8|int4"),
+        SLIMKV_CHOICE(kv_quant_rotation, KvRotation,
+                      "Rotation before quantizing: auto|hadamard|none (auto: hadamard for int8/int4)"),
+        SLIMKV_INT(kv_compression_rank, "Low-rank K/V latent size per head"),
+        SLIMKV_INT(kv_compression_rank_k, "Low-rank size for keys only"),
+        SLIMKV_INT(kv_compression_rank_v, "Low-rank size for values only"),
+        SLIMKV_INTS(kv_layer_compress_ratio, "Per-layer ratios r1,r2,...: rank = head_dim / r (one per layer)"),
+        F{"kv_calibration", T::Text, "Calibration file from `slimkv calibrate`", {},
+          [](CompressionConfig& c, const std::string& t) { c.kv_calibration = t; },
+          [](const CompressionConfig& c) { return c.kv_calibration; }},
+        SLIMKV_CHOICE(kv_sparse_mode, KvSparseMode,
+                      "off|static|dynamic (static: sinks + recent window; dynamic: + most-attended blocks)"),
+        SLIMKV_INT(kv_sparse_topk, "Dynamic mode: tokens kept in all"),
+        SLIMKV_INT(kv_sink_tokens, "Attention-sink tokens kept (default 4)"),
+        SLIMKV_INT(kv_recent_window, "Recent tokens kept (static sparse mode)"),
+        SLIMKV_CHOICE(kv_evict_policy, KvEvictPolicy,
+                      "drop|merge (merge: evicted blocks fold into per-sequence summary rows)"),
+        SLIMKV_CHOICE(kv_sparse_schedule, KvSparseSchedule,
+                      "Per-layer top-K budgets with the same total: uniform | pyramid (1.5x at the first layer to "
+                      "0.5x at the last) | auto (from the calibration file's attention profile, --kv-calibration)"),
+        SLIMKV_INTS(kv_sparse_layer_topk,
+                    "Explicit per-layer budgets k1,k2,... (one per layer; overrides --kv-sparse-schedule)"),
+    };
+    return f;
+  }();
+  return fields;
+}
+
+#undef SLIMKV_CHOICE
+#undef SLIMKV_INT
+#undef SLIMKV_INTS
+
 std::string CompressionConfig::to_json(const std::string& description) const {
   const CompressionConfig d;
   nlohmann::ordered_json j;
   if (!description.empty()) j["description"] = description;
-  if (!enabled) j["kv_cache_compression"] = "off";
-  if (kv_cache_dtype != d.kv_cache_dtype) j["kv_cache_dtype"] = kv_cache_dtype;
-  if (kv_quant_rotation != d.kv_quant_rotation) j["kv_quant_rotation"] = kv_quant_rotation;
-  if (kv_compression_rank) j["kv_compression_rank"] = kv_compression_rank;
-  if (kv_compression_rank_k) j["kv_compression_rank_k"] = kv_compression_rank_k;
-  if (kv_compression_rank_v) j["kv_compression_rank_v"] = kv_compression_rank_v;
-  if (!kv_layer_compress_ratio.empty()) j["kv_layer_compress_ratio"] = kv_layer_compress_ratio;
-  if (!kv_calibration.empty()) j["kv_calibration"] = kv_calibration;
-  if (kv_sparse_mode != d.kv_sparse_mode) j["kv_sparse_mode"] = kv_sparse_mode;
-  if (kv_sparse_topk != d.kv_sparse_topk) j["kv_sparse_topk"] = kv_sparse_topk;
-  if (kv_sink_tokens != d.kv_sink_tokens) j["kv_sink_tokens"] = kv_sink_tokens;
-  if (kv_recent_window != d.kv_recent_window) j["kv_recent_window"] = kv_recent_window;
-  if (kv_evict_policy != d.kv_evict_policy) j["kv_evict_policy"] = kv_evict_policy;
-  if (kv_sparse_schedule != d.kv_sparse_schedule) j["kv_sparse_schedule"] = kv_sparse_schedule;
-  if (!kv_sparse_layer_topk.empty()) j["kv_sparse_layer_topk"] = kv_sparse_layer_topk;
+  for (const CompressionField& f : compression_fields()) {
+    const std::string v = f.get(*this);
+    if (v == f.get(d)) continue;  // only what differs from the defaults
+    if (f.type == T::Int) j[f.key] = parse_int(f.flag(), v);
+    else if (f.type == T::IntList) j[f.key] = parse_ints(f.flag(), v);
+    else j[f.key] = v;
+  }
   return j.dump(2) + "\n";
 }
 
@@ -267,53 +355,38 @@ CompressionConfig CompressionConfig::from_json_file(const std::string& path) {
   auto j = nlohmann::json::parse(read_text_file(path), nullptr, false);
   SLIMKV_CHECK(j.is_object(), "{}: a KV config must be a JSON object", path);
   CompressionConfig c;
+  std::string keys;
+  for (const CompressionField& f : compression_fields()) keys += (keys.empty() ? "" : ", ") + std::string(f.key);
   for (auto it = j.begin(); it != j.end(); ++it) {
-    const std::string& k = it.key();  // named variables (not structured bindings): lambdas capture them
+    const std::string& k = it.key();
     const nlohmann::json& v = it.value();
-    auto str = [&] {
-      SLIMKV_CHECK(v.is_string(), "{}: '{}' must be a string", path, k);
-      return v.get<std::string>();
-    };
-    auto integer = [&] {
+    if (k == "name" || k == "description") continue;
+    const auto f = std::find_if(compression_fields().begin(), compression_fields().end(),
+                                [&](const CompressionField& x) { return k == x.key; });
+    SLIMKV_CHECK(f != compression_fields().end(), "{}: unknown or not yet supported key '{}' (supported: {})", path,
+                 k, keys);
+    std::string text;
+    if (f->type == T::Int) {
       SLIMKV_CHECK(v.is_number_integer(), "{}: '{}' must be an integer", path, k);
-      return v.get<int32_t>();
-    };
-    if (k == "kv_cache_dtype") c.kv_cache_dtype = str();
-    else if (k == "kv_quant_rotation") c.kv_quant_rotation = str();
-    else if (k == "kv_compression_rank") c.kv_compression_rank = integer();
-    else if (k == "kv_compression_rank_k") c.kv_compression_rank_k = integer();
-    else if (k == "kv_compression_rank_v") c.kv_compression_rank_v = integer();
-    else if (k == "kv_calibration") c.kv_calibration = str();
-    else if (k == "kv_sparse_mode") c.kv_sparse_mode = str();
-    else if (k == "kv_sparse_topk") c.kv_sparse_topk = integer();
-    else if (k == "kv_evict_policy") c.kv_evict_policy = str();
-    else if (k == "kv_sparse_schedule") c.kv_sparse_schedule = str();
-    else if (k == "kv_sink_tokens") c.kv_sink_tokens = integer();
-    else if (k == "kv_recent_window") c.kv_recent_window = integer();
-    else if (k == "kv_sparse_layer_topk") {
-      SLIMKV_CHECK(v.is_array(), "{}: kv_sparse_layer_topk must be a list of integers", path);
+      text = std::to_string(v.get<int64_t>());
+    } else if (f->type == T::IntList) {
+      SLIMKV_CHECK(v.is_array(), "{}: {} must be a list of integers", path, k);
+      std::vector<int32_t> xs;
       for (auto& x : v) {
-        SLIMKV_CHECK(x.is_number_integer(), "{}: kv_sparse_layer_topk must be a list of integers", path);
-        c.kv_sparse_layer_topk.push_back(x.get<int32_t>());
+        SLIMKV_CHECK(x.is_number_integer(), "{}: {} must be a list of integers", path, k);
+        xs.push_back(x.get<int32_t>());
       }
-    } else if (k == "kv_layer_compress_ratio") {
-      SLIMKV_CHECK(v.is_array(), "{}: kv_layer_compress_ratio must be a list of integers", path);
-      for (auto& x : v) {
-        SLIMKV_CHECK(x.is_number_integer(), "{}: kv_layer_compress_ratio must be a list of integers", path);
-        c.kv_layer_compress_ratio.push_back(x.get<int32_t>());
-      }
-    }
-    else if (k == "kv_cache_compression") {
-      std::string s = v.is_boolean() ? (v.get<bool>() ? "on" : "off") : str();
-      SLIMKV_CHECK(s == "on" || s == "off", "{}: kv_cache_compression must be on or off", path);
-      c.enabled = s == "on";
-    } else if (k == "name" || k == "description") {
-      continue;
+      text = ints_text(xs);
+    } else if (f->type == T::OnOff && v.is_boolean()) {
+      text = v.get<bool>() ? "on" : "off";
     } else {
-      fail("{}: unknown or not yet supported key '{}' (supported: kv_cache_compression, kv_cache_dtype, "
-           "kv_quant_rotation, kv_compression_rank, kv_compression_rank_k, kv_compression_rank_v, "
-           "kv_layer_compress_ratio, kv_calibration, kv_sparse_mode, kv_sparse_topk, kv_sink_tokens, kv_recent_window, kv_evict_policy, "
-           "kv_sparse_schedule, kv_sparse_layer_topk)", path, k);
+      SLIMKV_CHECK(v.is_string(), "{}: '{}' must be a string", path, k);
+      text = v.get<std::string>();
+    }
+    try {
+      f->set(c, text);
+    } catch (const Error& e) {
+      fail("{}: {}", path, e.what());
     }
   }
   return c;

@@ -1,32 +1,76 @@
-// The one validated configuration of KV-cache compression (flags map 1:1 to fields; also loadable from a JSON
-// file whose keys are the flag names with underscores). Today: storage dtype (f32/f16/int8/int4), the Hadamard
-// rotation before quantizing, and calibrated low-rank K/V latents per layer. Must not know: requests or kernels.
+// The one validated configuration of KV-cache compression: storage dtype (f32/f16/int8/int4), the Hadamard rotation
+// before quantizing, calibrated low-rank K/V latents per layer, static or dynamic retention. Typed (choices are
+// enums, parsed once) and spelled once: compression_fields() is the table the flags, the --kv-config JSON keys (the
+// flag names with underscores), to_json and the list of supported keys all read. Must not know: requests or kernels.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "compress/choice.h"
 #include "core/dtype.h"
 #include "kv/kv_layout.h"
 
 namespace slimkv {
 
+enum class KvCacheDtype : uint8_t { Auto, F32, F16, Int8, Int4 };  // auto = f32
+enum class KvRotation : uint8_t { Auto, Hadamard, None };           // auto: hadamard for int8 / int4
+enum class KvSparseMode : uint8_t { Off, Static, Dynamic };
+enum class KvEvictPolicy : uint8_t { Drop, Merge };
+enum class KvSparseSchedule : uint8_t { Uniform, Pyramid, Auto };
+
+template <>
+struct ChoiceNames<KvCacheDtype> {
+  static constexpr const char* flag = "--kv-cache-dtype";
+  static constexpr std::array<std::pair<KvCacheDtype, const char*>, 5> names = {
+      {{KvCacheDtype::Auto, "auto"}, {KvCacheDtype::F32, "f32"}, {KvCacheDtype::F16, "f16"},
+       {KvCacheDtype::Int8, "int8"}, {KvCacheDtype::Int4, "int4"}}};
+};
+template <>
+struct ChoiceNames<KvRotation> {
+  static constexpr const char* flag = "--kv-quant-rotation";
+  static constexpr std::array<std::pair<KvRotation, const char*>, 3> names = {
+      {{KvRotation::Auto, "auto"}, {KvRotation::Hadamard, "hadamard"}, {KvRotation::None, "none"}}};
+};
+template <>
+struct ChoiceNames<KvSparseMode> {
+  static constexpr const char* flag = "--kv-sparse-mode";
+  static constexpr std::array<std::pair<KvSparseMode, const char*>, 3> names = {
+      {{KvSparseMode::Off, "off"}, {KvSparseMode::Static, "static"}, {KvSparseMode::Dynamic, "dynamic"}}};
+};
+template <>
+struct ChoiceNames<KvEvictPolicy> {
+  static constexpr const char* flag = "--kv-evict-policy";
+  static constexpr std::array<std::pair<KvEvictPolicy, const char*>, 2> names = {
+      {{KvEvictPolicy::Drop, "drop"}, {KvEvictPolicy::Merge, "merge"}}};
+};
+template <>
+struct ChoiceNames<KvSparseSchedule> {
+  static constexpr const char* flag = "--kv-sparse-schedule";
+  static constexpr std::array<std::pair<KvSparseSchedule, const char*>, 3> names = {
+      {{KvSparseSchedule::Uniform, "uniform"}, {KvSparseSchedule::Pyramid, "pyramid"},
+       {KvSparseSchedule::Auto, "auto"}}};
+};
+
 struct CompressionConfig {
   bool enabled = true;                   // --kv-cache-compression on|off (off: plain f32 cache, bit-identical)
-  std::string kv_cache_dtype = "auto";   // --kv-cache-dtype auto|f32|f16|int8|int4 (auto = f32)
-  std::string kv_quant_rotation = "auto";  // --kv-quant-rotation auto|hadamard|none (auto: hadamard for int8/int4)
+  Choice<KvCacheDtype> kv_cache_dtype = KvCacheDtype::Auto;  // --kv-cache-dtype auto|f32|f16|int8|int4 (auto = f32)
+  Choice<KvRotation> kv_quant_rotation = KvRotation::Auto;    // --kv-quant-rotation auto|hadamard|none
   int32_t kv_compression_rank = 0;       // --kv-compression-rank R: latent size of K and V per head (0 = full)
   int32_t kv_compression_rank_k = 0;     // --kv-compression-rank-k: keys only (overrides R)
   int32_t kv_compression_rank_v = 0;     // --kv-compression-rank-v: values only (overrides R)
   std::vector<int32_t> kv_layer_compress_ratio;  // --kv-layer-compress-ratio r1,r2,..: rank = head_dim / r_l
   std::string kv_calibration;            // --kv-calibration FILE from `slimkv calibrate` (needed for low rank)
-  std::string kv_sparse_mode = "off";    // --kv-sparse-mode off|static|dynamic (static: sinks + recent window,
-                                         // StreamingLLM; dynamic: + the most-attended blocks up to the top-K budget)
+  Choice<KvSparseMode> kv_sparse_mode = KvSparseMode::Off;  // --kv-sparse-mode off|static|dynamic (static: sinks +
+                                         // recent window, StreamingLLM; dynamic: + the most-attended blocks up to
+                                         // the top-K budget)
   int32_t kv_sparse_topk = 0;            // --kv-sparse-topk K: tokens kept in all (sinks + window + top blocks)
   int32_t kv_sink_tokens = 4;            // --kv-sink-tokens S
   int32_t kv_recent_window = 0;          // --kv-recent-window W (tokens, including the current one)
-  std::string kv_evict_policy = "drop";  // --kv-evict-policy drop|merge (merge: evicted blocks fold into summaries)
-  std::string kv_sparse_schedule = "uniform";  // --kv-sparse-schedule uniform|pyramid|auto: per-layer top-K budgets
+  Choice<KvEvictPolicy> kv_evict_policy = KvEvictPolicy::Drop;  // --kv-evict-policy drop|merge (merge: evicted
+                                                               // blocks fold into summaries)
+  Choice<KvSparseSchedule> kv_sparse_schedule = KvSparseSchedule::Uniform;  // --kv-sparse-schedule
+                                               // uniform|pyramid|auto: per-layer top-K budgets
                                                // (auto: from the calibration's attention profile; resolved into
                                                // kv_sparse_layer_topk when a model's layout is made)
   std::vector<int32_t> kv_sparse_layer_topk;   // --kv-sparse-layer-topk k1,k2,..: explicit per-layer budgets
@@ -35,9 +79,14 @@ struct CompressionConfig {
   void validate(const std::vector<KvLayerSpec>& layers) const;
   void validate(int32_t num_layers, int32_t head_dim) const;  // a uniform model of that shape
   bool low_rank() const;
-  bool sparse() const { return enabled && kv_sparse_mode == "static"; }  // the position-window mask
-  bool dynamic() const { return enabled && kv_sparse_mode == "dynamic"; }
-  bool merge() const { return dynamic() && kv_evict_policy == "merge"; }
+  // Two questions, one predicate each. changes_cache: the cache differs from a plain f32 one (another dtype, the
+  // rotation, low rank or retention) — what needs the engine's paged cache. changes_bytes: the bytes held differ
+  // from a cache of dtype `baseline` (a rotation alone changes none) — what a memory plan compares.
+  bool changes_cache() const;
+  bool changes_bytes(KvDtype baseline) const;
+  bool sparse() const { return enabled && kv_sparse_mode == KvSparseMode::Static; }  // the position-window mask
+  bool dynamic() const { return enabled && kv_sparse_mode == KvSparseMode::Dynamic; }
+  bool merge() const { return dynamic() && kv_evict_policy == KvEvictPolicy::Merge; }
   int32_t sink_tokens() const { return sparse() ? kv_sink_tokens : 0; }
   int32_t window_tokens() const { return sparse() ? kv_recent_window : 0; }
   int32_t rank_k(int32_t layer, int32_t head_dim) const;
@@ -58,6 +107,20 @@ struct CompressionConfig {
   // The non-default fields as that JSON object (what from_json_file reads back to an equal config).
   std::string to_json(const std::string& description = "") const;
 };
+
+// One row per field (compression_fields()): the JSON key (the flag is "--" and the key with dashes), its help, its
+// type, and the field's text form both ways — "kv_cache_compression" included (on|off).
+struct CompressionField {
+  enum class Type : uint8_t { Choice, Int, IntList, Text, OnOff };
+  const char* key;
+  Type type;
+  const char* help;
+  std::vector<std::string> choices;                                  // Type::Choice / OnOff: the spellings
+  void (*set)(CompressionConfig& c, const std::string& text);        // throws Error naming the flag
+  std::string (*get)(const CompressionConfig& c);                    // IntList: comma-separated
+  std::string flag() const;                                          // "--kv-cache-dtype"
+};
+const std::vector<CompressionField>& compression_fields();
 
 // "layer | dtype | rotation | bytes/token | vs f16" lines for the start-up log and the eval report.
 std::string describe_plan(const KvLayout& layout);

@@ -20,6 +20,7 @@ KvCacheManager::KvCacheManager(std::vector<int32_t> pool_blocks, int32_t block_s
   for (const KvGroupSpec& g : groups_) {
     SLIMKV_CHECK(g.pool >= 0 && g.pool < num_pools(), "KV cache manager: a group uses pool {} of {}", g.pool,
                  num_pools());
+    tables_.push_back(make_group_table(g, block_size_tokens));
   }
 }
 
@@ -64,13 +65,6 @@ BlockHash KvCacheManager::group_hash(BlockHash h, int32_t g) {
   return h ^ (h >> 29);
 }
 
-bool KvCacheManager::needed(const KvGroupSpec& s, int64_t b, int64_t pos) const {
-  if (s.window_tokens <= 0) return true;
-  const int64_t sink_blocks = (s.sink_tokens + block_size_ - 1) / block_size_;
-  const int64_t lo = pos + 1 - s.window_tokens;  // first position the query at `pos` sees after the sinks
-  return b < sink_blocks || (b + 1) * block_size_ > lo;
-}
-
 int32_t KvCacheManager::held_blocks(const SeqKv& seq) {
   int32_t n = 0;
   for (const GroupKv& g : seq.groups) {
@@ -98,17 +92,10 @@ PrefixHit KvCacheManager::find_cached_prefix(std::span<const int32_t> tokens) co
     parent = h;
     bool all_found = true;
     for (int32_t g = 0; g < G; ++g) {
-      const KvGroupSpec& s = groups_[g];
-      if (s.compressed()) {  // entry block j is registered under the hash of its last token block
-        if ((b + 1) % s.entry_tokens == 0) {
-          auto id = gpool(g).lookup(group_hash(h, g), blk);
-          found[g].push_back(id ? *id : -1);
-        }
-        continue;
-      }
+      if (tables_[g]->block_for_token_block(b) < 0) continue;  // this token block completes none of its blocks
       auto id = gpool(g).lookup(group_hash(h, g), blk);
       found[g].push_back(id ? *id : -1);
-      if (s.window_tokens <= 0) {
+      if (tables_[g]->needs_every_block()) {
         any_full = true;
         all_found = all_found && id.has_value();
       }
@@ -118,30 +105,16 @@ PrefixHit KvCacheManager::find_cached_prefix(std::span<const int32_t> tokens) co
       break;
     }
   }
-  // The largest n <= full_run at which every windowed group has the blocks a query at position n * bs needs.
+  // The largest n <= full_run from which every group can resume (a window needs only what the query at n * bs
+  // reads; entries must end on a block boundary).
   int64_t n = full_run;
   for (; n > 0; --n) {
     bool ok = true;
-    for (int32_t g = 0; g < G && ok; ++g) {
-      const KvGroupSpec& s = groups_[g];
-      if (s.compressed()) {  // resumable only where the entries end on a block boundary, every block cached
-        const int64_t entries = n * block_size_ / s.entry_tokens, eb = entries / block_size_;
-        ok = entries % block_size_ == 0 && static_cast<int64_t>(found[g].size()) >= eb;
-        for (int64_t j = 0; j < eb && ok; ++j) ok = found[g][j] >= 0;
-        continue;
-      }
-      for (int64_t b = 0; b < n && ok; ++b) ok = found[g][b] >= 0 || !needed(s, b, n * block_size_);
-    }
+    for (int32_t g = 0; g < G && ok; ++g) ok = tables_[g]->resumable(found[g], n);
     if (ok) break;
   }
   hit.blocks.assign(G, {});
-  for (int32_t g = 0; g < G; ++g) {
-    const KvGroupSpec& s = groups_[g];
-    const int64_t count = s.compressed() ? n * block_size_ / s.entry_tokens / block_size_ : n;
-    for (int64_t b = 0; b < count; ++b) {
-      hit.blocks[g].push_back(s.compressed() || needed(s, b, n * block_size_) ? found[g][b] : -1);
-    }
-  }
+  for (int32_t g = 0; g < G; ++g) hit.blocks[g] = tables_[g]->hit_table(found[g], n);
   hit.hashes.assign(hashes.begin(), hashes.begin() + n);
   hit.num_tokens = static_cast<int32_t>(n) * block_size_;
   return hit;
@@ -153,11 +126,9 @@ bool KvCacheManager::allocate_slots(SeqKv& seq, int32_t num_tokens, const Prefix
   const int32_t hit_blocks = hit ? static_cast<int32_t>(hit->hashes.size()) : 0;
   SLIMKV_CHECK(hit_blocks == 0 || seq.groups[0].blocks.empty(),
                "allocate_slots: a prefix hit applies only to an empty sequence");
-  auto need_total = [&](int32_t g) {
-    return static_cast<int32_t>((groups_[g].records_for_tokens(num_tokens) + block_size_ - 1) / block_size_);
-  };
-  auto skipped = [&](int32_t g, int64_t b) {  // a block behind the window of every query from first_query_pos on
-    return first_query_pos > 0 && groups_[g].window_tokens > 0 && !needed(groups_[g], b, first_query_pos);
+  auto need_total = [&](int32_t g) { return static_cast<int32_t>(tables_[g]->table_blocks(num_tokens)); };
+  auto skipped = [&](int32_t g, int64_t b) {  // a block no query from first_query_pos on reads
+    return first_query_pos > 0 && !tables_[g]->needed(b, first_query_pos);
   };
   // per pool: new blocks needed, and hit blocks now in the free queue (they stop being free once retained)
   std::vector<int32_t> need_new(pools_.size(), 0), hit_unreferenced(pools_.size(), 0);
@@ -210,9 +181,7 @@ void KvCacheManager::cache_full_blocks(SeqKv& seq, std::span<const int32_t> toke
         seq.hashes.push_back(hash_block(b == 0 ? 0 : seq.hashes[b - 1], blk));
       }
       for (int32_t g = 0; g < num_groups(); ++g) {
-        const KvGroupSpec& s = groups_[g];
-        // a compressed group's entry block j is full with token block (j + 1) * entry_tokens - 1
-        const int64_t j = !s.compressed() ? b : (b + 1) % s.entry_tokens == 0 ? (b + 1) / s.entry_tokens - 1 : -1;
+        const int64_t j = tables_[g]->block_for_token_block(b);  // the group's block this token block completes
         const std::vector<BlockId>& blocks = seq.groups[g].blocks;
         if (j < 0 || j >= static_cast<int64_t>(blocks.size()) || blocks[j] < 0) continue;
         gpool(g).register_hash(blocks[j], group_hash(seq.hashes[b], g), blk);
@@ -221,13 +190,13 @@ void KvCacheManager::cache_full_blocks(SeqKv& seq, std::span<const int32_t> toke
     seq.num_registered_blocks = std::max(seq.num_registered_blocks, full);
   }
   for (int32_t g = 0; g < num_groups(); ++g) {
-    if (groups_[g].window_tokens <= 0) continue;
+    if (!tables_[g]->frees_behind()) continue;
     // The next query is at position num_computed_tokens: blocks wholly after the sinks and before its window are
     // never read again.
     std::vector<BlockId>& blocks = seq.groups[g].blocks;
     std::vector<BlockId> drop;
     for (int64_t b = 0; b < std::min<int64_t>(full, static_cast<int64_t>(blocks.size())); ++b) {
-      if (blocks[b] < 0 || needed(groups_[g], b, num_computed_tokens)) continue;
+      if (blocks[b] < 0 || tables_[g]->needed(b, num_computed_tokens)) continue;
       drop.push_back(blocks[b]);
       blocks[b] = -1;
     }
@@ -239,8 +208,8 @@ void KvCacheManager::cache_full_blocks(SeqKv& seq, std::span<const int32_t> toke
 void KvCacheManager::evict_least_attended(SeqKv& seq, int32_t num_computed, int32_t num_prompt) {
   if (num_computed < num_prompt) return;  // the prompt is scored whole first (SnapKV-style)
   for (int32_t g = 0; g < num_groups() && g < static_cast<int32_t>(seq.groups.size()); ++g) {
+    if (!tables_[g]->evicts_by_attention()) continue;
     const KvGroupSpec& s = groups_[g];
-    if (!s.dynamic()) continue;
     GroupKv& gk = seq.groups[g];
     const int64_t lo = static_cast<int64_t>(num_computed) + 1 - s.dyn_window_tokens;  // next query's window start
     const int64_t first = (s.dyn_sink_tokens + block_size_ - 1) / block_size_;

@@ -7,10 +7,12 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "kv/block_pool.h"
+#include "kv/kv_group_table.h"
 #include "kv/kv_layout.h"
 
 namespace slimkv {
@@ -100,13 +102,12 @@ class KvCacheManager {
  private:
   BlockHash hash_block(BlockHash parent, std::span<const int32_t> tokens) const;
   static BlockHash group_hash(BlockHash h, int32_t group);
-  // Whether logical block b must be live for a query at position `pos` in a group with this spec.
-  bool needed(const KvGroupSpec& s, int64_t b, int64_t pos) const;
 
   int32_t block_size_;
   bool caching_;
   uint64_t salt_;
   std::vector<KvGroupSpec> groups_;
+  std::vector<std::unique_ptr<KvGroupTable>> tables_;  // [groups] what each kind's table does (kv_group_table.h)
   std::vector<BlockPool> pools_;  // [pools]
   BlockPool& gpool(int32_t g) { return pools_[groups_[g].pool]; }
   const BlockPool& gpool(int32_t g) const { return pools_[groups_[g].pool]; }

@@ -4,21 +4,50 @@
 #include <fmt/format.h>
 
 #include "core/check.h"
+#include "kv/kv_group_table.h"
 
 namespace slimkv {
 
+KvGroupSpec KvGroupSpec::window(int32_t window, int32_t sinks) {
+  SLIMKV_CHECK(window > 0 && sinks >= 0, "KV group: a window of {} tokens with {} sinks", window, sinks);
+  KvGroupSpec s;
+  s.kind = KvGroupKind::Window;
+  s.window_tokens = window;
+  s.sink_tokens = sinks;
+  return s;
+}
+
+KvGroupSpec KvGroupSpec::dynamic_topk(int32_t topk, int32_t sinks, int32_t window, bool merge) {
+  SLIMKV_CHECK(topk > 0, "KV group: a dynamic top-{} budget", topk);
+  KvGroupSpec s;
+  s.kind = KvGroupKind::DynamicTopK;
+  s.dyn_topk_tokens = topk;
+  s.dyn_sink_tokens = sinks;
+  s.dyn_window_tokens = window;
+  s.dyn_merge = merge;
+  return s;
+}
+
+KvGroupSpec KvGroupSpec::entries(int32_t entry_tokens) {
+  SLIMKV_CHECK(entry_tokens > 1, "KV group: entries of {} tokens", entry_tokens);
+  KvGroupSpec s;
+  s.kind = KvGroupKind::Entries;
+  s.entry_tokens = entry_tokens;
+  return s;
+}
+
 std::string KvGroupSpec::describe() const {
-  std::string s;
-  if (compressed()) s = fmt::format("compressed 1:{}", entry_tokens);
-  if (window_tokens > 0) {
-    s = sink_tokens > 0 ? fmt::format("window {} + {} sinks", window_tokens, sink_tokens)
-                        : fmt::format("sliding window {}", window_tokens);
+  switch (kind) {
+    case KvGroupKind::FullAttention: return "full attention";
+    case KvGroupKind::Entries: return fmt::format("compressed 1:{}", entry_tokens);
+    case KvGroupKind::Window:
+      return sink_tokens > 0 ? fmt::format("window {} + {} sinks", window_tokens, sink_tokens)
+                             : fmt::format("sliding window {}", window_tokens);
+    case KvGroupKind::DynamicTopK:
+      return fmt::format("dynamic top-{} (sinks {}, recent {}{})", dyn_topk_tokens, dyn_sink_tokens,
+                         dyn_window_tokens, dyn_merge ? ", merge" : "");
   }
-  if (dynamic()) {
-    s += fmt::format("{}dynamic top-{} (sinks {}, recent {}{})", s.empty() ? "" : ", ", dyn_topk_tokens,
-                     dyn_sink_tokens, dyn_window_tokens, dyn_merge ? ", merge" : "");
-  }
-  return s.empty() ? "full attention" : s;
+  return "?";
 }
 
 KvLayout KvLayout::uniform(int32_t num_layers, int32_t num_kv_heads, int32_t head_dim, int32_t block_size_tokens,
@@ -43,8 +72,9 @@ KvLayout KvLayout::from_specs(const std::vector<KvLayerSpec>& specs, int32_t blo
     g.num_kv_heads = s.num_kv_heads;
     g.head_dim_k = g.k_dim = s.head_dim_k;
     g.head_dim_v = g.v_dim = s.head_dim_v;
-    g.spec.window_tokens = s.window_tokens;
-    g.spec.entry_tokens = s.entry_tokens > 1 ? s.entry_tokens : 0;
+    SLIMKV_CHECK(!(s.window_tokens > 0 && s.entry_tokens > 1), "KV layout: a stream both windowed and compressed");
+    if (s.window_tokens > 0) g.spec = KvGroupSpec::window(s.window_tokens);
+    if (s.entry_tokens > 1) g.spec = KvGroupSpec::entries(s.entry_tokens);
     g.v_in_k = s.v_in_k;
     g.kind = s.kind;
     if (s.kind == KvRecordKind::IndexKeys) g.dtype = KvDtype::F16;  // as llama.cpp stores indexer keys
@@ -167,7 +197,7 @@ int64_t KvLayout::blocks_for_sequence(int64_t n, int64_t chunk, int32_t pool) co
   for (const KvGroup& g : groups) {
     if (pool >= 0 && g.spec.pool != pool) continue;
     int64_t b = blocks_for_tokens(g.spec.records_for_tokens(n));
-    if (g.spec.window_tokens > 0) {
+    if (g.spec.windowed()) {
       const int64_t keep = blocks_for_tokens(g.spec.sink_tokens) + blocks_for_tokens(g.spec.window_tokens + chunk) + 1;
       b = std::min(b, keep);
     }
@@ -179,16 +209,11 @@ int64_t KvLayout::blocks_for_sequence(int64_t n, int64_t chunk, int32_t pool) co
 int64_t KvLayout::blocks_held_after(int64_t n) const {
   int64_t total = 0;
   for (const KvGroup& g : groups) {
-    const int64_t all = blocks_for_tokens(g.spec.records_for_tokens(n));
-    if (g.spec.window_tokens <= 0) {
-      total += all;
-      continue;
-    }
-    // Live: blocks holding a sink, and blocks not wholly before the next query's window start n + 1 - window.
-    const int64_t lo = n + 1 - g.spec.window_tokens, sink_blocks = blocks_for_tokens(g.spec.sink_tokens);
-    int64_t live = 0;
-    for (int64_t b = 0; b < all; ++b) live += b < sink_blocks || (b + 1) * block_size_tokens > lo;
-    total += live;
+    // Live: the blocks the next query (at position n) reads — for a window, those holding a sink or not wholly
+    // before its window.
+    const auto table = make_group_table(g.spec, block_size_tokens);
+    const int64_t all = table->table_blocks(n);
+    for (int64_t b = 0; b < all; ++b) total += table->needed(b, n);
   }
   return total;
 }

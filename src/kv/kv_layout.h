@@ -31,22 +31,37 @@ struct KvLayerSpec {
   KvRecordKind kind = KvRecordKind::Attention;
 };
 
-// How a group's block table keeps blocks (a compression config may turn full-attention specs into these).
+// The kinds of block table (kv_group_table.h: one class each, what the cache manager dispatches on).
+enum class KvGroupKind : uint8_t {
+  FullAttention,  // every token's record, all kept
+  Window,         // a sliding window (a model's, or static retention's, with sinks): blocks behind it are freed
+  DynamicTopK,    // dynamic retention: sinks + recent window + the most attended blocks up to a budget
+  Entries,        // compressed entries, one record per entry_tokens tokens (natively compressed streams)
+};
+
+// How a group's block table keeps blocks (a compression config may turn full-attention specs into these). Made by
+// the factories below: the kind is explicit, and each kind's fields are its own.
 struct KvGroupSpec {
-  int32_t window_tokens = 0;      // attention sees [0, sink_tokens) and its last window_tokens positions; blocks
-  int32_t sink_tokens = 0;        // wholly between are freed (sliding window: sinks 0; static retention: sinks S)
-  int32_t dyn_topk_tokens = 0;    // dynamic retention: keep sinks + recent window + the most attended blocks up to
-  int32_t dyn_sink_tokens = 0;    // this many tokens; 0 = off
+  KvGroupKind kind = KvGroupKind::FullAttention;
+  int32_t window_tokens = 0;      // Window: attention sees [0, sink_tokens) and its last window_tokens positions;
+  int32_t sink_tokens = 0;        // blocks wholly between are freed (sliding window: sinks 0; static retention: S)
+  int32_t dyn_topk_tokens = 0;    // DynamicTopK: keep sinks + recent window + the most attended blocks up to
+  int32_t dyn_sink_tokens = 0;    // this many tokens
   int32_t dyn_window_tokens = 0;
   bool dyn_merge = false;         // evicted blocks fold into a summary block
-  int32_t entry_tokens = 0;       // > 1: blocks hold entries of this many tokens each (entry e of a sequence is
-                                  // complete once token (e + 1) * entry_tokens - 1 is computed)
+  int32_t entry_tokens = 0;       // Entries: blocks hold entries of this many tokens each (entry e of a sequence
+                                  // is complete once token (e + 1) * entry_tokens - 1 is computed)
   int32_t pool = 0;               // the block pool its blocks come from (KvLayout: one per record size when the
-                                  // layout mixes record sizes, as DeepSeek-V4's streams do; else 0)
-  bool compressed() const { return entry_tokens > 1; }
+                                  // layout mixes record sizes, as natively compressed streams do; else 0)
+  static KvGroupSpec full() { return {}; }
+  static KvGroupSpec window(int32_t window_tokens, int32_t sink_tokens = 0);
+  static KvGroupSpec dynamic_topk(int32_t topk_tokens, int32_t sink_tokens, int32_t window_tokens, bool merge);
+  static KvGroupSpec entries(int32_t entry_tokens);
+  bool windowed() const { return kind == KvGroupKind::Window; }
+  bool compressed() const { return kind == KvGroupKind::Entries; }
+  bool dynamic() const { return kind == KvGroupKind::DynamicTopK; }
   // Records a sequence of num_tokens computed tokens holds in this table (complete entries only).
   int64_t records_for_tokens(int64_t num_tokens) const { return compressed() ? num_tokens / entry_tokens : num_tokens; }
-  bool dynamic() const { return dyn_topk_tokens > 0; }
   bool operator==(const KvGroupSpec&) const = default;
   std::string describe() const;
 };

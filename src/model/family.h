@@ -16,6 +16,7 @@
 namespace slimkv {
 
 class DecoderForward;
+class LayerBinder;  // weight_binder.h
 
 enum class TensorRole {
   TokEmbd, OutputNorm, Output, RopeFreqs,
@@ -61,6 +62,11 @@ struct ModelFamily {
   // The KV streams layer `l` writes, in the order its blocks read them; null = one attention stream from the
   // layer's config (model/kv_streams.h).
   std::vector<KvLayerSpec> (*layer_streams)(const ModelConfig& c, int32_t layer) = nullptr;
+  // The weights of a layer's attention block when its block binds them itself (model/blocks/: latent or
+  // compressed attention); null = the GQA attention's q, k, v, o (fused qkv where named).
+  void (*bind_attention)(LayerBinder& b, int32_t layer) = nullptr;
+  // Model-wide weights a family's blocks add (the head's hyper-connection mix); null = none.
+  void (*bind_model)(LayerBinder& b) = nullptr;
 };
 
 const std::vector<const ModelFamily*>& model_families();

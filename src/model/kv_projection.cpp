@@ -33,7 +33,7 @@ std::vector<LayerProjection> load_kv_projection(const CompressionConfig& cc, con
 }
 
 CompressionConfig resolve_sparse_schedule(const CompressionConfig& cc, const Model& m, int32_t block_size) {
-  if (!cc.dynamic() || cc.kv_sparse_schedule != "auto" || !cc.kv_sparse_layer_topk.empty()) return cc;
+  if (!cc.dynamic() || cc.kv_sparse_schedule != KvSparseSchedule::Auto || !cc.kv_sparse_layer_topk.empty()) return cc;
   SLIMKV_CHECK(!cc.kv_calibration.empty(), "--kv-sparse-schedule auto needs --kv-calibration FILE");
   const Calibration cal = Calibration::load(cc.kv_calibration);
   const std::string fp = model_fingerprint(m);

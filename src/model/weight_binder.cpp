@@ -19,10 +19,14 @@ std::string expand(std::string s, int32_t layer, int32_t expert) {
 
 std::string shape_str(const std::vector<int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
 
-class Binder {
+class Binder : public LayerBinder {
  public:
   Binder(const TensorSource& src, const ModelFamily& f, ModelConfig& c, Model& m)
       : src_(src), family_(f), c_(c), m_(m) {}
+  const ModelConfig& config() const override { return c_; }
+  Model& model() override { return m_; }
+  std::string source() const override { return src_.source(); }
+  bool names(TensorRole r) const override { return entry(r) != nullptr; }
 
   const TensorName* entry(TensorRole r) const {
     for (const TensorName& t : family_.tensors) {
@@ -35,7 +39,7 @@ class Binder {
   }
   // The tensor for role (layer l, expert e), or null when the family does not name it or the file lacks an
   // optional one; a required one that is missing is an error.
-  const TensorRef* find(TensorRole r, int32_t l = 0, int32_t e = 0, bool required_here = true) const {
+  const TensorRef* find(TensorRole r, int32_t l = 0, int32_t e = 0, bool required_here = true) const override {
     const TensorName* t = entry(r);
     if (!t) return nullptr;
     const std::string n = name_of(*t, l, e);
@@ -50,7 +54,10 @@ class Binder {
 
   // A row-major [rows, cols] matrix; BF16 becomes F32 (no BF16 matmul kernel); DeepSeek's FP8 / FP4 storage is
   // decoded with its scale tensor (model/block_scaled.h).
-  WeightView matrix(const TensorRef& t, int64_t rows, int64_t cols, HfFix fx = HfFix::None, int32_t heads = 0) {
+  WeightView matrix(const TensorRef& t, int64_t rows, int64_t cols) override {
+    return fixed_matrix(t, rows, cols, HfFix::None, 0);
+  }
+  WeightView fixed_matrix(const TensorRef& t, int64_t rows, int64_t cols, HfFix fx, int32_t heads) {
     if (is_block_scaled(t.dtype)) return convert(block_scaled(t, rows, cols), fx, heads);
     SLIMKV_CHECK(t.shape.size() == 2 && t.shape[0] == rows && t.shape[1] == cols,
                  "{}: tensor '{}' has shape {} but the hyper-parameters need [{}, {}]", src_.source(), t.name,
@@ -68,9 +75,9 @@ class Binder {
     m_.keepalive.push_back(keep);
     return make_weight(d.dtype, rows, cols, keep->data(), keep->size(), t.name);
   }
-  WeightView matrix(TensorRole r, int32_t l, int64_t rows, int64_t cols, int32_t heads = 0) {
+  WeightView matrix(TensorRole r, int32_t l, int64_t rows, int64_t cols, int32_t heads = 0) override {
     const TensorRef* t = find(r, l);
-    return t ? matrix(*t, rows, cols, fix(r), heads) : WeightView{};
+    return t ? fixed_matrix(*t, rows, cols, fix(r), heads) : WeightView{};
   }
   WeightView convert(WeightView w, HfFix fx, int32_t heads) {
     if (w.dtype == DType::BF16 || fx == HfFix::PermuteHeads) {
@@ -86,7 +93,7 @@ class Binder {
     const int64_t hd = rows / heads, half = hd / 2, h = r / hd, i = (r % hd) / 2, j = r % 2;
     return h * hd + j * half + i;
   }
-  const float* vector(TensorRole r, int32_t l, int64_t n, int32_t heads = 0) {
+  const float* vector(TensorRole r, int32_t l, int64_t n, int32_t heads = 0) override {
     const TensorRef* t = find(r, l);
     if (!t) return nullptr;
     SLIMKV_CHECK(t->shape.size() == 1 && t->shape[0] == n, "{}: tensor '{}' has shape {} but should be a vector of {}",
@@ -102,7 +109,7 @@ class Binder {
     return m_.own_f32(std::move(out));
   }
   // A small matrix as owned row-major floats (any stored type): position embeddings read by row.
-  const float* dense_f32(TensorRole r, int32_t l, int64_t rows, int64_t cols) {
+  const float* dense_f32(TensorRole r, int32_t l, int64_t rows, int64_t cols) override {
     const TensorRef* t = find(r, l);
     if (!t) return nullptr;
     const WeightView w = matrix(*t, rows, cols);
@@ -110,11 +117,8 @@ class Binder {
     for (int64_t i = 0; i < rows; ++i) dequantize_row(w, i, f.data() + i * cols);
     return m_.own_f32(std::move(f));
   }
-  static WeightView slice_rows(const WeightView& w, int64_t r0, int64_t n) {
-    return WeightView{w.dtype, n, w.cols, w.row(r0)};
-  }
   // Experts (or heads): GGUF one 3-D [E, rows, cols] tensor, HF one tensor per expert.
-  std::vector<WeightView> experts(TensorRole r, int32_t l, int64_t rows, int64_t cols, int32_t count = 0) {
+  std::vector<WeightView> experts(TensorRole r, int32_t l, int64_t rows, int64_t cols, int32_t count = 0) override {
     const int32_t E = count > 0 ? count : c_.moe.num_experts;
     std::vector<WeightView> out;
     if (src_.is_gguf()) {
@@ -146,12 +150,7 @@ class Binder {
         if (lc.sliding_window == 0) lc.rope.freq_factors.assign(ff, ff + lc.rotary_dim / 2);
       }
     }
-    if (c_.dsv4.enabled()) {
-      const int64_t hc = c_.dsv4.hc_mult;
-      m_.hc_head_fn = matrix(TensorRole::HcHeadFn, 0, hc, hc * dim);
-      m_.hc_head_base = vector(TensorRole::HcHeadBase, 0, hc);
-      m_.hc_head_scale = vector(TensorRole::HcHeadScale, 0, 1);
-    }
+    if (family_.bind_model) family_.bind_model(*this);
     m_.layers.resize(c_.num_layers);
     for (int32_t l = 0; l < c_.num_layers; ++l) bind_layer(l);
   }
@@ -161,10 +160,8 @@ class Binder {
     LayerWeights& w = m_.layers[l];
     const int64_t dim = c_.dim, q = lc.q_dim(), k = lc.k_dim(), v = lc.v_dim();
     w.attn_norm = vector(TensorRole::AttnNorm, l, dim);
-    if (c_.dsv4.enabled()) {
-      bind_dsv4(l);
-    } else if (lc.mla) {
-      bind_mla(l);
+    if (family_.bind_attention) {
+      family_.bind_attention(*this, l);  // a block that binds its own attention weights
     } else if (entry(TensorRole::AttnQkv)) {
       const TensorRef* t = find(TensorRole::AttnQkv, l);
       WeightView all = matrix(*t, q + k + v, dim);
@@ -176,7 +173,7 @@ class Binder {
       w.wk = matrix(TensorRole::AttnK, l, k, dim, lc.num_kv_heads);
       w.wv = matrix(TensorRole::AttnV, l, v, dim);
     }
-    if (!c_.dsv4.enabled()) w.wo = matrix(TensorRole::AttnOut, l, dim, lc.mla ? lc.num_heads * c_.mla.v_head_dim : lc.attn_out_dim());
+    if (!family_.bind_attention) w.wo = matrix(TensorRole::AttnOut, l, dim, lc.attn_out_dim());
     w.bq = vector(TensorRole::AttnQBias, l, q, lc.num_heads);
     w.bk = vector(TensorRole::AttnKBias, l, k, lc.num_kv_heads);
     w.bv = vector(TensorRole::AttnVBias, l, v);
@@ -184,7 +181,7 @@ class Binder {
     w.q_norm = vector(TensorRole::AttnQNorm, l, lc.head_dim_k);
     w.k_norm = vector(TensorRole::AttnKNorm, l, lc.head_dim_k);
     w.attn_post_norm = vector(TensorRole::AttnPostNorm, l, dim);
-    if (!c_.dsv4.enabled()) w.attn_sinks = vector(TensorRole::AttnSinks, l, lc.num_heads);
+    w.attn_sinks = vector(TensorRole::AttnSinks, l, lc.num_heads);
     w.ffn_norm = vector(TensorRole::FfnNorm, l, dim);
     w.ffn_post_norm = vector(TensorRole::FfnPostNorm, l, dim);
     if (lc.moe) {
@@ -194,6 +191,7 @@ class Binder {
       w.exp_up = experts(TensorRole::MoeUpExps, l, eff, dim);
       w.exp_down = experts(TensorRole::MoeDownExps, l, dim, eff);
       w.exp_probs_b = vector(TensorRole::MoeExpProbsB, l, E);
+      if (l < c_.moe.num_hash_layers) w.tid2eid = hash_routes(l);
       w.router_b = vector(TensorRole::MoeRouterBias, l, E);
       w.exp_gate_b = dense_f32(TensorRole::MoeGateExpsBias, l, E, eff);
       w.exp_up_b = dense_f32(TensorRole::MoeUpExpsBias, l, E, eff);
@@ -218,96 +216,20 @@ class Binder {
     }
   }
 
-  void bind_mla(int32_t l) {
-    const LayerConfig& lc = c_.layers[l];
-    const MlaConfig& a = c_.mla;
-    LayerWeights& w = m_.layers[l];
-    const int64_t dim = c_.dim, H = lc.num_heads, qh = a.q_head_dim();
-    if (a.q_lora_rank > 0) {
-      w.wq_a = matrix(TensorRole::AttnQA, l, a.q_lora_rank, dim);
-      w.q_a_norm = vector(TensorRole::AttnQANorm, l, a.q_lora_rank);
-      w.wq_b = matrix(TensorRole::AttnQB, l, H * qh, a.q_lora_rank);
-    } else {
-      w.wq = matrix(TensorRole::AttnQ, l, H * qh, dim);
+  // Hash-routed MoE layers: the token id -> experts table (I32 [vocab, experts used]), checked once here.
+  const int32_t* hash_routes(int32_t l) {
+    const TensorRef* t = find(TensorRole::MoeTid2Eid, l);
+    const int64_t V = c_.vocab_size, K = c_.moe.num_experts_used;
+    SLIMKV_CHECK(t && t->dtype == DType::I32 && t->shape.size() == 2 && t->shape[0] == V && t->shape[1] == K &&
+                     t->size_bytes == static_cast<uint64_t>(V * K * 4),
+                 "{}: layer {} is hash-routed but has no I32 token -> experts table of shape [{}, {}]",
+                 src_.source(), l, V, K);
+    auto* ids = reinterpret_cast<const int32_t*>(t->data);
+    for (int64_t i = 0; i < V * K; ++i) {
+      SLIMKV_CHECK(ids[i] >= 0 && ids[i] < c_.moe.num_experts, "{}: tensor '{}' names expert {} (the model has {})",
+                   src_.source(), t->name, ids[i], c_.moe.num_experts);
     }
-    w.wkv_a = matrix(TensorRole::AttnKvAMqa, l, a.kv_lora_rank + a.rope_dim, dim);
-    w.kv_a_norm = vector(TensorRole::AttnKvANorm, l, a.kv_lora_rank);
-    if (entry(TensorRole::AttnKB) && find(TensorRole::AttnKB, l, 0, false)) {
-      w.k_b = experts(TensorRole::AttnKB, l, a.kv_lora_rank, a.nope_dim, static_cast<int32_t>(H));
-      w.v_b = experts(TensorRole::AttnVB, l, a.v_head_dim, a.kv_lora_rank, static_cast<int32_t>(H));
-      return;
-    }
-    // kv_b [H * (nope + v), kv_lora]: head h's first nope rows are its key up-projection (k_b[h] is their
-    // transpose, [kv_lora, nope], so it absorbs q), the next v rows its value up-projection v_b[h].
-    const TensorRef* t = find(TensorRole::AttnKvB, l);
-    SLIMKV_CHECK(t != nullptr, "{}: layer {} has neither attn_k_b/attn_v_b nor a kv_b projection", src_.source(), l);
-    const int64_t per = a.nope_dim + a.v_head_dim;
-    const WeightView kv_b = matrix(*t, H * per, a.kv_lora_rank);
-    std::vector<float> row(a.kv_lora_rank);
-    for (int64_t h = 0; h < H; ++h) {
-      std::vector<float> kb(static_cast<size_t>(a.kv_lora_rank) * a.nope_dim);
-      for (int64_t n = 0; n < a.nope_dim; ++n) {
-        dequantize_row(kv_b, h * per + n, row.data());
-        for (int64_t r = 0; r < a.kv_lora_rank; ++r) kb[static_cast<size_t>(r) * a.nope_dim + n] = row[r];
-      }
-      w.k_b.push_back(WeightView{DType::F32, a.kv_lora_rank, a.nope_dim, m_.own_f32(std::move(kb))});
-      w.v_b.push_back(slice_rows(kv_b, h * per + a.nope_dim, a.v_head_dim));
-    }
-  }
-
-  // DeepSeek-V4 attention, compressor, indexer and hyper-connection weights (the FFN binds as any MoE layer).
-  void bind_dsv4(int32_t l) {
-    const LayerConfig& lc = c_.layers[l];
-    const Dsv4Config& d = c_.dsv4;
-    LayerWeights& w = m_.layers[l];
-    const int64_t dim = c_.dim, H = lc.num_heads, D = lc.head_dim_k, hc = d.hc_mult, mix = (2 + hc) * hc;
-    w.hc_attn_fn = matrix(TensorRole::HcAttnFn, l, mix, hc * dim);
-    w.hc_attn_base = vector(TensorRole::HcAttnBase, l, mix);
-    w.hc_attn_scale = vector(TensorRole::HcAttnScale, l, 3);
-    w.hc_ffn_fn = matrix(TensorRole::HcFfnFn, l, mix, hc * dim);
-    w.hc_ffn_base = vector(TensorRole::HcFfnBase, l, mix);
-    w.hc_ffn_scale = vector(TensorRole::HcFfnScale, l, 3);
-    w.attn_sinks = vector(TensorRole::AttnSinks, l, H);
-    w.wq_a = matrix(TensorRole::AttnQA, l, d.q_lora_rank, dim);
-    w.q_a_norm = vector(TensorRole::AttnQANorm, l, d.q_lora_rank);
-    w.wq_b = matrix(TensorRole::AttnQB, l, H * D, d.q_lora_rank);
-    w.wkv = matrix(TensorRole::AttnKv, l, D, dim);
-    w.kv_norm = vector(TensorRole::AttnKvNorm, l, D);
-    const int64_t per_group = H * D / d.o_groups;
-    const WeightView wo_a = matrix(TensorRole::AttnOutA, l, d.o_groups * d.o_lora_rank, per_group);
-    for (int64_t g = 0; g < d.o_groups; ++g) w.wo_a.push_back(slice_rows(wo_a, g * d.o_lora_rank, d.o_lora_rank));
-    w.wo_b = matrix(TensorRole::AttnOutB, l, dim, d.o_groups * d.o_lora_rank);
-    const int32_t r = lc.compress_ratio;
-    if (r > 0) {
-      const int64_t coff = r == 4 ? 2 : 1;
-      w.comp_wkv = matrix(TensorRole::CompWkv, l, coff * D, dim);
-      w.comp_wgate = matrix(TensorRole::CompWgate, l, coff * D, dim);
-      w.comp_ape = dense_f32(TensorRole::CompApe, l, r, coff * D);
-      w.comp_norm = vector(TensorRole::CompNorm, l, D);
-    }
-    if (r == 4) {
-      const int64_t iH = d.index_heads, iD = d.index_head_dim;
-      w.idx_proj = matrix(TensorRole::IdxProj, l, iH, dim);
-      w.idx_q_b = matrix(TensorRole::IdxQB, l, iH * iD, d.q_lora_rank);
-      w.idx_comp_wkv = matrix(TensorRole::IdxCompWkv, l, 2 * iD, dim);
-      w.idx_comp_wgate = matrix(TensorRole::IdxCompWgate, l, 2 * iD, dim);
-      w.idx_comp_ape = dense_f32(TensorRole::IdxCompApe, l, r, 2 * iD);
-      w.idx_comp_norm = vector(TensorRole::IdxCompNorm, l, iD);
-    }
-    if (l < c_.moe.num_hash_layers) {  // token id -> experts, checked once here
-      const TensorRef* t = find(TensorRole::MoeTid2Eid, l);
-      const int64_t V = c_.vocab_size, K = c_.moe.num_experts_used;
-      SLIMKV_CHECK(t && t->dtype == DType::I32 && t->shape.size() == 2 && t->shape[0] == V && t->shape[1] == K &&
-                       t->size_bytes == static_cast<uint64_t>(V * K * 4),
-                   "{}: layer {} is hash-routed but has no I32 token -> experts table of shape [{}, {}]",
-                   src_.source(), l, V, K);
-      auto* ids = reinterpret_cast<const int32_t*>(t->data);
-      for (int64_t i = 0; i < V * K; ++i) {
-        SLIMKV_CHECK(ids[i] >= 0 && ids[i] < c_.moe.num_experts, "{}: tensor '{}' names expert {} (the model has {})",
-                     src_.source(), t->name, ids[i], c_.moe.num_experts);
-      }
-      w.tid2eid = ids;
-    }
+    return ids;
   }
 
   bool c_tied_ = false;

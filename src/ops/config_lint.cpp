@@ -30,7 +30,7 @@ std::vector<Finding> lint_config(const EngineConfig& cfg, const ModelConfig& m) 
     f.push_back({"coarse eviction", "eviction works on whole blocks", "use --block-size 8 with sparse retention (seed 3.3)",
                  fmt::format("--block-size {}", cfg.cache.block_size)});
   }
-  if (c.dynamic() && c.kv_evict_policy == "drop") {
+  if (c.dynamic() && c.kv_evict_policy == KvEvictPolicy::Drop) {
     f.push_back({"quality left on the table", "evicted tokens are dropped",
                  "--kv-evict-policy merge halved the KL at equal bytes (docs/compression.md)", "--kv-evict-policy drop"});
   }

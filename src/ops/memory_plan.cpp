@@ -32,7 +32,7 @@ int64_t add(int64_t a, int64_t b) {
 // KvCacheManager, rounded up by one partial block).
 int64_t held_tokens(const KvGroupSpec& g, int64_t ctx, int64_t block) {
   if (g.dynamic()) return std::min(ctx, static_cast<int64_t>(g.dyn_topk_tokens) + (g.dyn_merge ? block : 0));
-  if (g.window_tokens > 0) return std::min(ctx, static_cast<int64_t>(g.sink_tokens) + g.window_tokens + block);
+  if (g.windowed()) return std::min(ctx, static_cast<int64_t>(g.sink_tokens) + g.window_tokens + block);
   return ctx;
 }
 
@@ -166,10 +166,9 @@ PlanResult make_plan(const PlanInput& in) {
   CompressionConfig baseline;
   baseline.kv_cache_dtype = base;
   r.before = breakdown(in, baseline.layout(specs, block));  // the model's own windows count, uncompressed
-  if (cc.kv_cache_dtype == "auto") cc.kv_cache_dtype = base;
+  if (cc.kv_cache_dtype == KvCacheDtype::Auto) cc.kv_cache_dtype = base;
   if (cc.low_rank() && cc.kv_calibration.empty()) cc.kv_calibration = "(not needed to plan)";
-  r.compressed = cc.enabled && (cc.kv_cache_dtype != base || cc.low_rank() || cc.sparse() ||
-                                cc.dynamic());
+  r.compressed = cc.changes_bytes(baseline.dtype());
   if (r.compressed) {
     r.after = breakdown(in, cc.layout(specs, block));
   } else {

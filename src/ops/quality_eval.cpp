@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/decoder_forward.h"
+#include "model/kv_streams.h"
 #include "model/kv_projection.h"
 #include "runner/generator.h"
 #include "runner/sequence_forward.h"
@@ -61,7 +61,7 @@ QualityResult QualityEvaluator::run(const std::string& name, const CompressionCo
   for (const KvLayerGeometry& g : layout.layers) {
     const KvGroupSpec& s = g.spec;
     const int64_t kept = s.dynamic()           ? std::min<int64_t>(ctx_, s.dyn_topk_tokens + (s.dyn_merge ? block_size_ : 0))
-                         : s.window_tokens > 0 ? std::min<int64_t>(ctx_, s.sink_tokens + s.window_tokens)
+                         : s.windowed()        ? std::min<int64_t>(ctx_, s.sink_tokens + s.window_tokens)
                                                : ctx_;
     held += g.bytes_per_token() * kept;
     f16 += 2LL * g.num_kv_heads * (g.head_dim_k + g.head_dim_v);

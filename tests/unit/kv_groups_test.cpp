@@ -16,11 +16,7 @@
 namespace slimkv::test {
 namespace {
 
-KvGroupSpec window(int32_t w) {
-  KvGroupSpec s;
-  s.window_tokens = w;
-  return s;
-}
+KvGroupSpec window(int32_t w) { return KvGroupSpec::window(w); }
 
 TEST(KvGroups, LayoutGroupsLayersBySpecAndSharesTensorsAcrossGroups) {
   // Gemma 3's pattern: 5 local layers, 1 global: groups of min(5, 1) = 1 layer, one storage tensor for all.

@@ -14,6 +14,7 @@
 #include "kernels/ops.h"
 #include "model/blocks/compressed_attention.h"
 #include "model/kv_streams.h"
+#include "model/weight_binder.h"
 
 namespace slimkv {
 namespace {
@@ -418,6 +419,46 @@ void CompressedAttention::output_lora(DecoderForward& f, const Layer& ly, float*
     }
   }
   matmul(w.wo_b, oa_.data(), T, out, f.pool());
+}
+
+
+// The attention's weights: q LoRA and its norm, the K = V projection and its norm, the grouped output LoRA, and on
+// compressed layers the compressor's (and on CSA layers the indexer's).
+void CompressedAttention::bind(LayerBinder& b, int32_t l) {
+  const ModelConfig& c = b.config();
+  Model& m = b.model();
+  const LayerConfig& lc = c.layers[l];
+  const Dsv4Config& d = c.dsv4;
+  LayerWeights& w = m.layers[l];
+  const int64_t dim = c.dim, H = lc.num_heads, D = lc.head_dim_k;
+  w.wq_a = b.matrix(TensorRole::AttnQA, l, d.q_lora_rank, dim);
+  w.q_a_norm = b.vector(TensorRole::AttnQANorm, l, d.q_lora_rank);
+  w.wq_b = b.matrix(TensorRole::AttnQB, l, H * D, d.q_lora_rank);
+  w.wkv = b.matrix(TensorRole::AttnKv, l, D, dim);
+  w.kv_norm = b.vector(TensorRole::AttnKvNorm, l, D);
+  const int64_t per_group = H * D / d.o_groups;
+  const WeightView wo_a = b.matrix(TensorRole::AttnOutA, l, d.o_groups * d.o_lora_rank, per_group);
+  for (int64_t g = 0; g < d.o_groups; ++g) {
+    w.wo_a.push_back(LayerBinder::slice_rows(wo_a, g * d.o_lora_rank, d.o_lora_rank));
+  }
+  w.wo_b = b.matrix(TensorRole::AttnOutB, l, dim, d.o_groups * d.o_lora_rank);
+  const int32_t r = lc.compress_ratio;
+  if (r > 0) {
+    const int64_t coff = r == 4 ? 2 : 1;
+    w.comp_wkv = b.matrix(TensorRole::CompWkv, l, coff * D, dim);
+    w.comp_wgate = b.matrix(TensorRole::CompWgate, l, coff * D, dim);
+    w.comp_ape = b.dense_f32(TensorRole::CompApe, l, r, coff * D);
+    w.comp_norm = b.vector(TensorRole::CompNorm, l, D);
+  }
+  if (r == 4) {
+    const int64_t iH = d.index_heads, iD = d.index_head_dim;
+    w.idx_proj = b.matrix(TensorRole::IdxProj, l, iH, dim);
+    w.idx_q_b = b.matrix(TensorRole::IdxQB, l, iH * iD, d.q_lora_rank);
+    w.idx_comp_wkv = b.matrix(TensorRole::IdxCompWkv, l, 2 * iD, dim);
+    w.idx_comp_wgate = b.matrix(TensorRole::IdxCompWgate, l, 2 * iD, dim);
+    w.idx_comp_ape = b.dense_f32(TensorRole::IdxCompApe, l, r, 2 * iD);
+    w.idx_comp_norm = b.vector(TensorRole::IdxCompNorm, l, iD);
+  }
 }
 
 }  // namespace slimkv

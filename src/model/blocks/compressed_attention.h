@@ -10,6 +10,7 @@
 
 #include "model/blocks/block.h"
 #include "model/decoder_forward.h"
+#include "model/weight_binder.h"
 
 namespace slimkv {
 
@@ -29,6 +30,8 @@ CompressedLayerStreams compressed_stream_indices(const ModelConfig& c, int32_t l
 class CompressedAttention : public Block {
  public:
   explicit CompressedAttention(const Model&) {}
+  // Binds layer's attention, compressor and indexer weights (part of the family's ModelFamily::bind_attention).
+  static void bind(LayerBinder& b, int32_t layer);
   // out[T, dim] = the layer's attention of in[T, dim]; writes its records (raw token, state rows, completed entries
   // and indexer keys) into the cache.
   void run(DecoderForward& f, int32_t layer, const float* in, float* out);

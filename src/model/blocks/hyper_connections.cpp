@@ -9,6 +9,7 @@
 #include "core/profiler.h"
 #include "kernels/ops.h"
 #include "model/blocks/hyper_connections.h"
+#include "model/weight_binder.h"
 
 namespace slimkv {
 namespace {
@@ -153,6 +154,28 @@ void HyperConnections::head(DecoderForward& f) {
     }
   }
   weighted_streams(streams_.data(), pre_.data(), T, hc, dim, f.residual());
+}
+
+
+void HyperConnections::bind_layer(LayerBinder& b, int32_t l) {
+  const ModelConfig& c = b.config();
+  LayerWeights& w = b.model().layers[l];
+  const int64_t dim = c.dim, hc = c.dsv4.hc_mult, mix = (2 + hc) * hc;
+  w.hc_attn_fn = b.matrix(TensorRole::HcAttnFn, l, mix, hc * dim);
+  w.hc_attn_base = b.vector(TensorRole::HcAttnBase, l, mix);
+  w.hc_attn_scale = b.vector(TensorRole::HcAttnScale, l, 3);
+  w.hc_ffn_fn = b.matrix(TensorRole::HcFfnFn, l, mix, hc * dim);
+  w.hc_ffn_base = b.vector(TensorRole::HcFfnBase, l, mix);
+  w.hc_ffn_scale = b.vector(TensorRole::HcFfnScale, l, 3);
+}
+
+void HyperConnections::bind_head(LayerBinder& b) {
+  const ModelConfig& c = b.config();
+  Model& m = b.model();
+  const int64_t hc = c.dsv4.hc_mult;
+  m.hc_head_fn = b.matrix(TensorRole::HcHeadFn, 0, hc, hc * c.dim);
+  m.hc_head_base = b.vector(TensorRole::HcHeadBase, 0, hc);
+  m.hc_head_scale = b.vector(TensorRole::HcHeadScale, 0, 1);
 }
 
 }  // namespace slimkv

@@ -7,6 +7,7 @@
 
 #include "model/blocks/block.h"
 #include "model/decoder_forward.h"
+#include "model/weight_binder.h"
 
 namespace slimkv {
 
@@ -16,6 +17,8 @@ enum class HcSite : uint8_t { Attn, Ffn };
 class HyperConnections : public Block {
  public:
   explicit HyperConnections(const Model&) {}
+  static void bind_layer(LayerBinder& b, int32_t layer);  // the layer's attention and FFN mixes
+  static void bind_head(LayerBinder& b);                  // the head's mix (model-wide)
   void begin(DecoderForward& f);                                  // streams = the embedding, hc_mult times
   void pre(DecoderForward& f, int32_t layer, HcSite site, float* out);  // out[T, dim] = the sub-block's input
   void post(DecoderForward& f, const float* y);                   // streams = post * y + comb · streams

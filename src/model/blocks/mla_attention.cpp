@@ -13,6 +13,7 @@
 #include "kernels/kv_codec.h"
 #include "kernels/ops.h"
 #include "model/blocks/mla_attention.h"
+#include "model/weight_binder.h"
 
 namespace slimkv {
 namespace {
@@ -111,7 +112,7 @@ void MlaAttentionBlock::run(DecoderForward& f, int32_t l, const float* in, float
 bool MlaAttentionBlock::decompress_this_step(const DecoderForward& f, int32_t l) const {
   if (f.block_options().mla_attention == MlaAttention::Absorbed) return false;
   const KvLayerGeometry& g = f.kv().layout().layers[l];
-  if (g.spec.dynamic() || g.spec.window_tokens > 0) return false;  // page tables of live blocks: absorbed only
+  if (g.spec.dynamic() || g.spec.windowed()) return false;  // page tables of live blocks: absorbed only
   if (f.block_options().mla_attention == MlaAttention::Decompressed) return true;
   // Cost in multiply-adds per head: absorbed = tokens x ctx x (2 kv_lora + rope); decompressed = per sequence
   // ctx x (nope + v) x kv_lora, then tokens x ctx x (nope + rope + v).
@@ -222,4 +223,54 @@ void MlaAttentionBlock::decompressed(DecoderForward& f, int32_t l) {
     }
   }
 }
+
+void MlaAttentionBlock::bind(LayerBinder& b, int32_t l) {
+  const ModelConfig& c = b.config();
+  Model& m = b.model();
+  const LayerConfig& lc = c.layers[l];
+  const MlaConfig& a = c.mla;
+  LayerWeights& w = m.layers[l];
+  const int64_t dim = c.dim, H = lc.num_heads, qh = a.q_head_dim();
+  if (a.q_lora_rank > 0) {
+    w.wq_a = b.matrix(TensorRole::AttnQA, l, a.q_lora_rank, dim);
+    w.q_a_norm = b.vector(TensorRole::AttnQANorm, l, a.q_lora_rank);
+    w.wq_b = b.matrix(TensorRole::AttnQB, l, H * qh, a.q_lora_rank);
+  } else {
+    w.wq = b.matrix(TensorRole::AttnQ, l, H * qh, dim);
+  }
+  w.wkv_a = b.matrix(TensorRole::AttnKvAMqa, l, a.kv_lora_rank + a.rope_dim, dim);
+  w.kv_a_norm = b.vector(TensorRole::AttnKvANorm, l, a.kv_lora_rank);
+  if (b.names(TensorRole::AttnKB) && b.find(TensorRole::AttnKB, l, 0, false)) {
+    w.k_b = b.experts(TensorRole::AttnKB, l, a.kv_lora_rank, a.nope_dim, static_cast<int32_t>(H));
+    w.v_b = b.experts(TensorRole::AttnVB, l, a.v_head_dim, a.kv_lora_rank, static_cast<int32_t>(H));
+  } else {
+    bind_fused_kv_b(b, l);
+  }
+  w.wo = b.matrix(TensorRole::AttnOut, l, dim, H * a.v_head_dim);
+}
+
+// kv_b [H * (nope + v), kv_lora]: head h's first nope rows are its key up-projection (k_b[h] is their transpose,
+// [kv_lora, nope], so it absorbs q), the next v rows its value up-projection v_b[h].
+void MlaAttentionBlock::bind_fused_kv_b(LayerBinder& b, int32_t l) {
+  const ModelConfig& c = b.config();
+  Model& m = b.model();
+  const MlaConfig& a = c.mla;
+  LayerWeights& w = m.layers[l];
+  const int64_t H = c.layers[l].num_heads;
+  const TensorRef* t = b.find(TensorRole::AttnKvB, l);
+  SLIMKV_CHECK(t != nullptr, "{}: layer {} has neither attn_k_b/attn_v_b nor a kv_b projection", b.source(), l);
+  const int64_t per = a.nope_dim + a.v_head_dim;
+  const WeightView kv_b = b.matrix(*t, H * per, a.kv_lora_rank);
+  std::vector<float> row(a.kv_lora_rank);
+  for (int64_t h = 0; h < H; ++h) {
+    std::vector<float> kb(static_cast<size_t>(a.kv_lora_rank) * a.nope_dim);
+    for (int64_t n = 0; n < a.nope_dim; ++n) {
+      dequantize_row(kv_b, h * per + n, row.data());
+      for (int64_t r = 0; r < a.kv_lora_rank; ++r) kb[static_cast<size_t>(r) * a.nope_dim + n] = row[r];
+    }
+    w.k_b.push_back(WeightView{DType::F32, a.kv_lora_rank, a.nope_dim, m.own_f32(std::move(kb))});
+    w.v_b.push_back(LayerBinder::slice_rows(kv_b, h * per + a.nope_dim, a.v_head_dim));
+  }
+}
+
 }  // namespace slimkv

@@ -8,16 +8,21 @@
 
 #include "model/blocks/block.h"
 #include "model/decoder_forward.h"
+#include "model/weight_binder.h"
 
 namespace slimkv {
 
 class MlaAttentionBlock : public Block {
  public:
   explicit MlaAttentionBlock(const Model&) {}
+  // Binds layer's latent-attention weights (q LoRA or q, kv_a, its norm, k_b / v_b — split from a fused kv_b
+  // where the file has one —, o): the family's ModelFamily::bind_attention.
+  static void bind(LayerBinder& b, int32_t layer);
   // out[T, dim] = the layer's latent attention of in[T, dim]; writes the layer's records into the cache.
   void run(DecoderForward& f, int32_t layer, const float* in, float* out);
 
  private:
+  static void bind_fused_kv_b(LayerBinder& b, int32_t layer);
   bool decompress_this_step(const DecoderForward& f, int32_t layer) const;  // the cost model of MlaAttention::Auto
   void decompressed(DecoderForward& f, int32_t layer);                     // q_ + the cache -> o_
 

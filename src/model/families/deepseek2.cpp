@@ -133,7 +133,7 @@ const ModelFamily& deepseek2_family() {
                              "MLA (q LoRA or plain q, latent + rope-key cache, absorbed attention, YaRN mscale), "
                              "leading dense layers, DeepSeekMoE (softmax/sigmoid gating, selection bias, groups, "
                              "norm and scale, shared experts)",
-                             read, names(), layer};
+                             read, names(), layer, nullptr, MlaAttentionBlock::bind};
   return f;
 }
 

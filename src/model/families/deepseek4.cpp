@@ -162,6 +162,11 @@ void layer(DecoderForward& f, int32_t l) {
 
 std::vector<KvLayerSpec> layer_streams(const ModelConfig& c, int32_t l) { return compressed_layer_streams(c, l).specs; }
 
+void bind_attention(LayerBinder& b, int32_t l) {
+  HyperConnections::bind_layer(b, l);
+  CompressedAttention::bind(b, l);
+}
+
 }  // namespace
 
 const ModelFamily& deepseek4_family() {
@@ -170,7 +175,7 @@ const ModelFamily& deepseek4_family() {
                              "(ratio 128) compressed streams + sliding window + sinks, shared K = V head with RoPE on "
                              "its last dims, grouped output LoRA, hyper-connections (Sinkhorn), hash-routed and "
                              "sqrt-softplus MoE with clamped SwiGLU",
-                             read, names(), layer, layer_streams};
+                             read, names(), layer, layer_streams, bind_attention, HyperConnections::bind_head};
   return f;
 }
 
