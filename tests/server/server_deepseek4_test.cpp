@@ -47,16 +47,9 @@ std::vector<int> prompt_ids(int n, int seed) {
 
 TEST_F(ServerDeepseek4, StreamingEqualsNonStreamingAcrossCompressionGroups) {
   const json body = {{"prompt", prompt_ids(300, 1)}, {"max_tokens", 24}, {"temperature", 0}, {"ignore_eos", true}};
-  const json r = complete(body);
+  const json r = expect_streaming_equals_plain(*server_, body);
   EXPECT_EQ(r["usage"]["prompt_tokens"], 300);
   EXPECT_EQ(r["usage"]["completion_tokens"], 24);
-  json sbody = body;
-  sbody["stream"] = true;
-  auto [status, raw] = server_->post("/v1/completions", sbody);
-  ASSERT_EQ(status, 200);
-  const StreamedText st = streamed_text(raw.get<std::string>());
-  EXPECT_TRUE(st.done);
-  EXPECT_EQ(st.text, r["choices"][0]["text"].get<std::string>());
 }
 
 TEST_F(ServerDeepseek4, ConcurrentRequestsEqualLoneOnes) {

@@ -62,15 +62,8 @@ class ServerGptOss : public ::testing::Test {
 
 TEST_F(ServerGptOss, StreamingEqualsNonStreamingAcrossTheWindow) {
   const json body = {{"prompt", gptoss_prompt(200, 1)}, {"max_tokens", 24}, {"temperature", 0}, {"ignore_eos", true}};
-  const json r = complete(body);
+  const json r = expect_streaming_equals_plain(*server_, body);
   EXPECT_EQ(r["usage"]["completion_tokens"], 24);
-  json sbody = body;
-  sbody["stream"] = true;
-  auto [status, raw] = server_->post("/v1/completions", sbody);
-  ASSERT_EQ(status, 200);
-  const StreamedText st = streamed_text(raw.get<std::string>());
-  EXPECT_TRUE(st.done);
-  EXPECT_EQ(st.text, r["choices"][0]["text"].get<std::string>());
 }
 
 TEST_F(ServerGptOss, ConcurrentRequestsEqualLoneOnesWithPrefixHitsAndPreemption) {

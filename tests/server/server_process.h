@@ -216,4 +216,19 @@ inline StreamedText streamed_text(const std::string& body) {
   return s;
 }
 
+// Posts a completion body plainly and then with "stream": true; the streamed text must equal the plain response's
+// and end with [DONE]. Returns the plain response.
+inline nlohmann::json expect_streaming_equals_plain(ServerProcess& server, const nlohmann::json& body) {
+  auto [status, plain] = server.post("/v1/completions", body);
+  EXPECT_EQ(status, 200) << plain.dump();
+  nlohmann::json sbody = body;
+  sbody["stream"] = true;
+  auto [sstatus, raw] = server.post("/v1/completions", sbody);
+  EXPECT_EQ(sstatus, 200);
+  const StreamedText st = streamed_text(raw.is_string() ? raw.get<std::string>() : raw.dump());
+  EXPECT_TRUE(st.done);
+  EXPECT_EQ(st.text, plain["choices"][0]["text"].get<std::string>());
+  return plain;
+}
+
 }  // namespace slimkv::test

@@ -154,6 +154,10 @@ struct CompressedAttention::Layer {
   const RopeTable* rope = nullptr;
 };
 
+CompressedAttention::CompressedAttention(const Model& m) {
+  for (int32_t l = 0; l < m.config.num_layers; ++l) streams_.push_back(compressed_stream_indices(m.config, l));
+}
+
 void CompressedAttention::run(DecoderForward& f, int32_t l, const float* in, float* out) {
   const ModelConfig& c = f.model().config;
   const LayerConfig& lc = c.layers[l];
@@ -170,7 +174,7 @@ void CompressedAttention::run(DecoderForward& f, int32_t l, const float* in, flo
   ly.index_heads = c.dsv4.index_heads;
   ly.index_dim = c.dsv4.index_head_dim;
   ly.topk_cap = f.block_options().index_topk > 0 ? f.block_options().index_topk : c.dsv4.index_topk;
-  ly.streams = compressed_stream_indices(c, l);
+  ly.streams = streams_[l];
   ly.w = &f.model().layers[l];
   ly.rope = &f.rope(l);
   project(f, ly, in);

@@ -29,7 +29,7 @@ CompressedLayerStreams compressed_stream_indices(const ModelConfig& c, int32_t l
 
 class CompressedAttention : public Block {
  public:
-  explicit CompressedAttention(const Model&) {}
+  explicit CompressedAttention(const Model& m);
   // Binds layer's attention, compressor and indexer weights (part of the family's ModelFamily::bind_attention).
   static void bind(LayerBinder& b, int32_t layer);
   // out[T, dim] = the layer's attention of in[T, dim]; writes its records (raw token, state rows, completed entries
@@ -45,6 +45,7 @@ class CompressedAttention : public Block {
   void attend(DecoderForward& f, const Layer& ly);
   void output_lora(DecoderForward& f, const Layer& ly, float* out);
 
+  std::vector<CompressedLayerStreams> streams_;  // [layers] each layer's streams, as storage positions
   std::vector<float> qr_;       // [T, q_lora] normed q LoRA
   std::vector<float> q_;        // [T, heads * head_dim] per-head normed, roped queries
   std::vector<float> kv_;       // [T, head_dim] the token's K = V record
