@@ -46,15 +46,15 @@ void DecoderForward::attention(int32_t l, const float* in, float* out) {
   const int32_t T = T_, qd = lc.q_dim(), kd = lc.k_dim(), vd = lc.v_dim(), hd = lc.head_dim_k;
   {
     ProfScope ps(ProfKind::Matmul);
-    matmul(w.wq, in, T, q_.data(), pool_);
-    matmul(w.wk, in, T, k_.data(), pool_);
-    matmul(w.wv, in, T, v_.data(), pool_);
+    ops_->matmul(w.wq, in, T, q_.data());
+    ops_->matmul(w.wk, in, T, k_.data());
+    ops_->matmul(w.wv, in, T, v_.data());
   }
   if (w.bq) add_bias(q_.data(), w.bq, T, qd);
   if (w.bk) add_bias(k_.data(), w.bk, T, kd);
   if (w.bv) add_bias(v_.data(), w.bv, T, vd);
-  if (w.q_norm) rmsnorm_rows(q_.data(), q_.data(), w.q_norm, static_cast<int64_t>(T) * lc.num_heads, hd, c.rms_eps);
-  if (w.k_norm) rmsnorm_rows(k_.data(), k_.data(), w.k_norm, static_cast<int64_t>(T) * lc.num_kv_heads, hd, c.rms_eps);
+  if (w.q_norm) ops_->rmsnorm_rows(q_.data(), q_.data(), w.q_norm, static_cast<int64_t>(T) * lc.num_heads, hd, c.rms_eps);
+  if (w.k_norm) ops_->rmsnorm_rows(k_.data(), k_.data(), w.k_norm, static_cast<int64_t>(T) * lc.num_kv_heads, hd, c.rms_eps);
   const KvLayerGeometry& g = kv.layout().layers[l];
   const std::vector<int64_t>& slots = b.slots[g.group];
   const RopeTable& rope = ropes_[layer_rope_[l]];
@@ -70,12 +70,13 @@ void DecoderForward::attention(int32_t l, const float* in, float* out) {
   const AttentionDims dims{lc.num_heads, lc.num_kv_heads, lc.head_dim_k, lc.head_dim_v, c.attn_scale, w.attn_sinks};
   {
     ProfScope ps(ProfKind::Attention);
-    attention_plan(g.group).run(q_.data(), lk, dims, att_.data(), pool_);
+    ops_->attention(attention_plan(g.group), q_.data(), lk, dims, att_.data());
   }
   {
     ProfScope ps(ProfKind::Matmul);
-    matmul(w.wo, att_.data(), T, out, pool_);
+    ops_->matmul(w.wo, att_.data(), T, out);
   }
+  ops_->all_reduce_sum(out, static_cast<int64_t>(T) * c.dim);  // a row-split wo sums over ranks; then the bias once
   if (w.bo) add_bias(out, w.bo, T, c.dim);
 }
 

@@ -11,8 +11,9 @@
 
 namespace slimkv {
 
-DecoderForward::DecoderForward(const Model& model, ThreadPool* pool)
-    : model_(model), family_(family_by_name(model.config.family)), pool_(pool) {
+DecoderForward::DecoderForward(const Model& model, ThreadPool* pool, std::unique_ptr<BackendOps> ops)
+    : model_(model), family_(family_by_name(model.config.family)), pool_(pool),
+      ops_(ops ? std::move(ops) : make_cpu_ops(pool)) {
   const ModelConfig& c = model.config;
   SLIMKV_CHECK(static_cast<int32_t>(c.layers.size()) == c.num_layers && !model.layers.empty(),
                "forward: model config has no per-layer values (finalize() not called)");
@@ -118,7 +119,7 @@ PagedAttention& DecoderForward::attention_plan(int32_t g) {
 
 void DecoderForward::norm(float* out, const float* in, const float* w) {
   const int32_t dim = model_.config.dim;
-  rmsnorm_rows(out, in, w, T_, dim, model_.config.rms_eps);
+  ops_->rmsnorm_rows(out, in, w, T_, dim, model_.config.rms_eps);
 }
 
 void DecoderForward::add_to_residual(const float* y) {
@@ -179,7 +180,7 @@ void DecoderForward::forward(const ForwardBatch& b, KvStorage& kv, float* logits
   }
   {
     ProfScope ps(ProfKind::Matmul);
-    matmul(model_.output, final_.data(), rows, logits_out, pool_);
+    ops_->matmul(model_.output, final_.data(), rows, logits_out);
   }
   if (c.final_logit_softcap > 0) softcap(logits_out, static_cast<int64_t>(rows) * c.vocab_size, c.final_logit_softcap);
 }

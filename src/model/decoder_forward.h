@@ -18,6 +18,7 @@
 #include "compress/compression_config.h"
 #include "core/thread_pool.h"
 #include "kv/kv_storage.h"
+#include "model/backend_ops.h"
 #include "model/blocks/block.h"
 #include "model/family.h"
 #include "model/forward_batch.h"
@@ -33,7 +34,8 @@ struct MlpBiases {
 
 class DecoderForward {
  public:
-  DecoderForward(const Model& model, ThreadPool* pool);
+  // ops: the backend the blocks run on (null: the CPU kernels on pool, one process).
+  DecoderForward(const Model& model, ThreadPool* pool, std::unique_ptr<BackendOps> ops = nullptr);
 
   void reserve(int32_t max_tokens, int32_t max_logits_rows);
   // logits_out: [batch.logits_rows.size(), vocab]. The batch has one page table per group of kv's layout.
@@ -73,6 +75,7 @@ class DecoderForward {
   const KvStorage& kv() const { return *kv_; }
   int32_t num_tokens() const { return T_; }
   ThreadPool* pool() const { return pool_; }
+  BackendOps& ops() { return *ops_; }  // matmul, attention, norms, activations, collectives
   const RopeTable& rope(int32_t layer) const { return ropes_[layer_rope_[layer]]; }
   // Group g's paged attention, planned from its page table on first use in the step.
   PagedAttention& attention_plan(int32_t g);
@@ -108,6 +111,7 @@ class DecoderForward {
   const Model& model_;
   const ModelFamily& family_;
   ThreadPool* pool_;
+  std::unique_ptr<BackendOps> ops_;
   std::vector<RopeTable> ropes_;       // distinct RoPE configurations
   std::vector<int32_t> layer_rope_;    // [num_layers] index into ropes_
   std::vector<PagedAttention> attention_;  // [groups] planned on first use in a step

@@ -29,8 +29,8 @@ void DecoderForward::dense_ffn(const WeightView& gate, const WeightView& up, con
                                const MlpBiases& bias, float alpha) {
   {
     ProfScope ps(ProfKind::Matmul);
-    matmul(gate, in, num_tokens, h1, pool_);
-    matmul(up, in, num_tokens, h2, pool_);
+    ops_->matmul(gate, in, num_tokens, h1);
+    ops_->matmul(up, in, num_tokens, h2);
   }
   add_row_bias(h1, bias.gate, num_tokens, gate.rows);
   add_row_bias(h2, bias.up, num_tokens, up.rows);
@@ -46,13 +46,13 @@ void DecoderForward::dense_ffn(const WeightView& gate, const WeightView& up, con
       h1[i] = g / (1.0f + std::exp(-g)) * u;
     }
   } else if (model_.config.activation == FfnActivation::GeluTanh) {
-    geglu(h1, h2, n);
+    ops_->geglu(h1, h2, n);
   } else {
-    swiglu(h1, h2, n);
+    ops_->swiglu(h1, h2, n);
   }
   {
     ProfScope ps(ProfKind::Matmul);
-    matmul(down, h1, num_tokens, out, pool_);
+    ops_->matmul(down, h1, num_tokens, out);
   }
   add_row_bias(out, bias.down, num_tokens, down.rows);
 }
@@ -64,6 +64,7 @@ void DecoderForward::ffn(int32_t l, const float* in, float* out) {
   }
   const LayerWeights& w = model_.layers[l];
   dense_ffn(w.w1, w.w3, w.w2, in, T_, out, hb_.data(), hb2_.data());
+  ops_->all_reduce_sum(out, static_cast<int64_t>(T_) * model_.config.dim);  // a row-split down sums over ranks
 }
 
 void DecoderForward::route_experts(int32_t l) {
@@ -137,7 +138,7 @@ void DecoderForward::moe_ffn(int32_t l, const float* in, float* out) {
   const int32_t T = T_, E = mc.num_experts, K = mc.num_experts_used, dim = c.dim;
   {
     ProfScope ps(ProfKind::Matmul);
-    matmul(w.router, in, T, router_.data(), pool_);
+    ops_->matmul(w.router, in, T, router_.data());
   }
   route_experts(l);
   std::fill(out, out + static_cast<size_t>(T) * dim, 0.0f);
@@ -170,6 +171,7 @@ void DecoderForward::moe_ffn(int32_t l, const float* in, float* out) {
               mc.swiglu_limit_shared);
     for (size_t i = 0; i < static_cast<size_t>(T) * dim; ++i) out[i] += eout_[i];
   }
+  ops_->all_reduce_sum(out, static_cast<int64_t>(T) * dim);  // experts (or their slices) on other ranks add theirs
 }
 
 }  // namespace slimkv

@@ -202,13 +202,13 @@ void CompressedAttention::project(DecoderForward& f, const Layer& ly, const floa
   o_.resize(static_cast<size_t>(T) * H * D);
   {
     ProfScope ps(ProfKind::Matmul);
-    matmul(w.wq_a, in, T, qr_.data(), f.pool());
+    f.ops().matmul(w.wq_a, in, T, qr_.data());
   }
-  rmsnorm_rows(qr_.data(), qr_.data(), w.q_a_norm, T, d.q_lora_rank, eps);
+  f.ops().rmsnorm_rows(qr_.data(), qr_.data(), w.q_a_norm, T, d.q_lora_rank, eps);
   {
     ProfScope ps(ProfKind::Matmul);
-    matmul(w.wq_b, qr_.data(), T, q_.data(), f.pool());
-    matmul(w.wkv, in, T, kv_.data(), f.pool());
+    f.ops().matmul(w.wq_b, qr_.data(), T, q_.data());
+    f.ops().matmul(w.wkv, in, T, kv_.data());
   }
   const StreamView raw(kv, b, ly.streams.raw);
   ProfScope ps(ProfKind::KvWrite);
@@ -241,8 +241,8 @@ void CompressedAttention::compress(DecoderForward& f, const Layer& ly, const flo
   const int32_t cn = coff * n;
   st_kv_.resize(static_cast<size_t>(T) * cn);
   st_sc_.resize(static_cast<size_t>(T) * cn);
-  matmul(wkv, in, T, st_kv_.data(), f.pool());
-  matmul(wgate, in, T, st_sc_.data(), f.pool());
+  f.ops().matmul(wkv, in, T, st_kv_.data());
+  f.ops().matmul(wgate, in, T, st_sc_.data());
   const StreamView st(kv, b, state_stream), ent(kv, b, entry_stream);
   st_rec_.resize(2 * static_cast<size_t>(cn));
   for (int32_t t = 0; t < T; ++t) {
@@ -275,8 +275,8 @@ void CompressedAttention::select_entries(DecoderForward& f, const Layer& ly, con
   ProfScope ps(ProfKind::Indexer);
   iq_.resize(static_cast<size_t>(T) * iH * iD);
   iw_.resize(static_cast<size_t>(T) * iH);
-  matmul(w.idx_q_b, qr_.data(), T, iq_.data(), f.pool());
-  matmul(w.idx_proj, in, T, iw_.data(), f.pool());
+  f.ops().matmul(w.idx_q_b, qr_.data(), T, iq_.data());
+  f.ops().matmul(w.idx_proj, in, T, iw_.data());
   const float wscale = 1.0f / std::sqrt(static_cast<float>(iD * iH));
   for (int32_t t = 0; t < T; ++t) {
     float* q = iq_.data() + static_cast<size_t>(t) * iH * iD;
@@ -416,13 +416,14 @@ void CompressedAttention::output_lora(DecoderForward& f, const Layer& ly, float*
       std::copy_n(o_.data() + static_cast<size_t>(t) * H * D + static_cast<size_t>(g) * per, per,
                   gin_.data() + static_cast<size_t>(t) * per);
     }
-    matmul(w.wo_a[g], gin_.data(), T, gout_.data(), f.pool());
+    f.ops().matmul(w.wo_a[g], gin_.data(), T, gout_.data());
     for (int32_t t = 0; t < T; ++t) {
       std::copy_n(gout_.data() + static_cast<size_t>(t) * olr, olr,
                   oa_.data() + (static_cast<size_t>(t) * G + g) * olr);
     }
   }
-  matmul(w.wo_b, oa_.data(), T, out, f.pool());
+  f.ops().matmul(w.wo_b, oa_.data(), T, out);
+  f.ops().all_reduce_sum(out, static_cast<int64_t>(T) * f.model().config.dim);  // output groups split over ranks
 }
 
 

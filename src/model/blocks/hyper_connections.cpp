@@ -95,7 +95,7 @@ void HyperConnections::pre(DecoderForward& f, int32_t l, HcSite site, float* out
   }
   {
     ProfScope ps(ProfKind::Matmul);
-    matmul(fn, flat_.data(), T, mix_.data(), f.pool());
+    f.ops().matmul(fn, flat_.data(), T, mix_.data());
   }
   pre_.resize(static_cast<size_t>(T) * hc);
   for (int32_t t = 0; t < T; ++t) {
@@ -145,7 +145,7 @@ void HyperConnections::head(DecoderForward& f) {
   pre_.resize(static_cast<size_t>(T) * hc);
   {
     ProfScope ps(ProfKind::Matmul);
-    matmul(f.model().hc_head_fn, flat_.data(), T, pre_.data(), f.pool());
+    f.ops().matmul(f.model().hc_head_fn, flat_.data(), T, pre_.data());
   }
   for (int32_t t = 0; t < T; ++t) {
     for (int32_t h = 0; h < hc; ++h) {

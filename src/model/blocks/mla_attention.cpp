@@ -45,13 +45,13 @@ void MlaAttentionBlock::run(DecoderForward& f, int32_t l, const float* in, float
     ProfScope ps(ProfKind::Matmul);
     if (w.wq_a.data) {
       grow(qa_, t_ * a.q_lora_rank);
-      matmul(w.wq_a, in, T, qa_.data(), f.pool());
-      rmsnorm_rows(qa_.data(), qa_.data(), w.q_a_norm, T, a.q_lora_rank, c.rms_eps);
-      matmul(w.wq_b, qa_.data(), T, q_.data(), f.pool());
+      f.ops().matmul(w.wq_a, in, T, qa_.data());
+      f.ops().rmsnorm_rows(qa_.data(), qa_.data(), w.q_a_norm, T, a.q_lora_rank, c.rms_eps);
+      f.ops().matmul(w.wq_b, qa_.data(), T, q_.data());
     } else {
-      matmul(w.wq, in, T, q_.data(), f.pool());
+      f.ops().matmul(w.wq, in, T, q_.data());
     }
-    matmul(w.wkv_a, in, T, kv_.data(), f.pool());
+    f.ops().matmul(w.wkv_a, in, T, kv_.data());
   }
   const KvLayerGeometry& g = kv.layout().layers[l];
   const std::vector<int64_t>& slots = b.slots[g.group];
@@ -72,7 +72,7 @@ void MlaAttentionBlock::run(DecoderForward& f, int32_t l, const float* in, float
     }
     {
       ProfScope ps(ProfKind::Matmul);
-      matmul(w.k_b[h], in_.data(), T, out_.data(), f.pool());
+      f.ops().matmul(w.k_b[h], in_.data(), T, out_.data());
     }
     for (int32_t t = 0; t < T; ++t) {
       float* dst = qabs_.data() + (static_cast<size_t>(t) * H + h) * rec;
@@ -82,13 +82,17 @@ void MlaAttentionBlock::run(DecoderForward& f, int32_t l, const float* in, float
   }
   if (decompress_this_step(f, l)) {
     decompressed(f, l);
-    ProfScope ps(ProfKind::Matmul);
-    matmul(w.wo, o_.data(), T, out, f.pool());
+    {
+      ProfScope ps(ProfKind::Matmul);
+      f.ops().matmul(w.wo, o_.data(), T, out);
+    }
+    f.ops().all_reduce_sum(out, static_cast<int64_t>(T) * c.dim);
     return;
   }
   {
     ProfScope ps(ProfKind::Attention);
-    f.attention_plan(g.group).run(qabs_.data(), f.layer_kv(l), {H, 1, rec, L, c.attn_scale}, att_.data(), f.pool());
+    f.ops().attention(f.attention_plan(g.group), qabs_.data(), f.layer_kv(l), {H, 1, rec, L, c.attn_scale},
+                      att_.data());
   }
   // Out of the latent space: o_h = v_b[h] · latent output of head h.
   for (int32_t h = 0; h < H; ++h) {
@@ -98,15 +102,18 @@ void MlaAttentionBlock::run(DecoderForward& f, int32_t l, const float* in, float
     }
     {
       ProfScope ps(ProfKind::Matmul);
-      matmul(w.v_b[h], in_.data(), T, out_.data(), f.pool());
+      f.ops().matmul(w.v_b[h], in_.data(), T, out_.data());
     }
     for (int32_t t = 0; t < T; ++t) {
       std::memcpy(o_.data() + (static_cast<size_t>(t) * H + h) * V, out_.data() + static_cast<size_t>(t) * V,
                   sizeof(float) * V);
     }
   }
-  ProfScope ps(ProfKind::Matmul);
-  matmul(w.wo, o_.data(), T, out, f.pool());
+  {
+    ProfScope ps(ProfKind::Matmul);
+    f.ops().matmul(w.wo, o_.data(), T, out);
+  }
+  f.ops().all_reduce_sum(out, static_cast<int64_t>(T) * c.dim);  // heads split over ranks sum here
 }
 
 bool MlaAttentionBlock::decompress_this_step(const DecoderForward& f, int32_t l) const {
@@ -198,8 +205,8 @@ void MlaAttentionBlock::decompressed(DecoderForward& f, int32_t l) {
     for (int32_t h = 0; h < H; ++h) {
       {
         ProfScope ps(ProfKind::Matmul);
-        matmul(kbt_[l][h], dc_c_.data(), ctx, dc_k_.data(), f.pool());  // K_nope = C · k_b[h]
-        matmul(w.v_b[h], dc_c_.data(), ctx, dc_v_.data(), f.pool());       // V = C · v_b[h]^T
+        f.ops().matmul(kbt_[l][h], dc_c_.data(), ctx, dc_k_.data());  // K_nope = C · k_b[h]
+        f.ops().matmul(w.v_b[h], dc_c_.data(), ctx, dc_v_.data());       // V = C · v_b[h]^T
       }
       ProfScope ps(ProfKind::Attention);
       for (int32_t p = 0; p < ctx; ++p) {

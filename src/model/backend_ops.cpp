@@ -1,0 +1,35 @@
+#include "model/backend_ops.h"
+
+#include "kernels/ops.h"
+
+namespace slimkv {
+namespace {
+
+class CpuOps : public BackendOps {
+ public:
+  explicit CpuOps(ThreadPool* pool) : pool_(pool) {}
+  void matmul(const WeightView& w, const float* x, int64_t num_tokens, float* y) override {
+    slimkv::matmul(w, x, num_tokens, y, pool_);
+  }
+  void attention(PagedAttention& plan, const float* q, const PagedAttention::LayerKv& kv, const AttentionDims& dims,
+                 float* out) override {
+    plan.run(q, kv, dims, out, pool_);
+  }
+  void rmsnorm_rows(float* out, const float* x, const float* w, int64_t num_rows, int64_t n, float eps) override {
+    slimkv::rmsnorm_rows(out, x, w, num_rows, n, eps);
+  }
+  void swiglu(float* gate, const float* up, int64_t n) override { slimkv::swiglu(gate, up, n); }
+  void geglu(float* gate, const float* up, int64_t n) override { slimkv::geglu(gate, up, n); }
+  void all_reduce_sum(float*, int64_t) override {}  // one rank holds the whole sum
+  int32_t num_ranks() const override { return 1; }
+  ThreadPool* pool() const override { return pool_; }
+
+ private:
+  ThreadPool* pool_;
+};
+
+}  // namespace
+
+std::unique_ptr<BackendOps> make_cpu_ops(ThreadPool* pool) { return std::make_unique<CpuOps>(pool); }
+
+}  // namespace slimkv
