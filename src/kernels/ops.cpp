@@ -80,4 +80,12 @@ void swiglu(float* gate, const float* up, int64_t n) {
   }
 }
 
+void add_row_bias(float* y, const float* b, int64_t num_rows, int64_t n) {
+  if (!b) return;
+  for (int64_t r = 0; r < num_rows; ++r) {
+    float* row = y + r * n;
+    for (int64_t i = 0; i < n; ++i) row[i] += b[i];
+  }
+}
+
 }  // namespace slimkv

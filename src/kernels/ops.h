@@ -28,5 +28,7 @@ void geglu(float* gate, const float* up, int64_t n);
 void rmsnorm_rows(float* out, const float* x, const float* w, int64_t num_rows, int64_t n, float eps);
 // x = cap * tanh(x / cap)
 void softcap(float* x, int64_t n, float cap);
+// y[r] += b for each of num_rows rows of n (a projection's bias); b null: nothing
+void add_row_bias(float* y, const float* b, int64_t num_rows, int64_t n);
 
 }  // namespace slimkv

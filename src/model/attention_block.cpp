@@ -6,17 +6,6 @@
 #include "model/decoder_forward.h"
 
 namespace slimkv {
-namespace {
-
-void add_bias(float* y, const float* b, int32_t num_tokens, int32_t n) {
-  for (int32_t t = 0; t < num_tokens; ++t) {
-    float* row = y + static_cast<size_t>(t) * n;
-    for (int32_t i = 0; i < n; ++i) row[i] += b[i];
-  }
-}
-
-}  // namespace
-
 PagedAttention::LayerKv DecoderForward::layer_kv(int32_t l) const {
   const KvStorage& kv = *kv_;
   const KvLayerGeometry& g = kv.layout().layers[l];
@@ -50,9 +39,9 @@ void DecoderForward::attention(int32_t l, const float* in, float* out) {
     ops_->matmul(w.wk, in, T, k_.data());
     ops_->matmul(w.wv, in, T, v_.data());
   }
-  if (w.bq) add_bias(q_.data(), w.bq, T, qd);
-  if (w.bk) add_bias(k_.data(), w.bk, T, kd);
-  if (w.bv) add_bias(v_.data(), w.bv, T, vd);
+  add_row_bias(q_.data(), w.bq, T, qd);
+  add_row_bias(k_.data(), w.bk, T, kd);
+  add_row_bias(v_.data(), w.bv, T, vd);
   if (w.q_norm) ops_->rmsnorm_rows(q_.data(), q_.data(), w.q_norm, static_cast<int64_t>(T) * lc.num_heads, hd, c.rms_eps);
   if (w.k_norm) ops_->rmsnorm_rows(k_.data(), k_.data(), w.k_norm, static_cast<int64_t>(T) * lc.num_kv_heads, hd, c.rms_eps);
   const KvLayerGeometry& g = kv.layout().layers[l];
@@ -77,7 +66,7 @@ void DecoderForward::attention(int32_t l, const float* in, float* out) {
     ops_->matmul(w.wo, att_.data(), T, out);
   }
   ops_->all_reduce_sum(out, static_cast<int64_t>(T) * c.dim);  // a row-split wo sums over ranks; then the bias once
-  if (w.bo) add_bias(out, w.bo, T, c.dim);
+  add_row_bias(out, w.bo, T, c.dim);
 }
 
 }  // namespace slimkv

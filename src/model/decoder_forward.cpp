@@ -13,7 +13,8 @@ namespace slimkv {
 
 DecoderForward::DecoderForward(const Model& model, ThreadPool* pool, std::unique_ptr<BackendOps> ops)
     : model_(model), family_(family_by_name(model.config.family)), pool_(pool),
-      ops_(ops ? std::move(ops) : make_cpu_ops(pool)) {
+      ops_(ops ? std::move(ops) : make_cpu_ops(pool)),
+      num_streams_(static_cast<int32_t>(kv_layer_specs(model.config).size())) {
   const ModelConfig& c = model.config;
   SLIMKV_CHECK(static_cast<int32_t>(c.layers.size()) == c.num_layers && !model.layers.empty(),
                "forward: model config has no per-layer values (finalize() not called)");
@@ -134,8 +135,8 @@ void DecoderForward::forward(const ForwardBatch& b, KvStorage& kv, float* logits
   SLIMKV_CHECK(T > 0, "forward: empty batch");
   SLIMKV_CHECK(b.num_groups() == layout.num_groups(), "forward: batch has {} page tables for {} KV groups",
                b.num_groups(), layout.num_groups());
-  SLIMKV_CHECK(layout.num_layers() == static_cast<int32_t>(kv_layer_specs(c).size()),
-               "forward: KV layout has {} layers (streams), the model {}", layout.num_layers(), kv_layer_specs(c).size());
+  SLIMKV_CHECK(layout.num_layers() == num_streams_, "forward: KV layout has {} layers (streams), the model {}",
+               layout.num_layers(), num_streams_);
   SLIMKV_CHECK(b.positions.size() == static_cast<size_t>(T), "forward: batch arrays differ in length");
   for (int32_t g = 0; g < b.num_groups(); ++g) {
     const int64_t num_slots = static_cast<int64_t>(kv.num_blocks(layout.group_pool(g))) * layout.block_size_tokens;

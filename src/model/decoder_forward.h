@@ -112,6 +112,7 @@ class DecoderForward {
   const ModelFamily& family_;
   ThreadPool* pool_;
   std::unique_ptr<BackendOps> ops_;
+  int32_t num_streams_;                // entries of kv_layer_specs(config): what a step's KV layout must have
   std::vector<RopeTable> ropes_;       // distinct RoPE configurations
   std::vector<int32_t> layer_rope_;    // [num_layers] index into ropes_
   std::vector<PagedAttention> attention_;  // [groups] planned on first use in a step

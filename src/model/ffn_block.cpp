@@ -13,17 +13,6 @@
 
 namespace slimkv {
 
-namespace {
-
-void add_row_bias(float* y, const float* b, int32_t num_tokens, int64_t n) {  // y[t] += b for each of the tokens
-  if (!b) return;
-  for (int32_t t = 0; t < num_tokens; ++t) {
-    for (int64_t i = 0; i < n; ++i) y[t * n + i] += b[i];
-  }
-}
-
-}  // namespace
-
 void DecoderForward::dense_ffn(const WeightView& gate, const WeightView& up, const WeightView& down, const float* in,
                                int32_t num_tokens, float* out, float* h1, float* h2, float limit,
                                const MlpBiases& bias, float alpha) {
@@ -35,15 +24,13 @@ void DecoderForward::dense_ffn(const WeightView& gate, const WeightView& up, con
   add_row_bias(h1, bias.gate, num_tokens, gate.rows);
   add_row_bias(h2, bias.up, num_tokens, up.rows);
   const int64_t n = static_cast<int64_t>(num_tokens) * gate.rows;
-  if (alpha > 0) {  // gpt-oss: ggml's swiglu_oai
+  if (limit > 0) {  // clamped: g = min(gate, L), u = clamp(up, -L, L); DeepSeek-V4's g·σ(g)·u (ggml's swiglu_clamp),
+                    // or with alpha (gpt-oss, ggml's swiglu_oai) g·σ(alpha·g)·(u + 1)
+    const bool oai = alpha > 0;
+    const float a = oai ? alpha : 1.0f;
     for (int64_t i = 0; i < n; ++i) {
       const float g = std::min(h1[i], limit), u = std::clamp(h2[i], -limit, limit);
-      h1[i] = g / (1.0f + std::exp(alpha * -g)) * (u + 1.0f);
-    }
-  } else if (limit > 0) {  // DeepSeek-V4: silu(min(gate, L)) * clamp(up, -L, L) (ggml's swiglu_clamp)
-    for (int64_t i = 0; i < n; ++i) {
-      const float g = std::min(h1[i], limit), u = std::clamp(h2[i], -limit, limit);
-      h1[i] = g / (1.0f + std::exp(-g)) * u;
+      h1[i] = g / (1.0f + std::exp(a * -g)) * (oai ? u + 1.0f : u);
     }
   } else if (model_.config.activation == FfnActivation::GeluTanh) {
     ops_->geglu(h1, h2, n);
@@ -78,12 +65,12 @@ void DecoderForward::route_experts(int32_t l) {
     if (w.router_b) {
       for (int32_t e = 0; e < E; ++e) p[e] += w.router_b[e];
     }
-    if (mc.gating == MoeGating::SoftmaxWeight) {  // chosen on the logits; weights = softmax over the chosen
-    } else if (mc.gating == MoeGating::Sigmoid) {
+    // SoftmaxWeight keeps the logits: the top-k are chosen on them and weighted by a softmax over the k below.
+    if (mc.gating == MoeGating::Sigmoid) {
       for (int32_t e = 0; e < E; ++e) p[e] = 1.0f / (1.0f + std::exp(-p[e]));
     } else if (mc.gating == MoeGating::SqrtSoftplus) {  // ggml softplus: x above 20 stays x
       for (int32_t e = 0; e < E; ++e) p[e] = std::sqrt(p[e] > 20.0f ? p[e] : std::log1p(std::exp(p[e])));
-    } else {
+    } else if (mc.gating == MoeGating::Softmax) {
       softmax(p, E);
     }
     for (int32_t e = 0; e < E; ++e) sel[e] = p[e] + (w.exp_probs_b ? w.exp_probs_b[e] : 0.0f);  // selection only

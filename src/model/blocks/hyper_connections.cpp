@@ -27,22 +27,18 @@ void sinkhorn(float* comb, int32_t hc, int32_t iters, float eps) {
     for (int32_t d = 0; d < hc; ++d) sum += c[d] = std::exp(c[d] - mx);
     for (int32_t d = 0; d < hc; ++d) c[d] = c[d] / sum + eps;
   }
-  auto norm_cols = [&] {  // for each dst: divide by the sum over src
-    for (int32_t d = 0; d < hc; ++d) {
+  // Divides each of hc lines (element j of line o at o * line_stride + j * elem_stride) by its sum + eps.
+  auto normalise = [&](int32_t line_stride, int32_t elem_stride) {
+    for (int32_t o = 0; o < hc; ++o) {
+      float* line = comb + o * line_stride;
       float sum = 0;
-      for (int32_t s = 0; s < hc; ++s) sum += comb[d + hc * s];
+      for (int32_t j = 0; j < hc; ++j) sum += line[j * elem_stride];
       sum += eps;
-      for (int32_t s = 0; s < hc; ++s) comb[d + hc * s] /= sum;
+      for (int32_t j = 0; j < hc; ++j) line[j * elem_stride] /= sum;
     }
   };
-  auto norm_rows = [&] {  // for each src: divide by the sum over dst
-    for (int32_t s = 0; s < hc; ++s) {
-      float sum = 0;
-      for (int32_t d = 0; d < hc; ++d) sum += comb[d + hc * s];
-      sum += eps;
-      for (int32_t d = 0; d < hc; ++d) comb[d + hc * s] /= sum;
-    }
-  };
+  auto norm_cols = [&] { normalise(1, hc); };  // for each dst: divide by the sum over src
+  auto norm_rows = [&] { normalise(hc, 1); };  // for each src: divide by the sum over dst
   norm_cols();
   for (int32_t i = 1; i < iters; ++i) {
     norm_rows();
