@@ -73,9 +73,16 @@ void CompressionConfig::validate(const std::vector<KvLayerSpec>& layers) const {
   const int32_t num_layers = static_cast<int32_t>(layers.size());
   const KvDtype d = dtype();
   if (!enabled) return;
+  // natively compressed streams (DeepSeek-V4's entries; its indexer keys and compressor state come with them)
   const bool native = std::any_of(layers.begin(), layers.end(), [](const KvLayerSpec& l) {
-    return l.entry_tokens > 1 || l.kind != KvRecordKind::Attention;
+    return l.entry_tokens > 1 || (l.kind != KvRecordKind::Attention && l.state_floats == 0);
   });
+  const bool recurrent = std::any_of(layers.begin(), layers.end(), [](const KvLayerSpec& l) {
+    return l.state_floats > 0;
+  });
+  SLIMKV_CHECK(!recurrent || !low_rank(), "low-rank K/V: this model has recurrent-state layers (linear attention), "
+               "which the calibration of bases per layer does not cover; compress its attention layers by dtype or "
+               "retention instead");
   if (native) {  // DeepSeek-V4: the model compresses and selects by itself; only the storage dtype composes
     SLIMKV_CHECK(kv_layer_compress_ratio.empty(), "--kv-layer-compress-ratio: this model compresses its own cache "
                  "(DeepSeek-V4's per-layer ratios 0/4/128 come from its weights and are printed at load); they "
@@ -147,6 +154,7 @@ void CompressionConfig::validate(const std::vector<KvLayerSpec>& layers) const {
   for (int32_t l = 0; l < num_layers; ++l) {
     // An MLA record is stored as two parts (latent, rope key), each scaled and rotated on its own.
     const KvLayerSpec& ls = layers[l];
+    if (ls.state_floats > 0) continue;  // a recurrent state is never transformed
     const std::vector<int32_t> parts =
         ls.v_in_k ? std::vector<int32_t>{ls.head_dim_v, ls.head_dim_k - ls.head_dim_v}
                   : std::vector<int32_t>{rank_k(l, ls.head_dim_k), rank_v(l, ls.head_dim_v)};
@@ -163,7 +171,7 @@ std::vector<int32_t> CompressionConfig::layer_topk(const std::vector<KvLayerSpec
   if (!dynamic()) return out;
   std::vector<size_t> full;  // the layers retention applies to
   for (size_t l = 0; l < layers.size(); ++l) {
-    if (layers[l].window_tokens == 0) full.push_back(l);
+    if (layers[l].window_tokens == 0 && layers[l].state_floats == 0) full.push_back(l);
   }
   if (full.empty()) return out;
   const int32_t fixed = kv_sink_tokens + kv_recent_window, free_tokens = kv_sparse_topk - fixed;
@@ -202,17 +210,13 @@ KvLayout CompressionConfig::layout(const std::vector<KvLayerSpec>& specs, int32_
   const std::vector<int32_t> topk = layer_topk(specs);
   for (int32_t l = 0; l < out.num_layers(); ++l) {
     KvLayerGeometry& g = out.layers[l];
+    if (specs[l].kind == KvRecordKind::State) continue;  // a compressor's or a recurrent state stays exact (F32)
     g.dtype = dtype();
     g.k_dim = rank_k(l, g.head_dim_k);
     g.v_dim = rank_v(l, g.head_dim_v);
     // auto rotation only where it applies (an MLA record rotates its latent and rope key apart: both powers of two)
     g.rotate = rotate() && (g.k_split() > 0 ? is_power_of_two(g.k_split()) && is_power_of_two(g.k_dim - g.k_split())
                                             : is_power_of_two(g.k_dim) && is_power_of_two(g.v_dim));
-    if (specs[l].kind == KvRecordKind::State) {  // compressor state stays exact
-      g.dtype = KvDtype::F32;
-      g.rotate = false;
-      continue;
-    }
     if (specs[l].kind == KvRecordKind::IndexKeys && (g.dtype == KvDtype::F32 || g.dtype == KvDtype::F16)) {
       g.dtype = KvDtype::F16;  // indexer keys are F16 unless the cache is narrower
     }

@@ -98,6 +98,7 @@ std::variant<RequestId, std::string> Engine::add_synthetic_prefilled_request(std
   for (int32_t p = 0; p < n; ++p) {
     for (int32_t l = 0; l < layout_.num_layers(); ++l) {
       const KvGroupSpec& spec = layout_.groups[layout_.layers[l].group].spec;
+      if (spec.recurrent_state()) continue;  // a recurrent state is not a row per token (left as the pool holds it)
       // a compressed stream holds entry (p + 1) / ratio - 1 once token p completes it
       if (spec.compressed() && (p + 1) % spec.entry_tokens != 0) continue;
       const int64_t index = spec.compressed() ? (p + 1) / spec.entry_tokens - 1 : p;

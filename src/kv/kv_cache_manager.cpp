@@ -68,7 +68,7 @@ BlockHash KvCacheManager::group_hash(BlockHash h, int32_t g) {
 int32_t KvCacheManager::held_blocks(const SeqKv& seq) {
   int32_t n = 0;
   for (const GroupKv& g : seq.groups) {
-    n += g.summary_block >= 0;
+    n += (g.summary_block >= 0) + (g.state_source >= 0) + (g.snapshot_block >= 0);
     for (BlockId b : g.blocks) n += b >= 0;
   }
   return n;
@@ -92,7 +92,8 @@ PrefixHit KvCacheManager::find_cached_prefix(std::span<const int32_t> tokens) co
     parent = h;
     bool all_found = true;
     for (int32_t g = 0; g < G; ++g) {
-      if (tables_[g]->block_for_token_block(b) < 0) continue;  // this token block completes none of its blocks
+      // a token block that completes none of the group's blocks (and names no state snapshot) is not looked up
+      if (tables_[g]->block_for_token_block(b) < 0 && !tables_[g]->snapshots_state()) continue;
       auto id = gpool(g).lookup(group_hash(h, g), blk);
       found[g].push_back(id ? *id : -1);
       if (tables_[g]->needs_every_block()) {
@@ -120,7 +121,8 @@ PrefixHit KvCacheManager::find_cached_prefix(std::span<const int32_t> tokens) co
   return hit;
 }
 
-bool KvCacheManager::allocate_slots(SeqKv& seq, int32_t num_tokens, const PrefixHit* hit, int32_t first_query_pos) {
+bool KvCacheManager::allocate_slots(SeqKv& seq, int32_t num_tokens, const PrefixHit* hit, int32_t first_query_pos,
+                                    int32_t snapshot_tokens) {
   const int32_t G = num_groups();
   if (seq.groups.empty()) seq.groups.resize(G);
   const int32_t hit_blocks = hit ? static_cast<int32_t>(hit->hashes.size()) : 0;
@@ -135,7 +137,9 @@ bool KvCacheManager::allocate_slots(SeqKv& seq, int32_t num_tokens, const Prefix
   for (int32_t g = 0; g < G; ++g) {
     const int32_t p = groups_[g].pool;
     const int32_t have = static_cast<int32_t>(seq.groups[g].blocks.size());
-    const int32_t from_hit = hit_blocks > 0 ? static_cast<int32_t>(hit->blocks[g].size()) : 0;
+    // a recurrent group's hit is the snapshot it starts from, not a block of its table
+    const bool table_hit = hit_blocks > 0 && !tables_[g]->snapshots_state();
+    const int32_t from_hit = table_hit ? static_cast<int32_t>(hit->blocks[g].size()) : 0;
     for (int64_t b = std::max(have, from_hit); b < need_total(g); ++b) need_new[p] += skipped(g, b) ? 0 : 1;
     if (hit_blocks > 0) {
       for (BlockId id : hit->blocks[g]) hit_unreferenced[p] += id >= 0 && pools_[p].ref_count(id) == 0;
@@ -149,7 +153,12 @@ bool KvCacheManager::allocate_slots(SeqKv& seq, int32_t num_tokens, const Prefix
       for (BlockId id : hit->blocks[g]) {
         if (id >= 0) gpool(g).retain(id);
       }
-      seq.groups[g].blocks = hit->blocks[g];
+      if (tables_[g]->snapshots_state()) {
+        seq.groups[g].state_source = hit->blocks[g].empty() ? -1 : hit->blocks[g][0];
+        seq.groups[g].state_source_tokens = hit->num_tokens;
+      } else {
+        seq.groups[g].blocks = hit->blocks[g];
+      }
     }
     seq.hashes = hit->hashes;
     seq.num_registered_blocks = hit_blocks;
@@ -168,7 +177,42 @@ bool KvCacheManager::allocate_slots(SeqKv& seq, int32_t num_tokens, const Prefix
     size_t next = 0;
     for (int64_t b = first; b < need_total(g); ++b) blocks.push_back(skipped(g, b) ? -1 : (*fresh)[next++]);
   }
+  if (caching_ && snapshot_tokens > 0) plan_state_snapshots(seq, num_tokens, hit, snapshot_tokens);
   return true;
+}
+
+void KvCacheManager::plan_state_snapshots(SeqKv& seq, int32_t num_tokens, const PrefixHit* hit,
+                                          int32_t snapshot_tokens) {
+  for (int32_t g = 0; g < num_groups(); ++g) {
+    GroupKv& gk = seq.groups[g];
+    if (!tables_[g]->snapshots_state() || gk.snapshot_tokens != 0 || num_tokens < snapshot_tokens) continue;
+    gk.snapshot_tokens = snapshot_tokens;  // this chunk computes the prefix's last token: planned once
+    if (hit && hit->num_tokens >= snapshot_tokens) continue;  // the state there is the cached one already
+    auto b = gpool(g).allocate(1);
+    if (b) gk.snapshot_block = (*b)[0];  // best effort: without a spare block the prefix is not cached
+  }
+}
+
+void KvCacheManager::settle_state_snapshots(SeqKv& seq, std::span<const int32_t> tokens, int32_t num_computed) {
+  for (int32_t g = 0; g < num_groups(); ++g) {
+    if (!tables_[g]->snapshots_state()) continue;
+    GroupKv& gk = seq.groups[g];
+    if (gk.state_source >= 0 && num_computed > gk.state_source_tokens) {  // read by the chunk after the hit
+      const BlockId read[] = {gk.state_source};
+      gpool(g).release(read);
+      gk.state_source = -1;
+    }
+    if (gk.snapshot_block >= 0 && num_computed >= gk.snapshot_tokens) {  // filled: cached under its prefix's hash
+      const size_t b = static_cast<size_t>(gk.snapshot_tokens / block_size_ - 1);
+      if (b < seq.hashes.size()) {
+        gpool(g).register_hash(gk.snapshot_block, group_hash(seq.hashes[b], g),
+                               tokens.subspan(b * block_size_, block_size_));
+      }
+      const BlockId filled[] = {gk.snapshot_block};
+      gpool(g).release(filled);  // unreferenced: findable until the pool reuses it
+      gk.snapshot_block = -1;
+    }
+  }
 }
 
 void KvCacheManager::cache_full_blocks(SeqKv& seq, std::span<const int32_t> tokens, int32_t num_computed_tokens) {
@@ -189,6 +233,7 @@ void KvCacheManager::cache_full_blocks(SeqKv& seq, std::span<const int32_t> toke
     }
     seq.num_registered_blocks = std::max(seq.num_registered_blocks, full);
   }
+  settle_state_snapshots(seq, tokens, num_computed_tokens);
   for (int32_t g = 0; g < num_groups(); ++g) {
     if (!tables_[g]->frees_behind()) continue;
     // The next query is at position num_computed_tokens: blocks wholly after the sinks and before its window are
@@ -253,7 +298,9 @@ void KvCacheManager::free(SeqKv& seq) {
   std::vector<std::vector<BlockId>> rev(pools_.size());  // per pool
   size_t longest = 0;
   for (size_t g = 0; g < seq.groups.size(); ++g) {
-    if (seq.groups[g].summary_block >= 0) rev[groups_[g].pool].push_back(seq.groups[g].summary_block);
+    for (BlockId b : {seq.groups[g].summary_block, seq.groups[g].state_source, seq.groups[g].snapshot_block}) {
+      if (b >= 0) rev[groups_[g].pool].push_back(b);
+    }
     longest = std::max(longest, seq.groups[g].blocks.size());
   }
   for (size_t i = longest; i-- > 0;) {  // tail first, across the groups

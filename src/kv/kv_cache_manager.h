@@ -1,7 +1,7 @@
 // The scheduler's only door to KV memory: one block table per KV group per sequence (kv_layout.h) over one block
-// pool, slot allocation, prefix-cache lookups and registration (chained block hashes, salted per group), freeing
-// what a group's spec no longer needs (blocks behind a window, the least-attended blocks beyond a retention
-// budget). Decides in pure functions (find_cached_prefix), mutates in one call per action (allocate_slots,
+// pool per record size, slot allocation, prefix-cache lookups and registration (chained block hashes, salted per
+// group; recurrent states through snapshots at a prompt boundary), freeing what a group's spec no longer needs
+// (blocks behind a window, the least-attended blocks beyond a retention budget). Decides in pure functions (find_cached_prefix), mutates in one call per action (allocate_slots,
 // cache_full_blocks, evict_least_attended, free).
 // Must not know: requests, sampling or the model (a sequence is its SeqKv plus its token ids).
 #pragma once
@@ -23,6 +23,11 @@ struct GroupKv {                      // one group's block table of one sequence
   BlockId summary_block = -1;         // merge policy: a block whose rows are summaries of evicted blocks
   std::vector<float> summary_count;   // [block_size] tokens each summary row stands for (0 = empty row)
   std::vector<float> summary_weight;  // [block_size] importance weight folded into each summary row
+  // A recurrent state (KvGroupKind::Recurrent: blocks = {the live state}), for prefix caching:
+  BlockId state_source = -1;          // a prefix hit's snapshot the sequence's next chunk starts from
+  int32_t state_source_tokens = 0;    // the prefix it is the state after (released once a chunk has read it)
+  BlockId snapshot_block = -1;        // the step that computes token snapshot_tokens - 1 copies the state here
+  int32_t snapshot_tokens = 0;        // the prefix a snapshot is planned for (0: none yet; planned at most once)
 };
 
 struct SeqKv {                        // a sequence's KV bookkeeping, held by its owner (the Request)
@@ -74,9 +79,13 @@ class KvCacheManager {
   // Gives every group of `seq` blocks for its first num_tokens tokens. With a hit (only for an empty seq) the hit
   // blocks become its first blocks. All or nothing over the groups: false (and no change) when the pool is short.
   // first_query_pos > 0 (an empty sequence declared computed up to there, benchmarks' synthetic fill): windowed
-  // groups get -1 for the blocks no query from that position on can see.
-  bool allocate_slots(SeqKv& seq, int32_t num_tokens, const PrefixHit* hit = nullptr, int32_t first_query_pos = 0);
-  // Offers the newly full blocks among the first num_computed_tokens tokens to the prefix cache, then frees, in
+  // groups get -1 for the blocks no query from that position on can see. snapshot_tokens > 0 (a multiple of the
+  // block size): recurrent-state groups keep a snapshot of the state after that prefix for the prefix cache — a
+  // spare block (when the pool has one) that the step reaching it fills (GroupKv::snapshot_block).
+  bool allocate_slots(SeqKv& seq, int32_t num_tokens, const PrefixHit* hit = nullptr, int32_t first_query_pos = 0,
+                      int32_t snapshot_tokens = 0);
+  // Offers the newly full blocks among the first num_computed_tokens tokens to the prefix cache (and a recurrent
+  // state's filled snapshot, under its prefix's hash; a hit's snapshot once read is let go), then frees, in
   // windowed groups, the blocks no future query can see: wholly after the sinks and before the window.
   void cache_full_blocks(SeqKv& seq, std::span<const int32_t> tokens, int32_t num_computed_tokens);
   // Dynamic retention (groups with a dynamic spec): after the prompt, keep the sink blocks, the window, and the
@@ -101,6 +110,10 @@ class KvCacheManager {
 
  private:
   BlockHash hash_block(BlockHash parent, std::span<const int32_t> tokens) const;
+  // Recurrent-state groups: a spare block for the state after snapshot_tokens when this allocation reaches it.
+  void plan_state_snapshots(SeqKv& seq, int32_t num_tokens, const PrefixHit* hit, int32_t snapshot_tokens);
+  // After a step: a read hit snapshot is let go; a filled snapshot is registered under its prefix and let go.
+  void settle_state_snapshots(SeqKv& seq, std::span<const int32_t> tokens, int32_t num_computed_tokens);
   static BlockHash group_hash(BlockHash h, int32_t group);
 
   int32_t block_size_;

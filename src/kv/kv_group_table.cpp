@@ -55,6 +55,22 @@ class EntriesTable : public KvGroupTable {
   }
 };
 
+// One state per sequence, updated in place (linear-attention layers): one block, read and rewritten by every chunk.
+// Prefix caching through snapshots (snapshots_state): a hit of n token blocks resumes from the state after them.
+class RecurrentTable : public KvGroupTable {
+ public:
+  using KvGroupTable::KvGroupTable;
+  int64_t block_for_token_block(int64_t) const override { return -1; }  // the live state is never shared
+  bool needs_every_block() const override { return false; }
+  bool snapshots_state() const override { return true; }
+  bool resumable(const std::vector<BlockId>& found, int64_t n) const override {
+    return static_cast<int64_t>(found.size()) >= n && found[n - 1] >= 0;
+  }
+  std::vector<BlockId> hit_table(const std::vector<BlockId>& found, int64_t n) const override {
+    return n > 0 ? std::vector<BlockId>{found[n - 1]} : std::vector<BlockId>{};
+  }
+};
+
 }  // namespace
 
 bool KvGroupTable::resumable(const std::vector<BlockId>& found, int64_t n) const {
@@ -76,6 +92,7 @@ std::unique_ptr<KvGroupTable> make_group_table(const KvGroupSpec& spec, int32_t 
     case KvGroupKind::Window: return std::make_unique<WindowTable>(spec, block_size);
     case KvGroupKind::DynamicTopK: return std::make_unique<DynamicTopKTable>(spec, block_size);
     case KvGroupKind::Entries: return std::make_unique<EntriesTable>(spec, block_size);
+    case KvGroupKind::Recurrent: return std::make_unique<RecurrentTable>(spec, block_size);
   }
   fail("KV group: unknown kind {}", static_cast<int>(spec.kind));
 }

@@ -1,6 +1,7 @@
 // What a KV group's block table does, one class per kind (vLLM v1's SingleTypeKVCacheManager): how many blocks a
 // sequence of n tokens needs, which blocks a query still reads (the rest may be freed), which logical block is
-// registered under a token block's prefix hash, and whether a prefix hit can resume there. Pure: the cache
+// registered under a token block's prefix hash (or, for a recurrent state, that snapshots of the state are), and
+// whether a prefix hit can resume there. Pure: the cache
 // manager (kv_cache_manager.h) asks these and mutates the pools itself; it dispatches on the kind, never on which
 // spec fields are zero.
 // Must not know: block pools, hashing or requests.
@@ -33,6 +34,10 @@ class KvGroupTable {
   virtual int64_t block_for_token_block(int64_t tb) const { return tb; }
   // A group that must find every block of a hit (the hit's run ends at its first miss).
   virtual bool needs_every_block() const { return true; }
+  // A state updated in place (recurrent): its table blocks are never registered; instead a snapshot of the state
+  // after a prefix is (under the hash of the prefix's last token block), every token block is looked up, a hit
+  // resumes only where a snapshot ends it, and the hit's table is that snapshot — the state its first chunk reads.
+  virtual bool snapshots_state() const { return false; }
   // Whether a hit of n token blocks can resume from the blocks found ([logical] cached id or -1).
   virtual bool resumable(const std::vector<BlockId>& found, int64_t n) const;
   // The hit's block table for n token blocks: the found blocks a resumed query reads (-1 for those it does not).

@@ -36,9 +36,16 @@ KvGroupSpec KvGroupSpec::entries(int32_t entry_tokens) {
   return s;
 }
 
+KvGroupSpec KvGroupSpec::recurrent() {
+  KvGroupSpec s;
+  s.kind = KvGroupKind::Recurrent;
+  return s;
+}
+
 std::string KvGroupSpec::describe() const {
   switch (kind) {
     case KvGroupKind::FullAttention: return "full attention";
+    case KvGroupKind::Recurrent: return "recurrent state";
     case KvGroupKind::Entries: return fmt::format("compressed 1:{}", entry_tokens);
     case KvGroupKind::Window:
       return sink_tokens > 0 ? fmt::format("window {} + {} sinks", window_tokens, sink_tokens)
@@ -75,6 +82,14 @@ KvLayout KvLayout::from_specs(const std::vector<KvLayerSpec>& specs, int32_t blo
     SLIMKV_CHECK(!(s.window_tokens > 0 && s.entry_tokens > 1), "KV layout: a stream both windowed and compressed");
     if (s.window_tokens > 0) g.spec = KvGroupSpec::window(s.window_tokens);
     if (s.entry_tokens > 1) g.spec = KvGroupSpec::entries(s.entry_tokens);
+    if (s.state_floats > 0) {  // one state per sequence: a block's records hold it, block_size of them
+      SLIMKV_CHECK(s.kind == KvRecordKind::State && s.window_tokens == 0 && s.entry_tokens <= 1 && s.num_kv_heads == 1,
+                   "KV layout: a recurrent state stream must be one plain State record");
+      g.spec = KvGroupSpec::recurrent();
+      g.head_dim_k = g.k_dim = static_cast<int32_t>((s.state_floats + block_size_tokens - 1) / block_size_tokens);
+      g.head_dim_v = g.v_dim = 0;
+      g.v_in_k = true;  // no V region
+    }
     g.v_in_k = s.v_in_k;
     g.kind = s.kind;
     if (s.kind == KvRecordKind::IndexKeys) g.dtype = KvDtype::F16;  // as llama.cpp stores indexer keys
@@ -178,16 +193,14 @@ int32_t KvLayout::num_pools() const {
   return n;
 }
 
-std::vector<int32_t> KvLayout::pool_blocks_per_group(int32_t n) const {
-  std::vector<int32_t> out(num_pools(), 0);
-  for (const KvGroup& g : groups) out[g.spec.pool] += n;
-  return out;
+int32_t KvLayout::group_blocks_for_tokens(int32_t g, int64_t num_tokens) const {
+  return blocks_for_tokens(groups[g].spec.records_for_tokens(num_tokens));
 }
 
-int32_t KvLayout::index_in_pool(int32_t g) const {
-  int32_t k = 0;
-  for (int32_t i = 0; i < g; ++i) k += groups[i].spec.pool == groups[g].spec.pool;
-  return k;
+std::vector<int32_t> KvLayout::pool_blocks_for_tokens(int64_t num_tokens) const {
+  std::vector<int32_t> out(num_pools(), 0);
+  for (int32_t g = 0; g < num_groups(); ++g) out[groups[g].spec.pool] += group_blocks_for_tokens(g, num_tokens);
+  return out;
 }
 
 int64_t KvLayout::blocks_for_sequence(int64_t n, int64_t chunk) const { return blocks_for_sequence(n, chunk, -1); }
@@ -197,6 +210,7 @@ int64_t KvLayout::blocks_for_sequence(int64_t n, int64_t chunk, int32_t pool) co
   for (const KvGroup& g : groups) {
     if (pool >= 0 && g.spec.pool != pool) continue;
     int64_t b = blocks_for_tokens(g.spec.records_for_tokens(n));
+    if (g.spec.recurrent_state()) b = 2;  // the live state, and a prefix hit's snapshot or a snapshot being taken
     if (g.spec.windowed()) {
       const int64_t keep = blocks_for_tokens(g.spec.sink_tokens) + blocks_for_tokens(g.spec.window_tokens + chunk) + 1;
       b = std::min(b, keep);

@@ -1,9 +1,9 @@
 // Geometry of the paged KV cache (vLLM's KVCacheSpec idea): per layer, what attention needs (heads, K and V head
 // sizes, a sliding window) and how one token's rows are stored (dtype, low-rank sizes, rotation); layers whose
-// block tables behave alike (the same KvGroupSpec: full attention, a window, a retention budget) form groups, each
-// with its own block table per sequence, all over one block pool. A block id of group g holds, for each of g's
-// layers, that layer's rows in the storage tensor of its slot; groups have at most `layers_per_group` layers, so
-// one block costs the same bytes whichever group uses it.
+// block tables behave alike (the same KvGroupSpec: full attention, a window, a retention budget, compressed
+// entries, a recurrent state) form groups, each with its own block table per sequence, over one block pool per
+// record size. A block id of group g holds, for each of g's layers, that layer's rows in the storage tensor of its
+// slot; groups have at most `layers_per_group` layers, so one block costs the same bytes whichever group uses it.
 // Must not know: which request owns a block, or how attention reads it.
 #pragma once
 #include <cstdint>
@@ -29,6 +29,9 @@ struct KvLayerSpec {
   int32_t entry_tokens = 0;   // > 1: a compressed stream, one record per this many tokens (DeepSeek-V4's CSA / HCA
                               // entries and indexer keys); its block table counts entries, not tokens
   KvRecordKind kind = KvRecordKind::Attention;
+  int64_t state_floats = 0;   // > 0: a recurrent state of this many F32 values per sequence, not per token (kind
+                              // State; Qwen3-Next's DeltaNet layers): one block of a Recurrent group holds it,
+                              // spread over the block's records
 };
 
 // The kinds of block table (kv_group_table.h: one class each, what the cache manager dispatches on).
@@ -37,6 +40,7 @@ enum class KvGroupKind : uint8_t {
   Window,         // a sliding window (a model's, or static retention's, with sinks): blocks behind it are freed
   DynamicTopK,    // dynamic retention: sinks + recent window + the most attended blocks up to a budget
   Entries,        // compressed entries, one record per entry_tokens tokens (natively compressed streams)
+  Recurrent,      // one fixed-size state per sequence (linear-attention layers), updated in place: one block
 };
 
 // How a group's block table keeps blocks (a compression config may turn full-attention specs into these). Made by
@@ -57,11 +61,17 @@ struct KvGroupSpec {
   static KvGroupSpec window(int32_t window_tokens, int32_t sink_tokens = 0);
   static KvGroupSpec dynamic_topk(int32_t topk_tokens, int32_t sink_tokens, int32_t window_tokens, bool merge);
   static KvGroupSpec entries(int32_t entry_tokens);
+  static KvGroupSpec recurrent();
   bool windowed() const { return kind == KvGroupKind::Window; }
   bool compressed() const { return kind == KvGroupKind::Entries; }
   bool dynamic() const { return kind == KvGroupKind::DynamicTopK; }
-  // Records a sequence of num_tokens computed tokens holds in this table (complete entries only).
-  int64_t records_for_tokens(int64_t num_tokens) const { return compressed() ? num_tokens / entry_tokens : num_tokens; }
+  bool recurrent_state() const { return kind == KvGroupKind::Recurrent; }
+  // Records a sequence of num_tokens computed tokens holds in this table (complete entries only; a recurrent state
+  // counts as one record: its one block).
+  int64_t records_for_tokens(int64_t num_tokens) const {
+    if (recurrent_state()) return num_tokens > 0 ? 1 : 0;
+    return compressed() ? num_tokens / entry_tokens : num_tokens;
+  }
   bool operator==(const KvGroupSpec&) const = default;
   std::string describe() const;
 };
@@ -132,10 +142,10 @@ struct KvLayout {
   // windowed group never holds more than its window plus a chunk.
   int64_t blocks_for_sequence(int64_t num_tokens, int64_t chunk_tokens) const;
   int64_t blocks_for_sequence(int64_t num_tokens, int64_t chunk_tokens, int32_t pool) const;  // one pool's groups
-  // Per pool: blocks for n_per_group blocks in each of its groups (single-sequence tools' identity tables).
-  std::vector<int32_t> pool_blocks_per_group(int32_t n_per_group) const;
-  // Group g's index among the groups of its pool.
-  int32_t index_in_pool(int32_t g) const;
+  // Blocks group g's table holds for one sequence of num_tokens (single-sequence tools' identity tables).
+  int32_t group_blocks_for_tokens(int32_t g, int64_t num_tokens) const;
+  // Per pool: the blocks of one sequence of num_tokens in each of its groups, side by side.
+  std::vector<int32_t> pool_blocks_for_tokens(int64_t num_tokens) const;
   // Blocks (summed over groups) a sequence holds after num_tokens, once behind-window blocks are freed.
   int64_t blocks_held_after(int64_t num_tokens) const;
   bool uniform_full() const { return groups.size() == 1 && groups[0].spec == KvGroupSpec{}; }

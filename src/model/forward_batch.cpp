@@ -7,7 +7,9 @@ void ForwardBatch::clear(int32_t num_groups) {
   positions.clear();
   slots.resize(num_groups);
   attn.resize(num_groups);
+  states.resize(num_groups);
   for (auto& s : slots) s.clear();
+  for (auto& s : states) s.clear();
   for (PagedBatchMeta& a : attn) {
     a.token_seq.clear();
     a.token_pos.clear();

@@ -1,5 +1,6 @@
 // The model's input for one step: a varlen batch of tokens from many sequences (plain data, built by the runner),
-// with one KV slot per token and one page table per KV group (kv/kv_layout.h).
+// with one KV slot per token and one page table per KV group (kv/kv_layout.h), or for a recurrent-state group each
+// sequence's state blocks.
 // Must not know: requests or the scheduler.
 #pragma once
 #include <cstdint>
@@ -9,11 +10,22 @@
 
 namespace slimkv {
 
+// One sequence's recurrent state for a step (a KvGroupKind::Recurrent group): the block its chunk starts from, the
+// block it leaves its state in, and where a snapshot is taken for the prefix cache.
+struct StateSlots {
+  int32_t first_token = 0, num_tokens = 0;  // its tokens in the batch: [first_token, first_token + num_tokens)
+  int32_t in_block = -1;        // the state the chunk starts from; -1 = zeros (the chunk starts the sequence)
+  int32_t out_block = -1;       // the sequence's live state, left here at the chunk's end (may equal in_block)
+  int32_t snapshot_block = -1;  // with snapshot_token >= 0: the state after that token of the chunk is copied here
+  int32_t snapshot_token = -1;
+};
+
 struct ForwardBatch {
   std::vector<int32_t> token_ids;    // [T]
   std::vector<int32_t> positions;    // [T] position of each token in its sequence
   std::vector<std::vector<int64_t>> slots;  // [groups][T] KV slot = block_id * block_size + offset, per group
   std::vector<PagedBatchMeta> attn;  // [groups] page table (CSR) + per-token sequence and position
+  std::vector<std::vector<StateSlots>> states;  // [groups][sequences] recurrent-state groups only (else empty)
   std::vector<int32_t> logits_rows;  // token indices whose logits are computed, in output order
 
   int32_t num_tokens() const { return static_cast<int32_t>(token_ids.size()); }

@@ -6,6 +6,43 @@
 
 namespace slimkv {
 
+namespace {
+
+// A recurrent-state group: every token of the chunk addresses its sequence's one live state block; the chunk
+// starts from zeros (position 0), a prefix hit's snapshot (the chunk right after the hit) or the live state, and
+// copies the state into a planned snapshot block after the token that completes the snapshot's prefix.
+void add_state_slots(const ScheduledChunk& c, size_t seq, int32_t first_token, int32_t block_size, ForwardBatch& b,
+                     int32_t g) {
+  const GroupKv& gk = c.groups[g];
+  const int32_t n = static_cast<int32_t>(c.token_ids.size());
+  SLIMKV_CHECK(!gk.blocks.empty() && gk.blocks[0] >= 0, "batch: request {} has no recurrent state block", c.id);
+  StateSlots st;
+  st.first_token = first_token;
+  st.num_tokens = n;
+  st.out_block = gk.blocks[0];
+  if (c.start_pos > 0) {
+    const bool from_hit = gk.state_source >= 0 && c.start_pos == gk.state_source_tokens;
+    st.in_block = from_hit ? gk.state_source : st.out_block;
+  }
+  const int32_t snap = gk.snapshot_tokens - 1 - c.start_pos;  // the chunk's token that completes the prefix
+  if (gk.snapshot_block >= 0 && snap >= 0 && snap < n) {
+    st.snapshot_block = gk.snapshot_block;
+    st.snapshot_token = snap;
+  }
+  b.states[g].push_back(st);
+  PagedBatchMeta& a = b.attn[g];
+  for (int32_t j = 0; j < n; ++j) {
+    b.slots[g].push_back(static_cast<int64_t>(st.out_block) * block_size);
+    a.token_seq.push_back(static_cast<int32_t>(seq));
+    a.token_pos.push_back(c.start_pos + j);
+  }
+  a.kv_indices.push_back(st.out_block);
+  a.kv_indptr.push_back(static_cast<int32_t>(a.kv_indices.size()));
+  a.kv_last_page_len.push_back(block_size);
+}
+
+}  // namespace
+
 void build_forward_batch(const SchedOutput& out, int32_t block_size, const std::vector<KvGroup>& groups,
                          ForwardBatch& b) {
   const int32_t G = static_cast<int32_t>(groups.size());
@@ -27,6 +64,10 @@ void build_forward_batch(const SchedOutput& out, int32_t block_size, const std::
       const std::vector<BlockId>& table = gk.blocks;
       PagedBatchMeta& a = b.attn[g];
       const KvGroupSpec& spec = groups[g].spec;
+      if (spec.recurrent_state()) {
+        add_state_slots(c, s, b.num_tokens() - n, block_size, b, g);
+        continue;
+      }
       if (spec.compressed()) {  // entries: a token that completes entry e writes it; pages hold complete entries
         const int32_t r = spec.entry_tokens, entries = end / r, epages = (entries + block_size - 1) / block_size;
         SLIMKV_CHECK(epages <= static_cast<int32_t>(table.size()), "batch: request {} has {} blocks for {} entries",

@@ -9,13 +9,15 @@ SequenceForward::SequenceForward(const Model& model, ThreadPool* pool, int32_t c
                                  int32_t max_chunk_tokens, const CompressionConfig& compression)
     : fwd_(model, pool), capacity_(capacity_tokens), block_size_(block_size), max_chunk_(max_chunk_tokens),
       layout_(fwd_.kv_layout(block_size, compression)),
-      kv_(layout_, layout_.pool_blocks_per_group((capacity_tokens + block_size - 1) / block_size)) {
+      kv_(layout_, layout_.pool_blocks_for_tokens(capacity_tokens)) {
   SLIMKV_CHECK(capacity_tokens > 0, "sequence capacity must be positive");
-  const int32_t per_group = (capacity_tokens + block_size - 1) / block_size;
   tables_.resize(layout_.num_groups());
-  for (int32_t g = 0; g < layout_.num_groups(); ++g) {  // group g: the k-th of its pool uses [k n, (k + 1) n)
-    const int32_t k = layout_.index_in_pool(g);
-    for (int32_t i = 0; i < per_group; ++i) tables_[g].blocks.push_back(k * per_group + i);
+  std::vector<int32_t> next(layout_.num_pools(), 0);  // the groups of a pool take consecutive ranges of its blocks
+  for (int32_t g = 0; g < layout_.num_groups(); ++g) {
+    int32_t& first = next[layout_.group_pool(g)];
+    const int32_t n = layout_.group_blocks_for_tokens(g, capacity_tokens);
+    for (int32_t i = 0; i < n; ++i) tables_[g].blocks.push_back(first + i);
+    first += n;
   }
   fwd_.set_kv_projection(load_kv_projection(compression, model, kv_.layout()));
   fwd_.reserve(max_chunk_, max_chunk_);

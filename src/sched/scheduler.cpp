@@ -54,6 +54,10 @@ ScheduledChunk Scheduler::make_chunk(Request* r, int32_t n) const {
   return c;
 }
 
+int32_t Scheduler::state_snapshot_tokens(const Request& r) const {
+  return (r.num_prompt_tokens - 1) / kv_.block_size() * kv_.block_size();
+}
+
 void Scheduler::preempt(Request* r) {
   kv_.free(r->kv);
   r->num_computed_tokens = 0;
@@ -72,7 +76,7 @@ SchedOutput Scheduler::schedule(double now_ms) {
     const int32_t n = std::min(r->num_tokens() - r->num_computed_tokens, budget);
     if (n <= 0) continue;
     bool ok = false;
-    while (!(ok = kv_.allocate_slots(r->kv, r->num_computed_tokens + n))) {
+    while (!(ok = kv_.allocate_slots(r->kv, r->num_computed_tokens + n, nullptr, 0, state_snapshot_tokens(*r)))) {
       Request* victim = running_.back();  // the most recently admitted
       preempt(victim);
       ++out.num_preempted;
@@ -88,7 +92,7 @@ SchedOutput Scheduler::schedule(double now_ms) {
     Request* r = waiting_.front();
     PrefixHit hit = kv_.find_cached_prefix(r->tokens);
     const int32_t n = std::min(r->num_tokens() - hit.num_tokens, budget);
-    if (!kv_.allocate_slots(r->kv, hit.num_tokens + n, &hit)) break;
+    if (!kv_.allocate_slots(r->kv, hit.num_tokens + n, &hit, 0, state_snapshot_tokens(*r))) break;
     r->num_computed_tokens = hit.num_tokens;
     if (r->num_cached_tokens < 0) r->num_cached_tokens = hit.num_tokens;
     if (r->times.first_scheduled_ms < 0) r->times.first_scheduled_ms = now_ms;

@@ -52,6 +52,9 @@ class Scheduler {
 
  private:
   void preempt(Request* r);
+  // The prefix whose recurrent state (where the model has one) is kept for the prefix cache: the prompt's full
+  // blocks, leaving one token — the longest prefix a later request with the same prompt can hit.
+  int32_t state_snapshot_tokens(const Request& r) const;
   void finish(Request* r, FinishReason why, double now_ms);
   ScheduledChunk make_chunk(Request* r, int32_t n) const;
 

@@ -85,7 +85,9 @@ std::string ServerMetrics::render(const Engine& engine, const std::string& model
   // slimkv's own: the KV cache's physical size per token and its ratio to an f16 cache, per layer.
   const KvLayout& layout = engine.kv_layout();
   w.family("slimkv:kv_cache_bytes_per_token", "gauge", "Bytes one token occupies in the KV cache, per layer.");
+  // (a recurrent state is per sequence, not per token: its streams and groups are left out of these gauges)
   for (int32_t l = 0; l < layout.num_layers(); ++l) {
+    if (layout.layers[l].spec.recurrent_state()) continue;
     PromLabels ll = labels;
     ll.emplace_back("layer", std::to_string(l));
     w.sample("slimkv:kv_cache_bytes_per_token", ll, static_cast<double>(layout.layers[l].bytes_per_token()));
@@ -94,6 +96,7 @@ std::string ServerMetrics::render(const Engine& engine, const std::string& model
            "f16 KV bytes per token divided by the stored bytes per token, per layer (2 = half the size of f16).");
   for (int32_t l = 0; l < layout.num_layers(); ++l) {
     const KvLayerGeometry& g = layout.layers[l];
+    if (g.spec.recurrent_state()) continue;
     PromLabels ll = labels;
     ll.emplace_back("layer", std::to_string(l));
     w.sample("slimkv:kv_cache_compression_ratio", ll,
@@ -110,6 +113,7 @@ std::string ServerMetrics::render(const Engine& engine, const std::string& model
     double stored = 0, f16 = 0;
     for (int32_t l : layout.groups[g].layers) {
       const KvLayerGeometry& geo = layout.layers[l];
+      if (geo.spec.recurrent_state()) continue;  // 0 per token
       stored += static_cast<double>(geo.bytes_per_token()) / std::max(1, geo.spec.entry_tokens);
       f16 += f16_bytes_per_token(geo);
     }
@@ -131,7 +135,7 @@ std::string ServerMetrics::render(const Engine& engine, const std::string& model
   };
   group_family("slimkv:kv_cache_group_compression_ratio",
                "f16 KV bytes per token of the group's layers divided by its stored bytes per token.",
-               [&](int32_t g) { return per_group[g].second / per_group[g].first; });
+               [&](int32_t g) { return per_group[g].first > 0 ? per_group[g].second / per_group[g].first : 1.0; });
   group_family("slimkv:kv_cache_group_layers", "Layers (cache streams) in the KV group.",
                [&](int32_t g) { return static_cast<double>(layout.groups[g].layers.size()); });
   w.family("slimkv:kv_cache_total_bytes_per_token", "gauge", "Bytes one token of context occupies, all layers.");

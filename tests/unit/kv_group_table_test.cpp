@@ -62,6 +62,23 @@ TEST(KvGroupTable, EntriesCountEntriesAndResumeOnlyOnEntryBlockBoundaries) {
   EXPECT_EQ(t->hit_table({30, 31}, 4), (std::vector<BlockId>{30}));
 }
 
+TEST(KvGroupTable, RecurrentStateIsOneBlockAndResumesOnlyFromASnapshot) {
+  const auto t = make_group_table(KvGroupSpec::recurrent(), kBlock);
+  EXPECT_EQ(t->table_blocks(0), 0);
+  EXPECT_EQ(t->table_blocks(1), 1);
+  EXPECT_EQ(t->table_blocks(100000), 1);  // per sequence, not per token
+  EXPECT_FALSE(t->frees_behind());
+  EXPECT_FALSE(t->evicts_by_attention());
+  EXPECT_TRUE(t->snapshots_state());
+  EXPECT_EQ(t->block_for_token_block(3), -1);  // the live state is never registered
+  EXPECT_FALSE(t->needs_every_block());
+  // found[b]: a snapshot of the state after token block b. A hit of n blocks needs the one after block n - 1.
+  EXPECT_TRUE(t->resumable({-1, -1, 42}, 3));
+  EXPECT_FALSE(t->resumable({-1, -1, 42}, 2));
+  EXPECT_FALSE(t->resumable({-1, -1}, 3));
+  EXPECT_EQ(t->hit_table({-1, -1, 42}, 3), (std::vector<BlockId>{42}));
+}
+
 TEST(KvGroupTable, SpecsAreMadeByKindAndRefuseNonsense) {
   EXPECT_EQ(KvGroupSpec::window(8).kind, KvGroupKind::Window);
   EXPECT_EQ(KvGroupSpec::entries(128).kind, KvGroupKind::Entries);
@@ -71,6 +88,8 @@ TEST(KvGroupTable, SpecsAreMadeByKindAndRefuseNonsense) {
   EXPECT_THROW(KvGroupSpec::dynamic_topk(0, 0, 0, false), Error);
   EXPECT_EQ(KvGroupSpec::window(16, 4).describe(), "window 16 + 4 sinks");
   EXPECT_EQ(KvGroupSpec::full().describe(), "full attention");
+  EXPECT_EQ(KvGroupSpec::recurrent().kind, KvGroupKind::Recurrent);
+  EXPECT_EQ(KvGroupSpec::recurrent().describe(), "recurrent state");
 }
 
 }  // namespace

@@ -93,6 +93,69 @@ TEST(KvGroups, PrefixHitNeedsOnlyTheWindowOfAWindowedGroup) {
   EXPECT_EQ(kv.num_used_blocks(), 0);
 }
 
+// A hybrid model's cache (Qwen3-Next): a full-attention group and a recurrent-state group in a pool of its own
+// (one block per sequence, the state spread over the block's records). The state is cached only as a snapshot
+// at the prompt boundary: the step reaching it fills a spare block, registered under the prefix's hash once
+// computed; a later prompt with that prefix hits exactly there and starts from the snapshot (kept until its first
+// chunk has read it), never from the first request's live state.
+TEST(KvGroups, RecurrentStateIsCachedBySnapshotAtThePromptBoundary) {
+  std::vector<KvLayerSpec> specs = {KvLayerSpec{2, 16, 16, 0}, KvLayerSpec{}};
+  specs[1].num_kv_heads = 1;
+  specs[1].state_floats = 1000;
+  specs[1].kind = KvRecordKind::State;
+  const KvLayout layout = KvLayout::from_specs(specs, 4);
+  ASSERT_EQ(layout.num_groups(), 2);
+  ASSERT_EQ(layout.num_pools(), 2);
+  EXPECT_EQ(layout.groups[1].spec.kind, KvGroupKind::Recurrent);
+  EXPECT_EQ(layout.layers[1].k_head_bytes() * 4, 1000 * 4);  // one block = one state
+  EXPECT_EQ(layout.blocks_for_sequence(400, 400, 1), 2);     // the live state + one transient
+  KvCacheManager kv({64, 8}, 4, true, 1, group_specs(layout));
+  std::vector<int32_t> toks(22);
+  for (int i = 0; i < 22; ++i) toks[i] = 10 + i;
+  const int32_t boundary = (22 - 1) / 4 * 4;  // 20: the prompt's full blocks, leaving one token
+  SeqKv a;
+  ASSERT_TRUE(kv.allocate_slots(a, 8, nullptr, 0, boundary));  // a first chunk short of the boundary: no snapshot
+  EXPECT_EQ(a.groups[1].blocks.size(), 1u);
+  EXPECT_LT(a.groups[1].snapshot_block, 0);
+  kv.cache_full_blocks(a, toks, 8);
+  ASSERT_TRUE(kv.allocate_slots(a, 22, nullptr, 0, boundary));  // this chunk computes token 19: a snapshot block
+  const BlockId snap = a.groups[1].snapshot_block;
+  ASSERT_GE(snap, 0);
+  EXPECT_EQ(a.groups[1].snapshot_tokens, 20);
+  EXPECT_EQ(KvCacheManager::held_blocks(a), 6 + 1 + 1);
+  kv.cache_full_blocks(a, toks, 22);  // registered and let go (findable, unreferenced)
+  EXPECT_LT(a.groups[1].snapshot_block, 0);
+  EXPECT_EQ(kv.pool(1).num_used_blocks(), 1);
+  kv.check_integrity();
+  // The same prompt plus more: every full attention block is cached, but the state only after 20 tokens.
+  std::vector<int32_t> longer = toks;
+  longer.insert(longer.end(), {7, 7, 7, 7, 7});
+  PrefixHit hit = kv.find_cached_prefix(longer);
+  EXPECT_EQ(hit.num_tokens, 20);
+  EXPECT_EQ(hit.blocks[1], (std::vector<BlockId>{snap}));
+  SeqKv b;
+  ASSERT_TRUE(kv.allocate_slots(b, 27, &hit, 0, (27 - 1) / 4 * 4));
+  EXPECT_EQ(b.groups[1].state_source, snap);  // the first chunk reads the snapshot ...
+  EXPECT_EQ(b.groups[1].state_source_tokens, 20);
+  ASSERT_EQ(b.groups[1].blocks.size(), 1u);
+  EXPECT_NE(b.groups[1].blocks[0], snap);      // ... and writes its own live state
+  EXPECT_NE(b.groups[1].blocks[0], a.groups[1].blocks[0]);
+  EXPECT_GE(b.groups[1].snapshot_block, 0);    // its own boundary (24) is a new snapshot
+  kv.cache_full_blocks(b, longer, 27);
+  EXPECT_LT(b.groups[1].state_source, 0);      // read: let go
+  kv.check_integrity();
+  kv.free(a);
+  kv.free(b);
+  kv.check_integrity();
+  EXPECT_EQ(kv.num_used_blocks(), 0);
+  // Without a prefix cache no snapshot is ever taken.
+  KvCacheManager off({64, 8}, 4, false, 1, group_specs(layout));
+  SeqKv c;
+  ASSERT_TRUE(off.allocate_slots(c, 22, nullptr, 0, boundary));
+  EXPECT_LT(c.groups[1].snapshot_block, 0);
+  off.free(c);
+}
+
 TEST(KvGroups, PrefixHitShrinksWhenAWindowBlockWasReused) {
   KvCacheManager kv(14, 4, true, 1, {KvGroupSpec{}, window(8)});
   std::vector<int32_t> toks(24);
