@@ -1,5 +1,9 @@
 // DecoderForward's attention block: what every family's attention is made of. Optional pieces (biases, per-head
-// q/k norms) act when the layer has the weights; the window, head sizes and RoPE come from the layer's config.
+// q/k norms) act when the layer has the weights; the window, head sizes, RoPE and an output gate come from the
+// layer's config.
+#include <cmath>
+#include <cstring>
+
 #include "core/check.h"
 #include "core/profiler.h"
 #include "kernels/ops.h"
@@ -26,6 +30,21 @@ PagedAttention::LayerKv DecoderForward::layer_kv(int32_t l) const {
   return lk;
 }
 
+// q_ [T, q_dim] and qgate_ [T, q_dim] from a q projection whose head h's rows are [q (head_dim) | gate (head_dim)].
+void DecoderForward::project_gated_q(int32_t l, const float* in) {
+  const LayerConfig& lc = model_.config.layers[l];
+  const int32_t qd = lc.q_dim(), hd = lc.head_dim_k;
+  ops_->matmul(model_.layers[l].wq, in, T_, qgate_.data());  // [T, heads, 2 * head_dim]
+  for (int32_t t = 0; t < T_; ++t) {
+    for (int32_t h = 0; h < lc.num_heads; ++h) {  // the gate compacts in place: its destination never passes its source
+      const float* src = qgate_.data() + (static_cast<size_t>(t) * lc.num_heads + h) * 2 * hd;
+      std::memcpy(q_.data() + static_cast<size_t>(t) * qd + static_cast<size_t>(h) * hd, src, sizeof(float) * hd);
+      std::memmove(qgate_.data() + static_cast<size_t>(t) * qd + static_cast<size_t>(h) * hd, src + hd,
+                   sizeof(float) * hd);
+    }
+  }
+}
+
 void DecoderForward::attention(int32_t l, const float* in, float* out) {
   const ModelConfig& c = model_.config;
   const LayerConfig& lc = c.layers[l];
@@ -35,7 +54,11 @@ void DecoderForward::attention(int32_t l, const float* in, float* out) {
   const int32_t T = T_, qd = lc.q_dim(), kd = lc.k_dim(), vd = lc.v_dim(), hd = lc.head_dim_k;
   {
     ProfScope ps(ProfKind::Matmul);
-    ops_->matmul(w.wq, in, T, q_.data());
+    if (lc.attn_output_gate) {
+      project_gated_q(l, in);
+    } else {
+      ops_->matmul(w.wq, in, T, q_.data());
+    }
     ops_->matmul(w.wk, in, T, k_.data());
     ops_->matmul(w.wv, in, T, v_.data());
   }
@@ -60,6 +83,10 @@ void DecoderForward::attention(int32_t l, const float* in, float* out) {
   {
     ProfScope ps(ProfKind::Attention);
     ops_->attention(attention_plan(g.group), q_.data(), lk, dims, att_.data());
+  }
+  if (lc.attn_output_gate) {  // att *= sigmoid(gate)
+    const size_t n = static_cast<size_t>(T) * lc.attn_out_dim();
+    for (size_t i = 0; i < n; ++i) att_[i] *= 1.0f / (1.0f + std::exp(-qgate_[i]));
   }
   {
     ProfScope ps(ProfKind::Matmul);

@@ -86,6 +86,9 @@ void DecoderForward::reserve(int32_t T, int32_t rows) {
     k_.resize(t * c.max_kv_dim());
     v_.resize(t * c.max_kv_dim());
     att_.resize(t * c.max_q_dim());
+    for (const LayerConfig& l : c.layers) {
+      if (l.attn_output_gate) qgate_.resize(t * c.max_q_dim());
+    }
     proj_.resize(t * c.dim);
     hb_.resize(t * c.max_ffn_dim());
     hb2_.resize(t * c.max_ffn_dim());

@@ -1,7 +1,7 @@
 // The decoder forward pass over a varlen batch of tokens from many sequences: embeddings (scaled), then each layer
 // through its family's recipe (model/family.h), composed from the shared blocks below — RMSNorm, attention (QKV
 // with biases, per-head q/k norm, RoPE per layer, K/V rows written to their group's slots, paged GQA attention with
-// the layer's window and sinks), FFN (gated MLP, or MoE with tokens grouped by expert) — and from the stateful
+// the layer's window and sinks, an output gate), FFN (gated MLP, or MoE with tokens grouped by expert) — and from the stateful
 // blocks of model/blocks/ (block<B>(): one per pass, made on first use, owning its scratch) — then logits for the
 // requested rows (softcapped where the family says so).
 // Owns: the step's context for blocks (batch, cache, pool, RoPE tables, attention plans per KV group), the shared
@@ -106,7 +106,9 @@ class DecoderForward {
                  int32_t num_tokens, float* out, float* h1, float* h2, float limit = 0.0f,
                  const MlpBiases& bias = MlpBiases{}, float alpha = 0.0f);
   void moe_ffn(int32_t layer, const float* in, float* out);
+  void project_gated_q(int32_t layer, const float* in);  // q_ and qgate_ from a [q | gate] per-head projection
   void route_experts(int32_t layer);  // router_ -> sel_, selw_ for the step's tokens
+  void gate_shared_expert(const float* gate, const float* in);  // eout_[t] *= sigmoid(gate · in[t])
 
   const Model& model_;
   const ModelFamily& family_;
@@ -127,6 +129,8 @@ class DecoderForward {
   std::vector<float> q_;        // [T, max q_dim]
   std::vector<float> k_, v_;    // [T, max kv_dim]
   std::vector<float> att_;      // [T, max q_dim] attention output (num_heads * head_dim_v)
+  std::vector<float> qgate_;    // [T, max q_dim] gated attention: the q projection [T, heads, 2 * head_dim], then
+                                // its gate halves [T, heads * head_dim] (layers with attn_output_gate only)
   std::vector<float> proj_;     // [T, dim]
   std::vector<float> hb_, hb2_; // [T, max ffn] gated MLP
   std::vector<float> final_;    // [rows, dim] normed rows for the classifier

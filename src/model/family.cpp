@@ -16,11 +16,13 @@ const ModelFamily& phi3_family();
 const ModelFamily& deepseek2_family();
 const ModelFamily& deepseek4_family();
 const ModelFamily& gptoss_family();
+const ModelFamily& qwen3next_family();
 
 const std::vector<const ModelFamily*>& model_families() {
   static const std::vector<const ModelFamily*> all = {&llama_family(),    &qwen2_family(),  &qwen3_family(),
                                                       &qwen3moe_family(), &gemma3_family(), &phi3_family(),
-                                                      &deepseek2_family(), &deepseek4_family(), &gptoss_family()};
+                                                      &deepseek2_family(), &deepseek4_family(), &gptoss_family(),
+                                                      &qwen3next_family()};
   return all;
 }
 

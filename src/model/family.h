@@ -32,6 +32,8 @@ enum class TensorRole {
   HcHeadFn, HcHeadBase, HcHeadScale, HcAttnFn, HcAttnBase, HcAttnScale, HcFfnFn, HcFfnBase, HcFfnScale,
   AttnSinks, AttnKv, AttnKvNorm, AttnOutA, AttnOutB, CompWkv, CompWgate, CompApe, CompNorm,
   IdxProj, IdxQB, IdxCompWkv, IdxCompWgate, IdxCompApe, IdxCompNorm, MoeTid2Eid,
+  // Gated DeltaNet (Qwen3-Next; AttnQkv holds its q | k | v) and the shared expert's sigmoid gate
+  AttnGate, SsmBetaAlpha, SsmConv1d, SsmDtBias, SsmA, SsmNorm, SsmOut, ShexpGateInp,
 };
 
 enum class Need : uint8_t { Required, Optional };

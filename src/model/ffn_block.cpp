@@ -1,6 +1,6 @@
 // DecoderForward's FFN blocks: the gated MLP (SwiGLU or GeGLU, by the model's activation) and the mixture of
 // experts: softmax or sigmoid router, an optional selection bias and group limit (DeepSeek-V3), top-k (ties to the
-// lower expert id), optional renormalisation and scale, shared experts; tokens are grouped by expert so each
+// lower expert id), optional renormalisation and scale, shared experts (optionally gated per token); tokens are grouped by expert so each
 // expert's weights are read once per step, and each token sums its experts in expert-id order (the same whatever
 // the batch).
 #include <algorithm>
@@ -118,6 +118,19 @@ void DecoderForward::route_experts(int32_t l) {
   }
 }
 
+// eout_[t] *= sigmoid(gate · in[t]): the shared expert's per-token gate (Qwen3-Next).
+void DecoderForward::gate_shared_expert(const float* gate, const float* in) {
+  const int32_t dim = model_.config.dim;
+  for (int32_t t = 0; t < T_; ++t) {
+    const float* x = in + static_cast<size_t>(t) * dim;
+    float dot = 0.0f;
+    for (int32_t i = 0; i < dim; ++i) dot += gate[i] * x[i];
+    const float s = 1.0f / (1.0f + std::exp(-dot));
+    float* y = eout_.data() + static_cast<size_t>(t) * dim;
+    for (int32_t i = 0; i < dim; ++i) y[i] *= s;
+  }
+}
+
 void DecoderForward::moe_ffn(int32_t l, const float* in, float* out) {
   const ModelConfig& c = model_.config;
   const MoeConfig& mc = c.moe;
@@ -156,6 +169,7 @@ void DecoderForward::moe_ffn(int32_t l, const float* in, float* out) {
   if (mc.num_shared_experts > 0) {  // every token through the shared experts (fused into one MLP)
     dense_ffn(w.shexp_gate, w.shexp_up, w.shexp_down, in, T, eout_.data(), hb_.data(), hb2_.data(),
               mc.swiglu_limit_shared);
+    if (w.shexp_gate_inp) gate_shared_expert(w.shexp_gate_inp, in);
     for (size_t i = 0; i < static_cast<size_t>(T) * dim; ++i) out[i] += eout_[i];
   }
   ops_->all_reduce_sum(out, static_cast<int64_t>(T) * dim);  // experts (or their slices) on other ranks add theirs

@@ -28,6 +28,8 @@ enum class Hp {
   SwigluClampExp, SwigluClampShexp, IndexerHeadCount, IndexerKeyLength, IndexerTopK, OutputGroupCount,
   OutputLoraRank, CompressRatios, CompressRopeFreqBase, HcCount, HcSinkhornIters, HcEps, HashLayerCount,
   NextnPredictLayers,
+  // Gated DeltaNet (Qwen3-Next's linear-attention layers, stored under llama.cpp's ssm.* keys)
+  SsmConvKernel, SsmStateSize, SsmGroupCount, SsmTimeStepRank, SsmInnerSize, FullAttentionInterval, RecurrentLayers,
 };
 
 class HParams {

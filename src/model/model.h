@@ -57,6 +57,13 @@ struct LayerWeights {
   const float* idx_comp_ape = nullptr;                 // [4, 2 * index_dim]
   const float* idx_comp_norm = nullptr;                // [index_dim]
   const int32_t* tid2eid = nullptr;                    // hash-routed layers: [vocab, experts_used]
+  const float* shexp_gate_inp = nullptr;               // [dim] shared expert output *= sigmoid(this · x), or null
+  // Gated DeltaNet (DeltaNetConfig: conv_dim = 2 key_dim + value_dim, v_heads)
+  WeightView ssm_qkv, ssm_z, ssm_ba;                   // [conv_dim, dim], [value_dim, dim], [2 * v_heads, dim]
+  WeightView ssm_out;                                  // [dim, value_dim]
+  const float* ssm_conv = nullptr;                     // [conv_dim, conv_kernel] causal depthwise convolution
+  const float *ssm_dt_bias = nullptr, *ssm_a = nullptr;  // [v_heads], [v_heads] (a = -exp(A_log))
+  const float* ssm_norm = nullptr;                     // [head_v_dim] the gated RMSNorm's weight
 
   // Every matrix of the layer, in the order a forward pass reads them (weight packing walks it).
   std::vector<WeightView*> matrices();

@@ -52,8 +52,16 @@ void ModelConfig::validate() const {
                  "model: bad MLA dims (q lora {}, kv lora {}, nope {}, rope {}, v {})", mla.q_lora_rank,
                  mla.kv_lora_rank, mla.nope_dim, mla.rope_dim, mla.v_head_dim);
   }
+  if (delta_net.enabled()) {
+    const DeltaNetConfig& d = delta_net;
+    SLIMKV_CHECK(in(d.conv_kernel, 2, 64) && in(d.num_k_heads, 1, 1024) && in(d.num_v_heads, 1, 1024) &&
+                     d.num_v_heads % d.num_k_heads == 0 && in(d.head_k_dim, 1, 1024) && in(d.head_v_dim, 1, 1024),
+                 "model: bad DeltaNet dims (kernel {}, {} key heads of {}, {} value heads of {})", d.conv_kernel,
+                 d.num_k_heads, d.head_k_dim, d.num_v_heads, d.head_v_dim);
+  }
   for (int32_t i = 0; i < num_layers; ++i) {
     const LayerConfig& l = layers[i];
+    SLIMKV_CHECK(!l.delta_net || delta_net.enabled(), "model: layer {} is a DeltaNet layer without its config", i);
     SLIMKV_CHECK(in(l.num_heads, 1, 1024), "model: layer {}: bad head count {}", i, l.num_heads);
     SLIMKV_CHECK(in(l.num_kv_heads, 1, l.num_heads) && l.num_heads % l.num_kv_heads == 0,
                  "model: layer {}: {} KV heads do not divide {} heads", i, l.num_kv_heads, l.num_heads);
@@ -89,7 +97,7 @@ bool ModelConfig::uniform_kv() const {
 int32_t ModelConfig::max_q_dim() const {
   int32_t m = 0;
   for (const LayerConfig& l : layers) {
-    m = std::max({m, l.q_dim(), l.attn_out_dim()});
+    m = std::max({m, l.attn_output_gate ? 2 * l.q_dim() : l.q_dim(), l.attn_out_dim()});
     if (l.mla) m = std::max(m, l.num_heads * std::max(mla.q_head_dim(), mla.v_head_dim));
   }
   return m;
@@ -117,6 +125,12 @@ std::string ModelConfig::summary() const {
                    rope_layout == RopeLayout::Interleaved ? "interleaved" : "rotate-half", rope_theta);
   if (swa > 0) s += fmt::format(", {} sliding-window layers", swa);
   if (moe.num_experts > 0) s += fmt::format(", {} experts ({} used)", moe.num_experts, moe.num_experts_used);
+  if (delta_net.enabled()) {
+    int32_t recurrent = 0;
+    for (const LayerConfig& l : layers) recurrent += l.delta_net;
+    s += fmt::format(", {} DeltaNet layers ({} + {} heads, state {} floats per sequence)", recurrent,
+                     delta_net.num_k_heads, delta_net.num_v_heads, delta_net.state_floats());
+  }
   if (dsv4.enabled()) {  // the seed's kv_layer_compress_ratio, as the weights define it
     std::vector<int32_t> ratios;
     for (const LayerConfig& l : layers) ratios.push_back(l.compress_ratio);

@@ -60,6 +60,24 @@ struct MlaConfig {
   int32_t q_head_dim() const { return nope_dim + rope_dim; }
 };
 
+// Gated DeltaNet linear attention (Qwen3-Next's recurrent layers, LayerConfig::delta_net; model/blocks/
+// gated_deltanet.h): a causal convolution over [q | k | v] and a state [head_v, head_k] per value head, kept per
+// sequence, not per token.
+struct DeltaNetConfig {
+  int32_t conv_kernel = 0;   // the convolution's taps (0: no such layer in the model)
+  int32_t num_k_heads = 0;   // query / key heads
+  int32_t num_v_heads = 0;   // value heads (a multiple of the key heads; value head h reads key head h / ratio)
+  int32_t head_k_dim = 0, head_v_dim = 0;
+  bool enabled() const { return conv_kernel > 0; }
+  int32_t key_dim() const { return num_k_heads * head_k_dim; }
+  int32_t value_dim() const { return num_v_heads * head_v_dim; }
+  int32_t conv_dim() const { return 2 * key_dim() + value_dim(); }  // channels of [q | k | v]
+  // One sequence's state: the convolution's last conv_kernel - 1 inputs, then every value head's matrix.
+  int64_t state_floats() const {
+    return static_cast<int64_t>(conv_kernel - 1) * conv_dim() + static_cast<int64_t>(num_v_heads) * head_v_dim * head_k_dim;
+  }
+};
+
 struct LayerConfig {
   int32_t num_heads = 0, num_kv_heads = 0;
   int32_t head_dim_k = 0, head_dim_v = 0;  // query/key and value head sizes (they may differ)
@@ -71,6 +89,9 @@ struct LayerConfig {
                                            // [latent | rope key] (head_dim_k) and its value the latent (head_dim_v)
   int32_t ffn_dim = 0;
   int32_t compress_ratio = 0;              // DeepSeek-V4: tokens pooled per compressed entry (0, 4 or 128)
+  bool delta_net = false;                  // mixer: Gated DeltaNet linear attention (ModelConfig::delta_net)
+  bool attn_output_gate = false;           // attention output *= sigmoid(gate), the gate the second half of each
+                                           // head's q projection rows (Qwen3-Next: wq is [heads * 2 * head_dim, dim])
   int32_t q_dim() const { return num_heads * head_dim_k; }
   int32_t k_dim() const { return num_kv_heads * head_dim_k; }
   int32_t v_dim() const { return num_kv_heads * head_dim_v; }
@@ -92,6 +113,7 @@ struct ModelConfig {
   MoeConfig moe;
   MlaConfig mla;
   Dsv4Config dsv4;
+  DeltaNetConfig delta_net;
   bool tie_word_embeddings = false;  // HF: the classifier is the embedding even when lm_head is stored
   std::string format;            // "llama2c", "gguf v3", "safetensors"
   std::vector<LayerConfig> layers;  // [num_layers]; filled from the uniform values below by finalize() if empty

@@ -22,7 +22,7 @@ std::vector<WeightView*> LayerWeights::matrices() {
   for (WeightView* w : {&shexp_gate, &shexp_up, &shexp_down}) v.push_back(w);
   for (WeightView& w : wo_a) v.push_back(&w);
   for (WeightView* w : {&wkv, &wo_b, &hc_attn_fn, &hc_ffn_fn, &comp_wkv, &comp_wgate, &idx_proj, &idx_q_b,
-                        &idx_comp_wkv, &idx_comp_wgate}) {
+                        &idx_comp_wkv, &idx_comp_wgate, &ssm_qkv, &ssm_z, &ssm_ba, &ssm_out}) {
     v.push_back(w);
   }
   std::erase_if(v, [](const WeightView* w) { return w->data == nullptr; });

@@ -201,6 +201,7 @@ class Binder : public LayerBinder {
         w.shexp_gate = matrix(TensorRole::ShexpGate, l, sff, dim);
         w.shexp_up = matrix(TensorRole::ShexpUp, l, sff, dim);
         w.shexp_down = matrix(TensorRole::ShexpDown, l, dim, sff);
+        w.shexp_gate_inp = vector(TensorRole::ShexpGateInp, l, dim);
       }
     } else if (entry(TensorRole::FfnGateUp)) {
       const int64_t ff = lc.ffn_dim;
