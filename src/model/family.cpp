@@ -152,10 +152,14 @@ void read_common_hparams(const HParams& h, ModelConfig& c) {
   }
 }
 
-void read_deepseek_moe(const HParams& h, MoeConfig& m) {
+void read_routed_experts(const HParams& h, MoeConfig& m) {
   m.num_experts = h.integer(Hp::ExpertCount, std::nullopt, 1, 4096);
   m.num_experts_used = h.integer(Hp::ExpertUsedCount, std::nullopt, 1, m.num_experts);
   m.expert_ffn_dim = h.integer(Hp::ExpertFeedForwardLength, std::nullopt, 1, 1 << 18);
+}
+
+void read_deepseek_moe(const HParams& h, MoeConfig& m) {
+  read_routed_experts(h, m);
   m.num_shared_experts = h.integer(Hp::ExpertSharedCount, 0, 0, 64);
   m.shared_ffn_dim = m.num_shared_experts * m.expert_ffn_dim;
   const float scale = h.real(Hp::ExpertWeightsScale, 1.0);

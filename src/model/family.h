@@ -84,6 +84,8 @@ void read_common_hparams(const HParams& h, ModelConfig& c);
 // RoPE scaling (GGUF rope.scaling.*, HF rope_scaling): linear, yarn, llama3 (per-dimension factors, HF only;
 // GGUF files carry them as the rope_freqs tensor). Unknown types are an error naming them.
 RopeConfig read_rope_scaling(const HParams& h, float base, int32_t rotary_dim);
+// Routed experts' sizes (required): expert_count, expert_used_count, expert_feed_forward_length.
+void read_routed_experts(const HParams& h, MoeConfig& m);
 // DeepSeekMoE's sizes (DeepSeek-V2/V3/V4): routed experts, used, expert width, shared experts, weights scale, norm.
 void read_deepseek_moe(const HParams& h, MoeConfig& m);
 // llama.cpp's names for a llama-style decoder (llama, qwen2, qwen3, ...) with HF's LlamaForCausalLM names.

@@ -23,9 +23,7 @@ void read(const HParams& h, ModelConfig& c) {
   c.rope_layout = RopeLayout::RotateHalf;
   c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.rotary_dim));
   MoeConfig& m = c.moe;
-  m.num_experts = h.integer(Hp::ExpertCount, std::nullopt, 1, 4096);
-  m.num_experts_used = h.integer(Hp::ExpertUsedCount, std::nullopt, 1, m.num_experts);
-  m.expert_ffn_dim = h.integer(Hp::ExpertFeedForwardLength, std::nullopt, 1, 1 << 18);
+  read_routed_experts(h, m);
   m.gating = MoeGating::SoftmaxWeight;
   m.norm_topk_prob = false;
   m.swiglu_alpha = kSwigluAlpha;

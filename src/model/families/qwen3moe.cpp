@@ -15,9 +15,7 @@ void read(const HParams& h, ModelConfig& c) {
   read_common_hparams(h, c);
   c.family = "qwen3moe";
   c.rope_layout = RopeLayout::RotateHalf;
-  c.moe.num_experts = h.integer(Hp::ExpertCount, std::nullopt, 1, 4096);
-  c.moe.num_experts_used = h.integer(Hp::ExpertUsedCount, std::nullopt, 1, c.moe.num_experts);
-  c.moe.expert_ffn_dim = h.integer(Hp::ExpertFeedForwardLength, std::nullopt, 1, 1 << 18);
+  read_routed_experts(h, c.moe);
   c.moe.norm_topk_prob = h.is_gguf() ? true : h.boolean(Hp::ExpertWeightsNorm).value_or(true);
   for (auto& l : c.layers) l.moe = true;
 }

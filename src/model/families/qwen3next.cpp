@@ -13,19 +13,18 @@
 namespace slimkv {
 namespace {
 
-void read(const HParams& h, ModelConfig& c) {
-  read_common_hparams(h, c);
-  c.family = "qwen3next";
-  c.rope_layout = RopeLayout::RotateHalf;
-  MoeConfig& m = c.moe;
-  m.num_experts = h.integer(Hp::ExpertCount, std::nullopt, 1, 4096);
-  m.num_experts_used = h.integer(Hp::ExpertUsedCount, std::nullopt, 1, m.num_experts);
-  m.expert_ffn_dim = h.integer(Hp::ExpertFeedForwardLength, std::nullopt, 1, 1 << 18);
+// MoE on every layer: softmax top-k, renormalised, and one shared expert (its gate is a tensor).
+void read_experts(const HParams& h, MoeConfig& m) {
+  read_routed_experts(h, m);
   m.num_shared_experts = 1;
   m.shared_ffn_dim = h.integer(Hp::ExpertSharedFeedForwardLength, std::nullopt, 1, 1 << 18);
   m.norm_topk_prob = true;
   const float scale = h.real(Hp::ExpertWeightsScale, 0.0);
   m.weights_scale = scale != 0.0f ? scale : 1.0f;  // llama.cpp: 0 (absent) means no scaling
+}
+
+// The DeltaNet sizes (llama.cpp's ssm.* keys) and which layers are recurrent.
+void read_delta_net(const HParams& h, ModelConfig& c) {
   DeltaNetConfig& d = c.delta_net;
   d.conv_kernel = h.integer(Hp::SsmConvKernel, std::nullopt, 2, 64);
   d.head_k_dim = h.integer(Hp::SsmStateSize, std::nullopt, 1, 1024);
@@ -45,11 +44,18 @@ void read(const HParams& h, ModelConfig& c) {
     for (int32_t l = 0; l < c.num_layers; ++l) recurrent.push_back((l + 1) % interval != 0);
   }
   for (int32_t l = 0; l < c.num_layers; ++l) {
-    LayerConfig& lc = c.layers[l];
-    lc.moe = true;
-    lc.delta_net = recurrent[l] != 0;
-    lc.attn_output_gate = !lc.delta_net;
+    c.layers[l].delta_net = recurrent[l] != 0;
+    c.layers[l].attn_output_gate = !c.layers[l].delta_net;
   }
+}
+
+void read(const HParams& h, ModelConfig& c) {
+  read_common_hparams(h, c);
+  c.family = "qwen3next";
+  c.rope_layout = RopeLayout::RotateHalf;
+  read_experts(h, c.moe);
+  for (LayerConfig& lc : c.layers) lc.moe = true;
+  read_delta_net(h, c);
 }
 
 std::vector<TensorName> names() {
