@@ -30,7 +30,7 @@ struct KvLayerSpec {
                               // entries and indexer keys); its block table counts entries, not tokens
   KvRecordKind kind = KvRecordKind::Attention;
   int64_t state_floats = 0;   // > 0: a recurrent state of this many F32 values per sequence, not per token (kind
-                              // State; Qwen3-Next's DeltaNet layers): one block of a Recurrent group holds it,
+                              // State; linear-attention layers): one block of a Recurrent group holds it,
                               // spread over the block's records
 };
 

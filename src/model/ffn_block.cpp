@@ -118,7 +118,7 @@ void DecoderForward::route_experts(int32_t l) {
   }
 }
 
-// eout_[t] *= sigmoid(gate · in[t]): the shared expert's per-token gate (Qwen3-Next).
+// eout_[t] *= sigmoid(gate · in[t]): the shared expert's per-token gate.
 void DecoderForward::gate_shared_expert(const float* gate, const float* in) {
   const int32_t dim = model_.config.dim;
   for (int32_t t = 0; t < T_; ++t) {
