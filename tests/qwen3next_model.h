@@ -12,12 +12,15 @@ constexpr int64_t kDim = 256, kHeads = 4, kKvHeads = 2, kHeadDim = 64, kLayers =
 constexpr int64_t kSharedFfn = 128, kConv = 4, kKeyHeads = 2, kValueHeads = 4, kStateDim = 32;
 constexpr int64_t kVocab = 512;
 
-// Writes the test model to path; `matrices` is the storage of the 2-D and expert weights (F32 or Q8_0).
-inline void write_model(const std::string& path, DType matrices) {
+// Writes the test model to path; `matrices` is the storage of the 2-D and expert weights (F32 or Q8_0). With
+// mtp_blocks > 0 the file also has that many blocks after the trunk (counted in block_count, named by
+// nextn_predict_layers) as llama.cpp's converter writes an MTP head: the trunk's weights are the same bytes.
+inline void write_model(const std::string& path, DType matrices, int64_t mtp_blocks = 0) {
   RandomGguf g("qwen3next", 20261203);
   g.u32("context_length", 262144);
   g.u32("embedding_length", kDim);
-  g.u32("block_count", kLayers);
+  g.u32("block_count", kLayers + mtp_blocks);
+  if (mtp_blocks > 0) g.u32("nextn_predict_layers", mtp_blocks);
   g.u32("feed_forward_length", kExpertFfn);
   g.u32("attention.head_count", kHeads);
   g.u32("attention.head_count_kv", kKvHeads);
@@ -42,10 +45,10 @@ inline void write_model(const std::string& path, DType matrices) {
   g.normal("output.weight", {kDim, kVocab}, 2.0f * in_std, 0.0f, matrices);
   const int64_t q = kHeads * kHeadDim, kv = kKvHeads * kHeadDim;
   const int64_t key_dim = kKeyHeads * kStateDim, value_dim = kValueHeads * kStateDim, conv_dim = 2 * key_dim + value_dim;
-  for (int64_t l = 0; l < kLayers; ++l) {
+  for (int64_t l = 0; l < kLayers + mtp_blocks; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
     g.normal(b + "attn_norm.weight", {kDim}, 0.1f, 1.0f);
-    if ((l + 1) % 4 == 0) {  // gated full attention
+    if ((l + 1) % 4 == 0 || l >= kLayers) {  // gated full attention (the MTP blocks' too)
       g.normal(b + "attn_q.weight", {kDim, 2 * q}, 2.0f * in_std, 0.0f, matrices);
       g.normal(b + "attn_k.weight", {kDim, kv}, 2.0f * in_std, 0.0f, matrices);
       g.normal(b + "attn_v.weight", {kDim, kv}, in_std, 0.0f, matrices);

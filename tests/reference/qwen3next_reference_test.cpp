@@ -80,6 +80,21 @@ TEST(Qwen3Next, F32MatchesLlamaCppOnEveryPath) {
   std::remove(path.c_str());
 }
 
+// A file with an MTP head after the trunk (block_count 5, nextn_predict_layers 1, as the converter writes released
+// models): the trunk alone runs, with the logits of the file without it.
+TEST(Qwen3Next, AnMtpHeadAfterTheTrunkIsNotRun) {
+  SKIP_IF_MISSING(q3n_prompt_path());
+  const std::string path = ::testing::TempDir() + "/qwen3next-mtp-" + std::to_string(::getpid()) + ".gguf";
+  qwen3next::write_model(path, DType::F32, 1);
+  auto m = load(path);
+  EXPECT_EQ(m->config.num_layers, 4);
+  const Q3nReference ref = q3n_reference("qwen3next-f32");
+  const std::vector<int32_t> ids = read_ids_file(q3n_prompt_path());
+  const LogitsDiff d = compare_logits(all_logits(*m, ids, 0, nullptr), ref.logits, qwen3next::kVocab);
+  EXPECT_LE(d.worst(), 1e-3);
+  std::remove(path.c_str());
+}
+
 TEST(Qwen3Next, Q8MatricesMatchLlamaCpp) {
   SKIP_IF_MISSING(q3n_prompt_path());
   const std::string path = q3n_model_for("qwen3next-q8_0", DType::Q8_0);

@@ -5,7 +5,8 @@
 // first rope.dimension_count dims, out = wo · (attention · σ(gate)) with the gate the second half of each head's
 // q projection. Every FFN is a softmax top-k MoE (renormalised) plus a shared expert scaled by σ(w · x). The FFN's
 // norm is the file's post_attention_norm. GGUF only (the converter's fused attn_qkv + attn_gate layout; the older
-// ssm_in layout and Hugging Face checkpoints are not read); the MTP head is not run.
+// ssm_in layout and Hugging Face checkpoints are not read); the MTP head (blocks after the trunk, nextn_predict_layers)
+// is not run.
 #include "model/blocks/gated_deltanet.h"
 #include "model/decoder_forward.h"
 #include "model/family.h"
@@ -23,8 +24,9 @@ void read_experts(const HParams& h, MoeConfig& m) {
   m.weights_scale = scale != 0.0f ? scale : 1.0f;  // llama.cpp: 0 (absent) means no scaling
 }
 
-// The DeltaNet sizes (llama.cpp's ssm.* keys) and which layers are recurrent.
-void read_delta_net(const HParams& h, ModelConfig& c) {
+// The DeltaNet sizes (llama.cpp's ssm.* keys) and which layers are recurrent (`mtp`: the MTP blocks counted in
+// block_count after the trunk, whose entries a recurrent_layers array also has).
+void read_delta_net(const HParams& h, ModelConfig& c, int32_t mtp) {
   DeltaNetConfig& d = c.delta_net;
   d.conv_kernel = h.integer(Hp::SsmConvKernel, std::nullopt, 2, 64);
   d.head_k_dim = h.integer(Hp::SsmStateSize, std::nullopt, 1, 1024);
@@ -38,7 +40,7 @@ void read_delta_net(const HParams& h, ModelConfig& c) {
   d.head_v_dim = inner / d.num_v_heads;
   std::vector<int32_t> recurrent;
   if (h.has(Hp::RecurrentLayers)) {
-    recurrent = h.layer_ints(Hp::RecurrentLayers, c.num_layers);
+    recurrent = h.layer_ints(Hp::RecurrentLayers, c.num_layers + mtp);
   } else {
     const int32_t interval = h.integer(Hp::FullAttentionInterval, 4, 1, 1 << 16);
     for (int32_t l = 0; l < c.num_layers; ++l) recurrent.push_back((l + 1) % interval != 0);
@@ -53,9 +55,15 @@ void read(const HParams& h, ModelConfig& c) {
   read_common_hparams(h, c);
   c.family = "qwen3next";
   c.rope_layout = RopeLayout::RotateHalf;
+  // llama.cpp's converter counts the MTP head's blocks in block_count (after the trunk): only the trunk runs.
+  const int32_t mtp = h.integer(Hp::NextnPredictLayers, 0, 0, 16);
+  SLIMKV_CHECK(mtp < c.num_layers, "{}: '{}' = {} leaves no trunk layer of {}", h.source(),
+               h.key_name(Hp::NextnPredictLayers), mtp, c.num_layers);
+  c.num_layers -= mtp;
+  c.layers.resize(c.num_layers);
   read_experts(h, c.moe);
   for (LayerConfig& lc : c.layers) lc.moe = true;
-  read_delta_net(h, c);
+  read_delta_net(h, c, mtp);
 }
 
 std::vector<TensorName> names() {
