@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "core/profiler.h"
@@ -91,14 +92,22 @@ std::variant<RequestId, std::string> Engine::add_synthetic_prefilled_request(std
   const SeqKv& kv = scheduler_.find(id)->kv;
   const int32_t bs = cfg_.cache.block_size;
   int32_t kv_dim = 0;  // the widest record of any stream (a layer's, or one of DeepSeek-V4's several per layer)
-  for (const KvLayerGeometry& g : layout_.layers) kv_dim = std::max(kv_dim, g.num_kv_heads * std::max(g.head_dim_k, g.head_dim_v));
+  for (const KvLayerGeometry& g : layout_.layers) {
+    if (!g.spec.recurrent_state()) kv_dim = std::max(kv_dim, g.num_kv_heads * std::max(g.head_dim_k, g.head_dim_v));
+  }
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> normal(0.0f, scale);
   std::vector<float> k(kv_dim), v(kv_dim);  // [kv_dim] one token's (or entry's) rows
   for (int32_t p = 0; p < n; ++p) {
     for (int32_t l = 0; l < layout_.num_layers(); ++l) {
       const KvGroupSpec& spec = layout_.groups[layout_.layers[l].group].spec;
-      if (spec.recurrent_state()) continue;  // a recurrent state is not a row per token (left as the pool holds it)
+      if (spec.recurrent_state()) {  // a recurrent state is not a row per token: it starts from zeros
+        if (p == 0) {
+          const BlockId block = kv.groups[layout_.layers[l].group].blocks[0];
+          std::memset(storage_.k_head(l, static_cast<int64_t>(block) * bs, 0), 0, layout_.layers[l].k_row_bytes() * bs);
+        }
+        continue;
+      }
       // a compressed stream holds entry (p + 1) / ratio - 1 once token p completes it
       if (spec.compressed() && (p + 1) % spec.entry_tokens != 0) continue;
       const int64_t index = spec.compressed() ? (p + 1) / spec.entry_tokens - 1 : p;
@@ -129,7 +138,9 @@ int64_t Engine::record_bytes_in_use() const {
   int64_t total = 0;
   for (const Request* r : scheduler_.running()) {
     for (size_t g = 0; g < r->kv.groups.size(); ++g) {
-      for (BlockId b : r->kv.groups[g].blocks) total += b >= 0 ? per_block[g] : 0;
+      const GroupKv& gk = r->kv.groups[g];
+      for (BlockId b : gk.blocks) total += b >= 0 ? per_block[g] : 0;
+      total += ((gk.state_source >= 0) + (gk.snapshot_block >= 0)) * per_block[g];
     }
   }
   return total;

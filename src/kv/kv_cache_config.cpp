@@ -1,6 +1,7 @@
 #include "kv/kv_cache_config.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fstream>
 #include <sstream>
@@ -61,23 +62,40 @@ std::vector<int32_t> KvCacheConfig::pool_blocks(const KvLayout& layout, int32_t 
   if (layout.num_pools() == 1) return {num_blocks(layout, max_seq_tokens, chunk_tokens, max_num_seqs)};
   validate();
   const int64_t chunk = chunk_tokens > 0 ? chunk_tokens : max_seq_tokens;
+  // A pool whose groups are all recurrent states holds a fixed number of blocks per running sequence, whatever its
+  // length: it is sized by sequences, the others by full-length sequences' tokens.
+  std::vector<bool> per_seq(layout.num_pools(), true);
+  for (const KvGroup& g : layout.groups) per_seq[g.spec.pool] = per_seq[g.spec.pool] && g.spec.recurrent_state();
   std::vector<int64_t> need(layout.num_pools());
-  int64_t seq_bytes = 0;  // one full sequence, over the pools
+  int64_t token_bytes = 0, state_bytes = 0;  // one full sequence, over the token pools / the state pools
   for (int32_t p = 0; p < layout.num_pools(); ++p) {
     need[p] = std::max<int64_t>(1, layout.blocks_for_sequence(max_seq_tokens, chunk, p));
-    seq_bytes += need[p] * layout.bytes_per_block(p);
+    (per_seq[p] ? state_bytes : token_bytes) += need[p] * layout.bytes_per_block(p);
   }
   const int64_t budget = budget_bytes();
-  SLIMKV_CHECK(budget >= seq_bytes,
+  SLIMKV_CHECK(budget >= token_bytes + state_bytes,
                "KV cache memory of {:.1f} MiB is less than one sequence of --max-model-len {} needs ({:.1f} MiB over "
                "{} block pools of {} tokens per block): raise --kv-cache-memory or lower --max-model-len",
-               budget / 1048576.0, max_seq_tokens, seq_bytes / 1048576.0, layout.num_pools(), layout.block_size_tokens);
-  double seqs = static_cast<double>(budget) / static_cast<double>(seq_bytes);
-  if (kv_cache_memory_gib <= 0 && max_num_seqs > 0) seqs = std::min(seqs, static_cast<double>(max_num_seqs));
+               budget / 1048576.0, max_seq_tokens, (token_bytes + state_bytes) / 1048576.0, layout.num_pools(),
+               layout.block_size_tokens);
+  const bool capped = kv_cache_memory_gib <= 0 && max_num_seqs > 0;  // no explicit budget: at most max_num_seqs
+  double seqs = static_cast<double>(budget) / static_cast<double>(token_bytes + state_bytes);
+  if (capped) seqs = std::min(seqs, static_cast<double>(max_num_seqs));
+  double state_seqs = seqs, token_seqs = seqs;
+  if (state_bytes > 0 && token_bytes > 0 && max_num_seqs > 0) {
+    // States for up to max_num_seqs running sequences (short ones need little else), within half the budget and
+    // leaving the token pools at least one full sequence.
+    const double room = std::min(static_cast<double>(budget) / 2, static_cast<double>(budget - token_bytes));
+    state_seqs = std::max(seqs, std::min<double>(max_num_seqs, std::floor(room / static_cast<double>(state_bytes))));
+    token_seqs = std::max(1.0, (static_cast<double>(budget) - state_seqs * static_cast<double>(state_bytes)) /
+                                   static_cast<double>(token_bytes));
+    if (capped) token_seqs = std::min(token_seqs, static_cast<double>(max_num_seqs));
+  }
   std::vector<int32_t> out;
   for (int32_t p = 0; p < layout.num_pools(); ++p) {
-    out.push_back(static_cast<int32_t>(std::min<int64_t>(std::max<int64_t>(need[p], static_cast<int64_t>(seqs * need[p])),
-                                                         1 << 30)));
+    const double n = per_seq[p] ? state_seqs : token_seqs;
+    out.push_back(static_cast<int32_t>(
+        std::min<int64_t>(std::max<int64_t>(need[p], static_cast<int64_t>(n * static_cast<double>(need[p]))), 1 << 30)));
   }
   return out;
 }

@@ -128,6 +128,12 @@ bool KvCacheManager::allocate_slots(SeqKv& seq, int32_t num_tokens, const Prefix
   const int32_t hit_blocks = hit ? static_cast<int32_t>(hit->hashes.size()) : 0;
   SLIMKV_CHECK(hit_blocks == 0 || seq.groups[0].blocks.empty(),
                "allocate_slots: a prefix hit applies only to an empty sequence");
+  std::vector<int32_t> state_start(G, 0);  // recurrent groups: the first position the allocated chunk computes
+  for (int32_t g = 0; g < G; ++g) {
+    const GroupKv& gk = seq.groups[g];
+    if (!tables_[g]->snapshots_state()) continue;
+    state_start[g] = !gk.blocks.empty() ? gk.state_tokens : hit ? hit->num_tokens : first_query_pos;
+  }
   auto need_total = [&](int32_t g) { return static_cast<int32_t>(tables_[g]->table_blocks(num_tokens)); };
   auto skipped = [&](int32_t g, int64_t b) {  // a block no query from first_query_pos on reads
     return first_query_pos > 0 && !tables_[g]->needed(b, first_query_pos);
@@ -177,19 +183,26 @@ bool KvCacheManager::allocate_slots(SeqKv& seq, int32_t num_tokens, const Prefix
     size_t next = 0;
     for (int64_t b = first; b < need_total(g); ++b) blocks.push_back(skipped(g, b) ? -1 : (*fresh)[next++]);
   }
-  if (caching_ && snapshot_tokens > 0) plan_state_snapshots(seq, num_tokens, hit, snapshot_tokens);
+  for (int32_t g = 0; g < G; ++g) seq.groups[g].state_tokens = num_tokens;
+  if (caching_ && snapshot_tokens > 0) plan_state_snapshots(seq, num_tokens, state_start, snapshot_tokens);
   return true;
 }
 
-void KvCacheManager::plan_state_snapshots(SeqKv& seq, int32_t num_tokens, const PrefixHit* hit,
+void KvCacheManager::plan_state_snapshots(SeqKv& seq, int32_t num_tokens, const std::vector<int32_t>& state_start,
                                           int32_t snapshot_tokens) {
+  std::vector<std::vector<int32_t>> want(pools_.size());  // [pool] groups whose chunk computes the boundary token
   for (int32_t g = 0; g < num_groups(); ++g) {
     GroupKv& gk = seq.groups[g];
     if (!tables_[g]->snapshots_state() || gk.snapshot_tokens != 0 || num_tokens < snapshot_tokens) continue;
-    gk.snapshot_tokens = snapshot_tokens;  // this chunk computes the prefix's last token: planned once
-    if (hit && hit->num_tokens >= snapshot_tokens) continue;  // the state there is the cached one already
-    auto b = gpool(g).allocate(1);
-    if (b) gk.snapshot_block = (*b)[0];  // best effort: without a spare block the prefix is not cached
+    gk.snapshot_tokens = snapshot_tokens;  // reached (or passed, from a hit or a prefilled start): planned once
+    if (state_start[g] < snapshot_tokens) want[groups_[g].pool].push_back(g);
+  }
+  // All or none per pool (a hit needs every recurrent group's snapshot); without spare blocks, no snapshot.
+  for (size_t p = 0; p < pools_.size(); ++p) {
+    if (want[p].empty()) continue;
+    auto blocks = pools_[p].allocate(static_cast<int32_t>(want[p].size()));
+    if (!blocks) continue;
+    for (size_t i = 0; i < want[p].size(); ++i) seq.groups[want[p][i]].snapshot_block = (*blocks)[i];
   }
 }
 

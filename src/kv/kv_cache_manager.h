@@ -28,6 +28,7 @@ struct GroupKv {                      // one group's block table of one sequence
   int32_t state_source_tokens = 0;    // the prefix it is the state after (released once a chunk has read it)
   BlockId snapshot_block = -1;        // the step that computes token snapshot_tokens - 1 copies the state here
   int32_t snapshot_tokens = 0;        // the prefix a snapshot is planned for (0: none yet; planned at most once)
+  int32_t state_tokens = 0;           // tokens the last allocation covered: where the next chunk starts
 };
 
 struct SeqKv {                        // a sequence's KV bookkeeping, held by its owner (the Request)
@@ -111,7 +112,8 @@ class KvCacheManager {
  private:
   BlockHash hash_block(BlockHash parent, std::span<const int32_t> tokens) const;
   // Recurrent-state groups: a spare block for the state after snapshot_tokens when this allocation reaches it.
-  void plan_state_snapshots(SeqKv& seq, int32_t num_tokens, const PrefixHit* hit, int32_t snapshot_tokens);
+  void plan_state_snapshots(SeqKv& seq, int32_t num_tokens, const std::vector<int32_t>& state_start,
+                            int32_t snapshot_tokens);
   // After a step: a read hit snapshot is let go; a filled snapshot is registered under its prefix and let go.
   void settle_state_snapshots(SeqKv& seq, std::span<const int32_t> tokens, int32_t num_computed_tokens);
   static BlockHash group_hash(BlockHash h, int32_t group);

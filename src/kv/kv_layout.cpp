@@ -82,6 +82,7 @@ KvLayout KvLayout::from_specs(const std::vector<KvLayerSpec>& specs, int32_t blo
     SLIMKV_CHECK(!(s.window_tokens > 0 && s.entry_tokens > 1), "KV layout: a stream both windowed and compressed");
     if (s.window_tokens > 0) g.spec = KvGroupSpec::window(s.window_tokens);
     if (s.entry_tokens > 1) g.spec = KvGroupSpec::entries(s.entry_tokens);
+    g.v_in_k = s.v_in_k;
     if (s.state_floats > 0) {  // one state per sequence: a block's records hold it, block_size of them
       SLIMKV_CHECK(s.kind == KvRecordKind::State && s.window_tokens == 0 && s.entry_tokens <= 1 && s.num_kv_heads == 1,
                    "KV layout: a recurrent state stream must be one plain State record");
@@ -90,7 +91,6 @@ KvLayout KvLayout::from_specs(const std::vector<KvLayerSpec>& specs, int32_t blo
       g.head_dim_v = g.v_dim = 0;
       g.v_in_k = true;  // no V region
     }
-    g.v_in_k = s.v_in_k;
     g.kind = s.kind;
     if (s.kind == KvRecordKind::IndexKeys) g.dtype = KvDtype::F16;  // as llama.cpp stores indexer keys
     l.layers.push_back(g);
@@ -200,6 +200,7 @@ int32_t KvLayout::group_blocks_for_tokens(int32_t g, int64_t num_tokens) const {
 std::vector<int32_t> KvLayout::pool_blocks_for_tokens(int64_t num_tokens) const {
   std::vector<int32_t> out(num_pools(), 0);
   for (int32_t g = 0; g < num_groups(); ++g) out[groups[g].spec.pool] += group_blocks_for_tokens(g, num_tokens);
+  for (int32_t& n : out) n = std::max(n, 1);  // storage needs a block per pool (short contexts of 1:r entries)
   return out;
 }
 

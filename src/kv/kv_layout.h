@@ -144,7 +144,7 @@ struct KvLayout {
   int64_t blocks_for_sequence(int64_t num_tokens, int64_t chunk_tokens, int32_t pool) const;  // one pool's groups
   // Blocks group g's table holds for one sequence of num_tokens (single-sequence tools' identity tables).
   int32_t group_blocks_for_tokens(int32_t g, int64_t num_tokens) const;
-  // Per pool: the blocks of one sequence of num_tokens in each of its groups, side by side.
+  // Per pool: the blocks of one sequence of num_tokens in each of its groups, side by side (at least one).
   std::vector<int32_t> pool_blocks_for_tokens(int64_t num_tokens) const;
   // Blocks (summed over groups) a sequence holds after num_tokens, once behind-window blocks are freed.
   int64_t blocks_held_after(int64_t num_tokens) const;

@@ -140,7 +140,7 @@ TEST(Qwen3Next, EngineBatchedPrefixHitsAndPreemption) {
   EngineConfig tight = cfg;
   tight.sched.max_num_batched_tokens = 64;
   tight.sched.max_model_len = 340;
-  tight.cache.kv_cache_memory_gib = 0.8e-3;  // ~1.9 sequences of 340: 160 attention blocks for 182
+  tight.cache.kv_cache_memory_gib = 0.8e-3;  // states take up to half: < 2 sequences of 340 for the 182 blocks
   tight.cache.enable_prefix_caching = false;
   const EngineRun p = run_requests(*m, tight, {{ids, 16, 0}, {ids, 16, 0}, {other, 16, 0}});
   EXPECT_GT(p.metrics.num_preemptions, 0);

@@ -39,8 +39,9 @@ class ServerQwen3Next : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     SKIP_IF_MISSING(models_dir() + "/synthetic/llama/llama-f32.gguf");  // the vocabulary the model carries
-    // 0.0012 GiB: about two sequences of --max-model-len 512 (64 attention blocks of 8 tokens + 3 DeltaNet
-    // states x 2 blocks each): four 348-token requests at once need 176 attention blocks of the pool's ~128.
+    // 0.0012 GiB: the DeltaNet states (3 groups x 2 blocks a sequence) take up to half of it, the attention pool
+    // the rest — under two sequences of --max-model-len 512 (64 blocks of 8 tokens each): four 348-token requests
+    // at once need 176 attention blocks.
     server_ = new ServerProcess({"--max-num-batched-tokens", "64", "--max-model-len", "512", "--kv-cache-memory",
                                  "0.0012"},
                                 q3n_server_model());

@@ -154,6 +154,50 @@ TEST(KvGroups, RecurrentStateIsCachedBySnapshotAtThePromptBoundary) {
   ASSERT_TRUE(off.allocate_slots(c, 22, nullptr, 0, boundary));
   EXPECT_LT(c.groups[1].snapshot_block, 0);
   off.free(c);
+  // A sequence declared computed past the boundary (a prefilled start) takes no snapshot: no chunk computes it.
+  SeqKv d;
+  ASSERT_TRUE(kv.allocate_slots(d, 21, nullptr, 21, boundary));
+  ASSERT_TRUE(kv.allocate_slots(d, 22, nullptr, 0, boundary));
+  EXPECT_LT(d.groups[1].snapshot_block, 0);
+  kv.free(d);
+  kv.check_integrity();
+}
+
+// Two recurrent groups share a pool: their snapshots are taken together or not at all (a hit needs both), and a
+// pool of states is sized by running sequences, not by how many full-length sequences the budget holds.
+TEST(KvGroups, RecurrentSnapshotsAreAllOrNoneAndStatePoolsAreSizedBySequences) {
+  std::vector<KvLayerSpec> specs = {KvLayerSpec{}, KvLayerSpec{}, KvLayerSpec{2, 16, 16, 0}};
+  for (int i = 0; i < 2; ++i) {
+    specs[i].num_kv_heads = 1;
+    specs[i].state_floats = 256;
+    specs[i].kind = KvRecordKind::State;
+  }
+  const KvLayout layout = KvLayout::from_specs(specs, 4);
+  ASSERT_EQ(layout.num_groups(), 3);
+  const int32_t state_pool = layout.groups[0].spec.pool;
+  std::vector<int32_t> blocks(layout.num_pools(), 64);
+  blocks[state_pool] = 3;  // two live states and one spare: not enough for both snapshots
+  KvCacheManager kv(blocks, 4, true, 1, group_specs(layout));
+  SeqKv a;
+  ASSERT_TRUE(kv.allocate_slots(a, 10, nullptr, 0, 8));
+  EXPECT_LT(a.groups[0].snapshot_block, 0);
+  EXPECT_LT(a.groups[1].snapshot_block, 0);
+  EXPECT_EQ(kv.pool(state_pool).num_used_blocks(), 2);
+  kv.free(a);
+  // 4096-token sequences, a budget for about 3 of them, 64 running sequences: the state pool gets room for many
+  // more than 3 (short requests need a state each and few token blocks).
+  KvCacheConfig cfg;
+  cfg.block_size = 4;
+  const int64_t token_seq = layout.blocks_for_sequence(4096, 64, 1 - state_pool) * layout.bytes_per_block(1 - state_pool);
+  const int64_t state_seq = layout.blocks_for_sequence(4096, 64, state_pool) * layout.bytes_per_block(state_pool);
+  cfg.kv_cache_memory_gib = 3.0 * static_cast<double>(token_seq + state_seq) / (1 << 30);
+  const std::vector<int32_t> pools = cfg.pool_blocks(layout, 4096, 64, 64);
+  EXPECT_GT(pools[state_pool], 3 * layout.blocks_for_sequence(4096, 64, state_pool));
+  EXPECT_LE(pools[state_pool] / 4, 64);  // 4 blocks a sequence (2 groups x live + transient), 64 sequences at most
+  EXPECT_GE(pools[1 - state_pool], layout.blocks_for_sequence(4096, 64, 1 - state_pool));
+  int64_t bytes = 0;
+  for (int32_t p = 0; p < layout.num_pools(); ++p) bytes += pools[p] * layout.bytes_per_block(p);
+  EXPECT_LE(bytes, static_cast<int64_t>(cfg.kv_cache_memory_gib * (1 << 30)) + 1);
 }
 
 TEST(KvGroups, PrefixHitShrinksWhenAWindowBlockWasReused) {

@@ -46,8 +46,12 @@ void read_delta_net(const HParams& h, ModelConfig& c, int32_t mtp) {
     for (int32_t l = 0; l < c.num_layers; ++l) recurrent.push_back((l + 1) % interval != 0);
   }
   for (int32_t l = 0; l < c.num_layers; ++l) {
-    c.layers[l].delta_net = recurrent[l] != 0;
-    c.layers[l].attn_output_gate = !c.layers[l].delta_net;
+    LayerConfig& lc = c.layers[l];
+    lc.delta_net = recurrent[l] != 0;
+    lc.attn_output_gate = !lc.delta_net;
+    SLIMKV_CHECK(lc.delta_net || lc.head_dim_k == lc.head_dim_v, "{}: gated attention needs equal key and value "
+                 "head sizes ('{}' = {}, '{}' = {})", h.source(), h.key_name(Hp::KeyLength), lc.head_dim_k,
+                 h.key_name(Hp::ValueLength), lc.head_dim_v);
   }
 }
 
