@@ -107,6 +107,7 @@ int run_serve(ServeFlags f) {
                                                       : f.server.served_model_name;
   ctx.max_model_len = engine->config().sched.max_model_len;
   ctx.request_timeout_s = f.server.request_timeout_s;
+  ctx.max_request_cost = f.server.max_request_cost;
   std::fprintf(stderr, "model: %s\n%s\n", model->config.summary().c_str(), describe_plan(engine->kv_layout()).c_str());
   http.attach(ctx, &metrics);
   std::fprintf(stderr,
@@ -146,8 +147,17 @@ void add_serve_command(CLI::App& app, std::vector<Command>& out) {
                   "plain|chatml|qwen|llama2|llama3|gemma|phi3|mistral or a Jinja file (default: the model's)");
   sub->add_flag("--metrics-vllm-names", s.metrics_vllm_names, "Also emit every metric under vllm:");
   sub->add_option("--max-body-bytes", s.max_body_bytes, "Largest request body (413 beyond)");
-  sub->add_option("--http-threads", s.http_threads, "Connections served at once, one thread each (default 512; more wait to be accepted)");
+  sub->add_option("--http-threads", s.http_threads, "Requests handled at once, a thread each (default 512; more queue)");
   sub->add_option("--keep-alive-timeout", s.keep_alive_timeout_s, "Idle keep-alive connections close after, s");
+  sub->add_option("--max-header-bytes", s.max_header_bytes, "Largest request head: line + headers (431 beyond)");
+  sub->add_option("--max-header-lines", s.max_header_lines, "Most header lines in a request (431 beyond)");
+  sub->add_option("--header-timeout", s.header_timeout_s, "Deadline of a request's whole head from its first byte, s (408)");
+  sub->add_option("--body-timeout", s.body_timeout_s, "Deadline of a request's whole body after its head, s (408)");
+  sub->add_option("--write-timeout", s.write_timeout_s, "A response (or stream chunk) the client does not read ends the connection after, s");
+  sub->add_option("--max-connections", s.max_connections, "Open connections in all (503 beyond)");
+  sub->add_option("--max-connections-per-ip", s.max_connections_per_ip, "Open connections from one address (503 beyond; 0 = no cap)");
+  sub->add_option("--max-request-cost", s.max_request_cost,
+                  "Largest request: choices x max_tokens x (1 + logprobs) (400 beyond)");
   out.push_back({sub, [f] { return run_serve(*f); }});
 }
 

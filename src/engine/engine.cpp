@@ -65,6 +65,11 @@ double Engine::now_ms() const {
 }
 
 std::variant<RequestId, std::string> Engine::add_request(std::vector<int32_t> prompt, const RequestParams& params) {
+  for (int32_t t : params.stop_token_ids) {
+    if (t < 0 || t >= model_.config.vocab_size) {
+      return fmt::format("stop token id {} is outside the vocabulary (0..{})", t, model_.config.vocab_size - 1);
+    }
+  }
   for (int32_t t : prompt) {
     if (t < 0 || t >= model_.config.vocab_size) {
       ++vocab_rejected_;
@@ -146,8 +151,8 @@ int64_t Engine::record_bytes_in_use() const {
   return total;
 }
 
-bool Engine::abort(RequestId id) {
-  bool ok = scheduler_.abort(id, now_ms());
+bool Engine::abort(RequestId id, FinishReason why) {
+  bool ok = scheduler_.abort(id, now_ms(), why);
   refresh_gauges();
   return ok;
 }
@@ -184,7 +189,10 @@ std::vector<StepEvent> Engine::step() {
       Request* r = scheduler_.find(c.id);
       float* logits = logits_.data() + row * vocab;  // [vocab] this request's next-token logits
       const RequestParams& p = r->params;
-      if (p.eos_id >= 0 && !p.ignore_eos && r->num_output_tokens() < p.min_tokens) logits[p.eos_id] = -INFINITY;
+      if (r->num_output_tokens() < p.min_tokens) {
+        if (p.eos_id >= 0 && !p.ignore_eos) logits[p.eos_id] = -INFINITY;
+        for (int32_t id : p.stop_token_ids) logits[id] = -INFINITY;
+      }
       const int32_t tok = r->sampler.sample(logits, vocab);
       sampled.push_back(tok);
       if (p.logprobs >= 0) logprobs.push_back(compute_logprobs(logits, vocab, tok, std::min(p.logprobs, vocab)));

@@ -23,7 +23,8 @@ class Engine {
 
   // A request id, or the reason the request was refused.
   std::variant<RequestId, std::string> add_request(std::vector<int32_t> prompt_token_ids, const RequestParams& params);
-  bool abort(RequestId id);
+  // Ends a request between steps, freeing its blocks; Stop (not Abort) when its text ended on a stop string.
+  bool abort(RequestId id, FinishReason why = FinishReason::Abort);
   // Benchmarks only: adds a request whose prompt (but its last token) is already in the cache, filled with seeded
   // N(0, scale²) K/V rows written through the layout's encoder — long contexts without hours of prefill. The
   // prefix cache must be off (the rows are not the tokens' real K/V). Returns the id or why it was refused.

@@ -54,6 +54,11 @@ std::unique_ptr<Model> load_model(const ModelLoadOptions& opts) {
   const std::string& p = opts.model_path;
   SLIMKV_CHECK(fs::exists(p), "model not found: '{}'", p);
   std::unique_ptr<Model> m;
+  if (!fs::is_directory(p)) {
+    std::error_code ec;
+    const auto size = fs::file_size(p, ec);
+    SLIMKV_CHECK(ec || size >= 4, "'{}' is {} bytes long: not a model file (empty or cut short)", p, ec ? 0 : size);
+  }
   if (fs::is_directory(p)) {
     m = load_hf_model(p);
   } else {

@@ -69,6 +69,9 @@ int32_t Sampler::sample(const float* logits, int32_t vocab_size) {
       break;
     }
   }
+  // min-p (after top-k and top-p, as vLLM applies it): candidates are sorted, so a prefix stays
+  const float floor = params_.min_p * cand_[0].first;
+  while (keep > 1 && cand_[keep - 1].first < floor) --keep;
   float mass = 0;
   for (size_t i = 0; i < keep; ++i) mass += cand_[i].first;
   float r = rng_.next_f32() * mass, acc = 0;

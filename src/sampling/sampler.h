@@ -13,10 +13,12 @@ struct SamplingParams {
   float top_p = 1.0f;        // (0, 1]
   int32_t top_k = 0;         // 0 = off
   uint64_t seed = 0;
+  float min_p = 0.0f;        // [0, 1]: drop tokens less likely than min_p x the most likely one's (0 = off)
   void validate() const {
     SLIMKV_CHECK(temperature >= 0.0f && temperature <= 100.0f, "temperature must be in [0, 100] (got {})", temperature);
     SLIMKV_CHECK(top_p > 0.0f && top_p <= 1.0f, "top-p must be in (0, 1] (got {})", top_p);
     SLIMKV_CHECK(top_k >= 0, "top-k must be >= 0 (got {})", top_k);
+    SLIMKV_CHECK(min_p >= 0.0f && min_p <= 1.0f, "min-p must be in [0, 1] (got {})", min_p);
   }
 };
 

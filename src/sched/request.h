@@ -22,6 +22,8 @@ struct RequestParams {
   bool ignore_eos = false;
   int32_t min_tokens = 0;    // EOS is masked until this many output tokens exist
   int32_t logprobs = -1;     // -1: none; k >= 0: the sampled token's log-probability and the k most likely
+  std::vector<int32_t> stop_token_ids;  // these end the request like EOS (finish "stop", not output; ignore_eos
+                                        // does not apply; masked before min_tokens)
 };
 
 struct RequestTimes {        // milliseconds on the engine's clock; -1 = not yet

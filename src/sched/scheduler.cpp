@@ -140,7 +140,8 @@ std::vector<StepEvent> Scheduler::update(const SchedOutput& out, const std::vect
       r->times.prefill_ms = now_ms - r->times.first_scheduled_ms;
     }
     r->times.last_token_ms = now_ms;
-    if (!r->params.ignore_eos && tok == r->params.eos_id) {
+    const auto& stops = r->params.stop_token_ids;
+    if ((!r->params.ignore_eos && tok == r->params.eos_id) || std::find(stops.begin(), stops.end(), tok) != stops.end()) {
       events.push_back({r->id, -1, FinishReason::Stop, 0.0f, {}});
       finish(r, FinishReason::Stop, now_ms);
       continue;
@@ -174,10 +175,10 @@ bool Scheduler::admit_prefilled(RequestId id, int32_t num_tokens, double now_ms)
   return true;
 }
 
-bool Scheduler::abort(RequestId id, double now_ms) {
+bool Scheduler::abort(RequestId id, double now_ms, FinishReason why) {
   Request* r = find(id);
   if (r == nullptr) return false;
-  finish(r, FinishReason::Abort, now_ms);
+  finish(r, why, now_ms);
   return true;
 }
 

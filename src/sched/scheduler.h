@@ -34,7 +34,8 @@ class Scheduler {
   // Benchmarks (synthetic fill): a waiting request's first num_tokens tokens are declared computed — it gets
   // blocks for them and goes straight to running; the caller writes their K/V. False when blocks or seats lack.
   bool admit_prefilled(RequestId id, int32_t num_tokens, double now_ms);
-  bool abort(RequestId id, double now_ms);
+  // Ends a request between steps (frees its blocks); `why` Stop when its client ended it on a stop string.
+  bool abort(RequestId id, double now_ms, FinishReason why = FinishReason::Abort);
 
   SchedOutput schedule(double now_ms);
   // Applies one step's results: `sampled` has one token per chunk with samples=true, in chunk order.

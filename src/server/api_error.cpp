@@ -1,9 +1,28 @@
 #include "server/api_error.h"
 
+#include <fmt/format.h>
+
 namespace slimkv {
 
+namespace {
+
+// A message is echoed back whole only up to this many bytes: a value the client sent (a 7 MB number in a parse
+// error) is cut, at a UTF-8 character boundary, with the size said.
+constexpr size_t kMaxMessageBytes = 1024;
+
+std::string bounded(std::string m) {
+  if (m.size() <= kMaxMessageBytes) return m;
+  size_t cut = kMaxMessageBytes;
+  while (cut > 0 && (static_cast<unsigned char>(m[cut]) & 0xC0) == 0x80) --cut;
+  const size_t total = m.size();
+  m.resize(cut);
+  return m + fmt::format("... ({} bytes in all)", total);
+}
+
+}  // namespace
+
 nlohmann::json ApiError::to_json() const {
-  nlohmann::json e = {{"message", what()}, {"type", type}, {"param", nullptr}, {"code", nullptr}};
+  nlohmann::json e = {{"message", bounded(what())}, {"type", type}, {"param", nullptr}, {"code", nullptr}};
   if (!param.empty()) e["param"] = param;
   if (!code.empty()) e["code"] = code;
   return {{"error", e}};

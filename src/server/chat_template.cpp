@@ -69,7 +69,37 @@ std::string trim(const std::string& s) {
 
 }  // namespace
 
-std::string render_chat(ChatTemplate t, const std::vector<ChatMessage>& m) {
+namespace {
+
+std::string render_chat_with_prompt(ChatTemplate t, const std::vector<ChatMessage>& m);
+
+// What a format appends to open the assistant's reply (Llama-2 and Mistral have none: [/INST] ends the turn).
+std::string_view generation_prompt(ChatTemplate t) {
+  switch (t) {
+    case ChatTemplate::Plain: return "Assistant:";
+    case ChatTemplate::ChatML: return "<|im_start|>assistant\n";
+    case ChatTemplate::Llama3: return "<|start_header_id|>assistant<|end_header_id|>\n\n";
+    case ChatTemplate::Gemma: return "<start_of_turn>model\n";
+    case ChatTemplate::Phi3: return "<|assistant|>\n";
+    case ChatTemplate::DeepSeekV4: return "<｜Assistant｜></think>";
+    default: return "";
+  }
+}
+
+}  // namespace
+
+std::string render_chat(ChatTemplate t, const std::vector<ChatMessage>& m, bool add_generation_prompt) {
+  std::string out = render_chat_with_prompt(t, m);
+  const std::string_view g = generation_prompt(t);
+  if (!add_generation_prompt && !g.empty() && out.size() >= g.size() && out.compare(out.size() - g.size(), g.size(), g) == 0) {
+    out.resize(out.size() - g.size());
+  }
+  return out;
+}
+
+namespace {
+
+std::string render_chat_with_prompt(ChatTemplate t, const std::vector<ChatMessage>& m) {
   std::string out;
   size_t first = 0;
   switch (t) {
@@ -151,5 +181,7 @@ std::string render_chat(ChatTemplate t, const std::vector<ChatMessage>& m) {
   }
   return out;
 }
+
+}  // namespace
 
 }  // namespace slimkv

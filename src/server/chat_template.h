@@ -20,7 +20,8 @@ ChatTemplate detect_chat_template(std::string_view jinja);
 // --chat-template: a name (plain, chatml, qwen, llama2, llama3, gemma, phi3, mistral, deepseek-v4) or a file holding a Jinja
 // template that detect_chat_template recognises. Throws Error otherwise.
 ChatTemplate resolve_chat_template(const std::string& name_or_file);
-// The prompt text for `messages`, ending where the assistant's reply starts.
-std::string render_chat(ChatTemplate t, const std::vector<ChatMessage>& messages);
+// The prompt text for `messages`, ending where the assistant's reply starts (add_generation_prompt false: without the
+// assistant's opening, for formats that have one).
+std::string render_chat(ChatTemplate t, const std::vector<ChatMessage>& messages, bool add_generation_prompt = true);
 
 }  // namespace slimkv

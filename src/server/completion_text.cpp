@@ -4,8 +4,9 @@
 
 namespace slimkv {
 
-CompletionText::CompletionText(const Tokenizer& tok, int32_t prev_token, std::vector<std::string> stops)
-    : dec_(tok, prev_token), stops_(std::move(stops)) {}
+CompletionText::CompletionText(const Tokenizer& tok, int32_t prev_token, std::vector<std::string> stops,
+                               bool include_stop)
+    : dec_(tok, prev_token), stops_(std::move(stops)), include_stop_(include_stop) {}
 
 std::string CompletionText::release(size_t n) {
   std::string out = pending_.substr(0, n);
@@ -17,11 +18,14 @@ std::string CompletionText::release(size_t n) {
 std::string CompletionText::push(int32_t token) {
   if (stopped_) return "";
   pending_ += dec_.push(token);
-  size_t first = std::string::npos;  // the earliest complete stop string
-  for (const auto& s : stops_) first = std::min(first, pending_.find(s));
+  size_t first = std::string::npos, length = 0;  // the earliest complete stop string (the longest there)
+  for (const auto& s : stops_) {
+    const size_t at = pending_.find(s);
+    if (at < first || (at == first && at != std::string::npos && s.size() > length)) first = at, length = s.size();
+  }
   if (first != std::string::npos) {
     stopped_ = true;
-    std::string out = release(first);
+    std::string out = release(first + (include_stop_ ? length : 0));
     pending_.clear();
     return out;
   }

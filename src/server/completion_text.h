@@ -13,7 +13,8 @@ namespace slimkv {
 class CompletionText {
  public:
   // prev_token: the prompt's last token (decoding conventions such as the space after BOS depend on it).
-  CompletionText(const Tokenizer& tok, int32_t prev_token, std::vector<std::string> stops);
+  // include_stop: the stop string that ends the text is part of it (include_stop_str_in_output).
+  CompletionText(const Tokenizer& tok, int32_t prev_token, std::vector<std::string> stops, bool include_stop = false);
   // Appends a token; returns the text that can be released now (possibly empty). After a stop string
   // completes, stopped() is true, the text before it has been released and everything else is dropped.
   std::string push(int32_t token);
@@ -30,6 +31,7 @@ class CompletionText {
   std::string pending_;   // decoded but not yet released
   std::string released_;
   bool stopped_ = false;
+  bool include_stop_ = false;
 };
 
 }  // namespace slimkv

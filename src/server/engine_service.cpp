@@ -77,7 +77,8 @@ std::variant<std::shared_ptr<Job>, Refusal> EngineService::submit(JobSpec spec) 
 
 void EngineService::cancel_choice(Job& job, int32_t choice) {
   auto lk = caller_lock();
-  if (routes_.count(job.ids_.at(choice))) engine_.abort(job.ids_[choice]);
+  // a choice ends here on a stop string: a finished request ("stop"), not an abort, in the metrics
+  if (routes_.count(job.ids_.at(choice))) engine_.abort(job.ids_[choice], FinishReason::Stop);
   drain_finished();
 }
 

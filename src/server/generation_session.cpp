@@ -47,7 +47,7 @@ GenerationSession::GenerationSession(const ServeContext& ctx, GenerationRequest 
     return tok.encode(text, true);
   };
   if (req_.chat) {
-    prompts.push_back(encode(render_chat(ctx_.chat_template, req_.messages)));
+    prompts.push_back(encode(render_chat(ctx_.chat_template, req_.messages, req_.add_generation_prompt)));
   } else {
     for (const auto& p : req_.prompts) {
       if (!p.is_ids) {
@@ -66,6 +66,7 @@ GenerationSession::GenerationSession(const ServeContext& ctx, GenerationRequest 
   }
   const uint64_t seed = req_.seed.value_or(std::random_device{}());
   JobSpec spec;
+  int64_t cost = 0;  // what the request asks the engine for: tokens of every choice, each with its logprobs
   for (size_t p = 0; p < prompts.size(); ++p) {
     const int64_t n_prompt = static_cast<int64_t>(prompts[p].size());
     if (n_prompt == 0) throw invalid_request("the prompt is empty", field);
@@ -79,6 +80,13 @@ GenerationSession::GenerationSession(const ServeContext& ctx, GenerationRequest 
                       max_tokens, field),
           field);
     }
+    cost += static_cast<int64_t>(req_.n) * max_tokens * (1 + std::max(req_.logprobs, 0));
+    if (cost > ctx_.max_request_cost) {
+      throw invalid_request(fmt::format("the request asks for {} or more units of work (choices x max_tokens x (1 + "
+                                        "logprobs)); this server takes at most {} (--max-request-cost)",
+                                        cost, ctx_.max_request_cost),
+                            "max_tokens");
+    }
     for (int32_t j = 0; j < req_.n; ++j) {
       RequestParams rp;
       rp.max_tokens = static_cast<int32_t>(max_tokens);
@@ -89,11 +97,19 @@ GenerationSession::GenerationSession(const ServeContext& ctx, GenerationRequest 
       rp.sampling.temperature = static_cast<float>(req_.temperature);
       rp.sampling.top_p = static_cast<float>(req_.top_p);
       rp.sampling.top_k = req_.top_k;
+      rp.sampling.min_p = static_cast<float>(req_.min_p);
+      for (int64_t id : req_.stop_token_ids) {
+        if (id < 0 || id >= vocab) {
+          throw invalid_request(fmt::format("stop token id {} is outside the vocabulary (0..{})", id, vocab - 1),
+                                "stop_token_ids");
+        }
+        rp.stop_token_ids.push_back(static_cast<int32_t>(id));
+      }
       rp.sampling.seed = seed + choices_.size();
       Choice c;
       c.prompt_index = static_cast<int32_t>(p);
       c.prev_token = prompts[p].back();
-      c.text = std::make_unique<CompletionText>(tok, c.prev_token, req_.stop);
+      c.text = std::make_unique<CompletionText>(tok, c.prev_token, req_.stop, req_.include_stop_str_in_output);
       choices_.push_back(std::move(c));
       spec.prompts.push_back(prompts[p]);
       spec.params.push_back(rp);

@@ -25,6 +25,7 @@ struct ServeContext {                  // what every session needs from the serv
   std::string model_name;
   int32_t max_model_len = 0;
   double request_timeout_s = 600;
+  int64_t max_request_cost = 262144;   // --max-request-cost: choices x max_tokens x (1 + logprobs)
 };
 
 class GenerationSession {

@@ -1,21 +1,23 @@
-// The HTTP front: routes (/v1/completions, /v1/chat/completions, /v1/models, /health, /metrics, /dashboard), API
-// keys, body limits, OpenAI-shaped errors and SSE streaming. Handler threads only parse, validate and wait on their
-// request's queue; the engine runs on EngineService's thread. Listens before the model is loaded (/health: 503).
-// Must not know: how the engine schedules or computes.
+// The routes: /v1/completions, /v1/chat/completions, /v1/models, /health, /metrics, /dashboard — one handler each,
+// over the HTTP front (http_front.h) through the plain request / response of http_exchange.h. Before a body is read,
+// each request's head is checked once (route 404, method 405 + Allow, API key 401, JSON content type 415, draining or
+// loading 503); errors are OpenAI-shaped. Handlers parse, validate and wait on their request's queue; the engine runs
+// on EngineService's thread. Listens before the model is loaded (/health: 503).
+// Must not know: sockets, the HTTP library, or how the engine schedules or computes.
 #pragma once
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "server/generation_session.h"
+#include "server/http_exchange.h"
 #include "server/server_config.h"
 #include "server/server_metrics.h"
 
-namespace httplib {
-class Server;
-}
-
 namespace slimkv {
+
+class HttpFront;
 
 class HttpServer {
  public:
@@ -36,20 +38,38 @@ class HttpServer {
   int32_t active_requests() const { return active_; }
 
  private:
-  void install_routes();
+  using Route = HttpResponse (HttpServer::*)(const HttpRequest&, HttpPeer&);
+  struct RouteEntry {
+    const char* method;
+    const char* path;
+    Route handler;
+    bool needs_key;     // every route but /health and the dashboard's page
+    bool generation;    // a JSON body, refused while draining or loading
+  };
+  static const std::vector<RouteEntry>& routes();
+  std::optional<HttpResponse> check_head(const HttpRequest& req) const;
+  HttpResponse handle(const HttpRequest& req, HttpPeer& peer);
+
+  HttpResponse health(const HttpRequest&, HttpPeer&);
+  HttpResponse models(const HttpRequest&, HttpPeer&);
+  HttpResponse metrics(const HttpRequest&, HttpPeer&);
+  HttpResponse dashboard(const HttpRequest&, HttpPeer&);
+  HttpResponse completions(const HttpRequest& req, HttpPeer& peer) { return generate(req, peer, false); }
+  HttpResponse chat_completions(const HttpRequest& req, HttpPeer& peer) { return generate(req, peer, true); }
+  HttpResponse generate(const HttpRequest& req, HttpPeer& peer, bool chat);
 
   ServerConfig cfg_;
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<HttpFront> front_;
   ServeContext ctx_;
   std::string dashboard_html_;
   ServerMetrics* metrics_ = nullptr;
+  int64_t started_unix_s_ = 0;    // /v1/models' `created`
   std::atomic<bool> ready_{false};
-  int listen_fd_ = -1;
-  int bound_port_ = -1;
-  std::atomic<bool> stop_requested_{false};
   std::atomic<bool> draining_{false};
   std::atomic<int32_t> active_{0};
-  std::atomic<int> listen_state_{0};  // 0: listen_after_bind not called yet, 1: listening, 2: returned
 };
+
+// The OpenAI error body for a status and message (the front's own refusals use it too).
+HttpResponse error_response(int32_t status, const std::string& message);
 
 }  // namespace slimkv

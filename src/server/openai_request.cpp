@@ -162,6 +162,16 @@ void parse_common(const json& body, GenerationRequest& r) {
   r.top_p = get_number(body, "top_p", 1e-9, 1.0, 1.0);
   r.top_k = static_cast<int32_t>(get_int(body, "top_k", -1, 1 << 30, 0));
   if (r.top_k < 0) r.top_k = 0;
+  r.min_p = get_number(body, "min_p", 0.0, 1.0, 0.0);
+  if (const json* ids = field(body, "stop_token_ids")) {
+    if (!ids->is_array()) throw wrong_type("stop_token_ids", "a list of token ids", *ids);
+    r.stop_token_ids = token_ids(*ids, "stop_token_ids");
+    if (r.stop_token_ids.size() > 64) throw invalid_request("at most 64 stop token ids", "stop_token_ids");
+  }
+  r.include_stop_str_in_output = get_bool(body, "include_stop_str_in_output", false);
+  if (const json* u = field(body, "user")) {
+    if (!u->is_string()) throw wrong_type("user", "a string", *u);
+  }
   if (field(body, "seed")) {
     const json& s = *field(body, "seed");
     if (!s.is_number_integer()) throw wrong_type("seed", "an integer", s);
@@ -187,6 +197,7 @@ void parse_common(const json& body, GenerationRequest& r) {
   r.stream = get_bool(body, "stream", false);
   if (const json* so = field(body, "stream_options")) {
     if (!so->is_object()) throw wrong_type("stream_options", "an object", *so);
+    if (!r.stream) throw invalid_request("'stream_options' is only allowed with 'stream': true", "stream_options");
     r.include_usage = get_bool(*so, "include_usage", false);
   }
   r.ignore_eos = get_bool(body, "ignore_eos", false);
@@ -209,7 +220,10 @@ void refuse_unsupported(const json& body) {
   };
   is("echo", [](const json& v) { return v.is_boolean() && !v.get<bool>(); });
   is("suffix", [](const json& v) { return v.is_string() && v.get<std::string>().empty(); });
-  is("best_of", [&](const json& v) { return v.is_number_integer() && v.get<int64_t>() <= get_int(body, "n", 1, kMaxN, 1); });
+  if (const json* b = field(body, "best_of")) {  // >= 1 (OpenAI); > n would mean generating more than returned
+    if (!b->is_number_integer() || b->get<int64_t>() < 1) throw invalid_request("'best_of' must be an integer >= 1", "best_of");
+  }
+  is("best_of", [&](const json& v) { return v.get<int64_t>() <= get_int(body, "n", 1, kMaxN, 1); });
   is("logit_bias", [](const json& v) { return v.is_object() && v.empty(); });
   for (const char* p : {"presence_penalty", "frequency_penalty"}) {
     is(p, [](const json& v) { return v.is_number() && v.get<double>() == 0.0; });
@@ -219,9 +233,17 @@ void refuse_unsupported(const json& body) {
   is("tools", [](const json& v) { return v.is_array() && v.empty(); });
   is("functions", [](const json& v) { return v.is_array() && v.empty(); });
   is("tool_choice", [](const json& v) { return v.is_string() && v.get<std::string>() == "none"; });
-  is("guided_json", [](const json&) { return false; });
-  is("guided_regex", [](const json&) { return false; });
-  is("grammar", [](const json&) { return false; });
+  auto never = [](const json&) { return false; };
+  for (const char* f : {"guided_json", "guided_regex", "guided_choice", "guided_grammar", "grammar", "structured_outputs",
+                        "allowed_token_ids", "prompt_logprobs", "truncate_prompt_tokens", "chat_template", "audio",
+                        "web_search_options", "chat_template_kwargs"}) {
+    is(f, never);
+  }
+  is("bad_words", [](const json& v) { return v.is_array() && v.empty(); });
+  is("use_beam_search", [](const json& v) { return v.is_boolean() && !v.get<bool>(); });
+  is("continue_final_message", [](const json& v) { return v.is_boolean() && !v.get<bool>(); });
+  is("modalities", [](const json& v) { return v == json::array({"text"}); });
+  is("function_call", [](const json& v) { return v.is_string() && v.get<std::string>() == "none"; });
 }
 
 }  // namespace
@@ -244,6 +266,7 @@ GenerationRequest parse_chat_request(const json& body) {
   parse_common(body, r);
   refuse_unsupported(body);
   r.messages = parse_messages(body);
+  r.add_generation_prompt = get_bool(body, "add_generation_prompt", true);
   const bool want = get_bool(body, "logprobs", false);
   const int64_t top = get_int(body, "top_logprobs", 0, kMaxLogprobs, -1);
   if (top >= 0 && !want) throw invalid_request("'top_logprobs' needs 'logprobs': true", "top_logprobs");

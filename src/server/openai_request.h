@@ -31,6 +31,10 @@ struct GenerationRequest {
   double temperature = 1.0;
   double top_p = 1.0;
   int32_t top_k = 0;                     // 0 or -1 = off
+  double min_p = 0.0;                    // 0 = off
+  std::vector<int64_t> stop_token_ids;   // end the choice like EOS (checked against the vocabulary later)
+  bool include_stop_str_in_output = false;
+  bool add_generation_prompt = true;     // chat: end the prompt where the assistant's reply starts
   std::optional<uint64_t> seed;
   std::vector<std::string> stop;
   int32_t n = 1;

@@ -20,6 +20,34 @@ void ServerConfig::validate() const {
   SLIMKV_CHECK(keep_alive_timeout_s >= 1 && keep_alive_timeout_s <= 3600,
                "--keep-alive-timeout must be in 1..3600 s (got {})", keep_alive_timeout_s);
   for (const auto& k : api_keys) SLIMKV_CHECK(!k.empty(), "--api-key must not be empty");
+  SLIMKV_CHECK(max_header_bytes >= 1024 && max_header_bytes <= (int64_t{1} << 24),
+               "--max-header-bytes must be in 1024..16777216 (got {})", max_header_bytes);
+  SLIMKV_CHECK(max_header_lines >= 4 && max_header_lines <= 10000, "--max-header-lines must be in 4..10000 (got {})",
+               max_header_lines);
+  for (auto [flag, v] : {std::pair{"--header-timeout", header_timeout_s}, {"--body-timeout", body_timeout_s},
+                         {"--write-timeout", write_timeout_s}}) {
+    SLIMKV_CHECK(v > 0 && v <= 3600, "{} must be in (0, 3600] s (got {})", flag, v);
+  }
+  SLIMKV_CHECK(max_connections >= 1 && max_connections <= 1 << 20, "--max-connections must be in 1..1048576 (got {})",
+               max_connections);
+  SLIMKV_CHECK(max_connections_per_ip >= 0 && max_connections_per_ip <= 1 << 20,
+               "--max-connections-per-ip must be in 0..1048576 (got {})", max_connections_per_ip);
+  SLIMKV_CHECK(max_request_cost >= 1, "--max-request-cost must be >= 1 (got {})", max_request_cost);
+}
+
+HttpLimits ServerConfig::http_limits() const {
+  HttpLimits l;
+  l.max_header_bytes = max_header_bytes;
+  l.max_header_lines = max_header_lines;
+  l.header_timeout_s = header_timeout_s;
+  l.body_timeout_s = body_timeout_s;
+  l.write_timeout_s = write_timeout_s;
+  l.keep_alive_timeout_s = keep_alive_timeout_s;
+  l.max_body_bytes = max_body_bytes;
+  l.max_connections = max_connections;
+  l.max_connections_per_ip = max_connections_per_ip;
+  l.handler_threads = http_threads > 0 ? http_threads : 512;
+  return l;
 }
 
 void ServerConfig::load_api_key_file() {

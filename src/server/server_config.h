@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "server/http_front.h"
+
 namespace slimkv {
 
 struct ServerConfig {
@@ -20,8 +22,18 @@ struct ServerConfig {
   std::string chat_template;              // --chat-template NAME|FILE (empty = the model's, else "plain")
   bool metrics_vllm_names = false;        // --metrics-vllm-names: also emit every metric as vllm:*
   int64_t max_body_bytes = 8 << 20;       // --max-body-bytes: larger bodies get 413
-  int32_t http_threads = 0;               // --http-threads: connections served at once, a thread each (0 = 512)
-  int32_t keep_alive_timeout_s = 5;       // --keep-alive-timeout
+  int32_t http_threads = 0;               // --http-threads: requests handled at once, a thread each (0 = 512)
+  int32_t keep_alive_timeout_s = 5;       // --keep-alive-timeout: idle connections between requests close after
+  int64_t max_header_bytes = 64 << 10;    // --max-header-bytes: request line + header fields (431 beyond)
+  int32_t max_header_lines = 100;         // --max-header-lines (431 beyond)
+  double header_timeout_s = 10;           // --header-timeout: a request's whole head, from its first byte (408)
+  double body_timeout_s = 30;             // --body-timeout: a request's whole body, from its head's end (408)
+  double write_timeout_s = 30;            // --write-timeout: a response (or a stream's chunk) the client does not read
+  int32_t max_connections = 2048;         // --max-connections: open connections in all (503 beyond)
+  int32_t max_connections_per_ip = 512;   // --max-connections-per-ip: from one client address (503 beyond; 0 = any)
+  int64_t max_request_cost = 262144;      // --max-request-cost: choices x max_tokens x (1 + logprobs) of one request
+
+  HttpLimits http_limits() const;         // the front's limits from the flags above
 
   void validate() const;                  // throws Error with the flag's name
   // Reads api_key_file (if set) into api_keys; throws Error when unreadable.

@@ -288,3 +288,24 @@ TEST(BadFamilyFiles, HfUnsupportedArchitectureAndRopeScaling) {
 
 }  // namespace
 }  // namespace slimkv
+
+namespace slimkv {
+namespace {
+
+// An empty (or 1-3 byte) model file says so, instead of "starts with bytes 00 00 00 00" (issue R2).
+TEST(BadModelFile, AnEmptyFileSaysItIsEmpty) {
+  for (const char* name : {"empty.gguf", "empty.bin"}) {
+    const std::string path = ::testing::TempDir() + "/" + std::to_string(::getpid()) + name;
+    std::ofstream(path).close();
+    try {
+      load_model(ModelLoadOptions{path, ""});
+      ADD_FAILURE() << "an empty file loaded";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("0 bytes long"), std::string::npos) << e.what();
+    }
+    std::filesystem::remove(path);
+  }
+}
+
+}  // namespace
+}  // namespace slimkv
