@@ -50,7 +50,8 @@ void accept_next(const std::shared_ptr<FrontState>& st) {
       const HttpLimits& lim = st->limits;
       if (static_cast<int32_t>(st->open.size()) >= lim.max_connections) {
         refusal = fmt::format("too many open connections (--max-connections {})", lim.max_connections);
-      } else if (lim.max_connections_per_ip > 0 && st->per_ip[ip] >= lim.max_connections_per_ip) {
+      } else if (auto it = st->per_ip.find(ip);
+                 lim.max_connections_per_ip > 0 && it != st->per_ip.end() && it->second >= lim.max_connections_per_ip) {
         refusal = fmt::format("too many connections from {} (--max-connections-per-ip {})", ip,
                               lim.max_connections_per_ip);
       }
