@@ -1,6 +1,6 @@
 // Hugging Face directory -> Model: config.json's architectures pick the family (model/family.h); weights from
 // model.safetensors or the shards listed in model.safetensors.index.json; tokenizer.json (+ tokenizer_config.json's
-// chat_template). F16 stays F16, BF16 becomes F32 once.
+// chat_template), or else a llama2.c tokenizer.bin (a SentencePiece vocabulary: the trained test models' export). F16 stays F16, BF16 becomes F32 once.
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -84,8 +84,9 @@ std::unique_ptr<Model> load_hf_model(const std::string& dir) {
   c.finalize();
   c.validate();
   const std::string tok_path = (fs::path(dir) / "tokenizer.json").string();
-  SLIMKV_CHECK(fs::exists(tok_path), "{}: no tokenizer.json", dir);
-  m->tokenizer = load_hf_tokenizer(tok_path);
+  const std::string spm_path = (fs::path(dir) / "tokenizer.bin").string();  // a SentencePiece vocabulary, llama2.c's file
+  SLIMKV_CHECK(fs::exists(tok_path) || fs::exists(spm_path), "{}: no tokenizer.json (nor a llama2.c tokenizer.bin)", dir);
+  m->tokenizer = fs::exists(tok_path) ? load_hf_tokenizer(tok_path) : load_llama2c_tokenizer(spm_path, c.vocab_size);
   const fs::path tc = fs::path(dir) / "tokenizer_config.json";
   if (fs::exists(tc)) {
     nlohmann::json t = nlohmann::json::parse(read_text_file(tc.string()), nullptr, false);
