@@ -1,6 +1,7 @@
 // Fuzz target: an HTTP request body through the OpenAI request parsers, then chat rendering for every template
 // and stop-string matching over the parsed stop strings. Only ApiError may come out.
 #include <string_view>
+#include <vector>
 
 #include "byte_tokenizer.h"
 #include "server/api_error.h"
@@ -15,10 +16,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (bool chat : {false, true}) {
     try {
       auto r = chat ? slimkv::parse_chat_request(body) : slimkv::parse_completion_request(body);
-      for (auto t : {slimkv::ChatTemplate::Plain, slimkv::ChatTemplate::ChatML, slimkv::ChatTemplate::Llama2,
-                     slimkv::ChatTemplate::Llama3, slimkv::ChatTemplate::Gemma, slimkv::ChatTemplate::Phi3,
-                     slimkv::ChatTemplate::Mistral, slimkv::ChatTemplate::DeepSeekV4}) {
-        if (chat) slimkv::render_chat(t, r.messages);
+      static const std::vector<slimkv::ChatTemplate> templates = [] {
+        std::vector<slimkv::ChatTemplate> v;
+        for (const char* n : {"plain", "deepseek-v4", "chatml", "llama2", "llama3", "gemma", "phi3", "mistral"}) {
+          v.push_back(slimkv::ChatTemplate::resolve(n));
+        }
+        return v;
+      }();
+      for (const auto& t : templates) {
+        if (chat) t.render(r.messages);  // the built-in templates raise nothing: only ApiError may come out
       }
       slimkv::fuzz::ByteTokenizer tok;
       slimkv::CompletionText out(tok, -1, r.stop);

@@ -2,10 +2,9 @@
 // transformers' apply_chat_template does, and prints the prompt text exactly (no newline added).
 // -m is a tokenizer_config.json, a .jinja file, or a folder holding chat_template.jinja or tokenizer_config.json.
 #include <cstdio>
-#include <filesystem>
 
 #include "core/mapped_file.h"
-#include "jinja/template.h"
+#include "jinja/chat_context.h"
 #include "tools/commands.h"
 
 namespace slimkv {
@@ -24,54 +23,20 @@ ojson read_json_file(const std::string& path, const char* what) {
   return j;
 }
 
-// The template source and the tokenizer config beside it (empty when there is none).
-std::pair<std::string, ojson> find_template(const std::string& path) {
-  namespace fs = std::filesystem;
-  ojson cfg = ojson::object();
-  fs::path dir = fs::is_directory(path) ? fs::path(path) : fs::path(path).parent_path();
-  fs::path cfg_path = fs::is_directory(path) ? dir / "tokenizer_config.json" : fs::path(path);
-  if (cfg_path.extension() == ".json" && fs::exists(cfg_path)) cfg = read_json_file(cfg_path.string(), "-m");
-  if (!fs::is_directory(path) && fs::path(path).extension() != ".json") return {read_text_file(path), cfg};
-  if (fs::exists(dir / "chat_template.jinja")) return {read_text_file((dir / "chat_template.jinja").string()), cfg};
-  SLIMKV_CHECK(cfg.contains("chat_template"), "-m {}: no chat_template.jinja and no chat_template in the config", path);
-  const ojson& ct = cfg["chat_template"];
-  if (ct.is_string()) return {ct.get<std::string>(), cfg};
-  SLIMKV_CHECK(ct.is_array(), "-m {}: chat_template is neither a string nor a list of named templates", path);
-  for (const auto& t : ct) {  // named templates: "default", as transformers picks without tools
-    if (t.value("name", "") == "default") return {t.value("template", ""), cfg};
-  }
-  fail("-m {}: no template named 'default' among the config's chat templates", path);
-}
-
-// transformers' special_tokens_map: the config's special tokens as strings (AddedToken dicts reduced to content).
-void add_special_tokens(const ojson& cfg, ojson& ctx) {
-  auto as_text = [](const ojson& v) -> ojson { return v.is_object() ? v.value("content", ojson()) : v; };
-  for (const char* k : {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"}) {
-    if (cfg.contains(k) && !as_text(cfg[k]).is_null()) ctx[k] = as_text(cfg[k]);
-  }
-  if (cfg.contains("additional_special_tokens") && cfg["additional_special_tokens"].is_array()) {
-    ojson extra = ojson::array();
-    for (const auto& x : cfg["additional_special_tokens"]) extra.push_back(as_text(x));
-    if (!extra.empty()) ctx["additional_special_tokens"] = extra;
-  }
-}
-
 int run_chat_render(const ChatRenderFlags& f) {
-  auto [source, cfg] = find_template(f.model);
-  ojson ctx = ojson::object();
-  ctx["messages"] = read_json_file(f.messages, "--messages");
-  SLIMKV_CHECK(ctx["messages"].is_array(), "--messages {}: expected a JSON array of messages", f.messages);
-  ctx["tools"] = f.tools.empty() ? ojson() : read_json_file(f.tools, "--tools");
-  ctx["documents"] = ojson();
-  ctx["add_generation_prompt"] = f.add_generation_prompt;
-  add_special_tokens(cfg, ctx);
+  const jinja::ChatTemplateFile file = jinja::find_chat_template(f.model);
+  jinja::ChatInput in;
+  in.messages = read_json_file(f.messages, "--messages");
+  SLIMKV_CHECK(in.messages.is_array(), "--messages {}: expected a JSON array of messages", f.messages);
+  in.tools = f.tools.empty() ? ojson() : read_json_file(f.tools, "--tools");
+  in.add_generation_prompt = f.add_generation_prompt;
+  in.special_tokens = jinja::special_tokens_of(file.config);
   if (!f.template_kwargs.empty()) {
-    ojson kw = ojson::parse(f.template_kwargs, nullptr, false);
-    SLIMKV_CHECK(kw.is_object(), "--template-kwargs: expected a JSON object");
-    for (auto it = kw.begin(); it != kw.end(); ++it) ctx[it.key()] = it.value();
+    in.kwargs = ojson::parse(f.template_kwargs, nullptr, false);
+    SLIMKV_CHECK(in.kwargs.is_object(), "--template-kwargs: expected a JSON object");
   }
   try {
-    std::string text = jinja::Template::parse(source).render(ctx);
+    std::string text = jinja::render_chat(jinja::Template::parse(file.source), in);
     std::fwrite(text.data(), 1, text.size(), stdout);
   } catch (const jinja::TemplateError& e) {
     fail("chat template ({}): {}", jinja::error_kind_name(e.kind()), e.what());

@@ -11,6 +11,7 @@
 
 #include "engine/engine.h"
 #include "ops/dashboard_page.h"
+#include "server/chat_template.h"
 #include "server/engine_service.h"
 #include "server/http_server.h"
 #include "tools/commands.h"
@@ -60,6 +61,23 @@ void drain(HttpServer& http, EngineService& service, double timeout_s, const sig
   }).detach();
 }
 
+// No --chat-template: DeepSeek-V4's built-in renderer for deepseek4 models (their files carry a Python encoder, not
+// a Jinja template), else the model's own template parsed once (a syntax error fails the start), else plain.
+ChatTemplate model_chat_template(const Model& model) {
+  if (model.config.family == "deepseek4") return ChatTemplate::deepseek_v4();
+  if (model.chat_template.empty()) return ChatTemplate::plain();
+  return ChatTemplate::from_jinja("the model's", model.chat_template);
+}
+
+ChatSpecialTokens chat_special_tokens(const Tokenizer& tok) {
+  ChatSpecialTokens t;
+  t.bos = tok.token_text(tok.bos_id());
+  t.eos = tok.token_text(tok.eos_id());
+  const std::vector<int32_t> empty = tok.encode("", true);
+  t.tokenizer_adds_bos = tok.bos_id() >= 0 && !empty.empty() && empty.front() == tok.bos_id();
+  return t;
+}
+
 int run_serve(ServeFlags f) {
   f.server.load_api_key_file();
   f.server.validate();
@@ -87,14 +105,14 @@ int run_serve(ServeFlags f) {
 
   std::unique_ptr<Model> model;
   std::unique_ptr<Engine> engine;
-  ChatTemplate tmpl = ChatTemplate::Plain;
-  if (!f.server.chat_template.empty()) tmpl = resolve_chat_template(f.server.chat_template);  // before the load
+  // --chat-template is read and parsed before the load (a bad one fails at once); the model's own after it
+  ChatTemplate tmpl;
+  if (!f.server.chat_template.empty()) tmpl = ChatTemplate::resolve(f.server.chat_template);
   model = load_model_from_flags(f.model);
   f.engine.threads = resolve_threads(f.model.threads);
   engine = std::make_unique<Engine>(*model, f.engine);
-  if (f.server.chat_template.empty() && !model->chat_template.empty()) tmpl = detect_chat_template(model->chat_template);
-  // DeepSeek-V4 ships a Python chat encoder, not a Jinja template: its files carry none; use the built-in renderer
-  if (f.server.chat_template.empty() && model->config.family == "deepseek4") tmpl = ChatTemplate::DeepSeekV4;
+  if (f.server.chat_template.empty()) tmpl = model_chat_template(*model);
+  tmpl.set_special_tokens(chat_special_tokens(*model->tokenizer));
 
   ServerMetrics metrics;
   EngineService service(*engine, f.server.max_queue);
@@ -114,7 +132,7 @@ int run_serve(ServeFlags f) {
                "slimkv serve: ready: model \"%s\" (context %d tokens, chat template %s, %d KV blocks)\n"
                "  curl http://%s:%d/v1/completions -H 'Content-Type: application/json' "
                "-d '{\"prompt\": \"Once upon a time\", \"max_tokens\": 32}'\n",
-               ctx.model_name.c_str(), ctx.max_model_len, chat_template_name(tmpl), engine->kv_manager().num_blocks(),
+               ctx.model_name.c_str(), ctx.max_model_len, tmpl.name().c_str(), engine->kv_manager().num_blocks(),
                f.server.host.c_str(), port);
 
   int sig = 0;
@@ -144,7 +162,8 @@ void add_serve_command(CLI::App& app, std::vector<Command>& out) {
   sub->add_option("--shutdown-timeout", s.shutdown_timeout_s,
                   "On SIGTERM/SIGINT: seconds accepted requests may finish before the rest are aborted (default 30)");
   sub->add_option("--chat-template", s.chat_template,
-                  "plain|chatml|qwen|llama2|llama3|gemma|phi3|mistral or a Jinja file (default: the model's)");
+                  "A Jinja file, or plain|deepseek-v4|chatml|qwen|llama2|llama3|gemma|phi3|mistral "
+                  "(default: the model's)");
   sub->add_flag("--metrics-vllm-names", s.metrics_vllm_names, "Also emit every metric under vllm:");
   sub->add_option("--max-body-bytes", s.max_body_bytes, "Largest request body (413 beyond)");
   sub->add_option("--http-threads", s.http_threads, "Requests handled at once, a thread each (default 512; more queue)");

@@ -1,187 +1,102 @@
 #include "server/chat_template.h"
 
 #include <cctype>
-#include <fstream>
-#include <sstream>
+#include <filesystem>
 
-#include "core/check.h"
+#include "jinja/chat_context.h"
+#include "server/builtin_chat_templates.h"
 
 namespace slimkv {
+namespace {
 
-const char* chat_template_name(ChatTemplate t) {
-  switch (t) {
-    case ChatTemplate::Plain: return "plain";
-    case ChatTemplate::ChatML: return "chatml";
-    case ChatTemplate::Llama2: return "llama2";
-    case ChatTemplate::Llama3: return "llama3";
-    case ChatTemplate::Gemma: return "gemma";
-    case ChatTemplate::Phi3: return "phi3";
-    case ChatTemplate::Mistral: return "mistral";
-    case ChatTemplate::DeepSeekV4: return "deepseek-v4";
+// "System: …\nUser: …\nAssistant: …\nAssistant:" (without the last "Assistant:" when no generation prompt).
+std::string render_plain(const std::vector<ChatMessage>& m, bool add_generation_prompt) {
+  std::string out;
+  for (const auto& x : m) {
+    std::string role = x.role;
+    role[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(role[0])));
+    out += role + ": " + x.content + "\n";
   }
-  return "?";
+  return add_generation_prompt ? out + "Assistant:" : out;
 }
 
-ChatTemplate detect_chat_template(std::string_view j) {
-  auto has = [&](std::string_view s) { return j.find(s) != std::string_view::npos; };
-  if (has("<|im_start|>")) return ChatTemplate::ChatML;
-  if (has("<|start_header_id|>")) return ChatTemplate::Llama3;
-  if (has("<start_of_turn>")) return ChatTemplate::Gemma;
-  if (has("<|user|>") && has("<|end|>")) return ChatTemplate::Phi3;
-  if (has("[INST]") && has("<<SYS>>")) return ChatTemplate::Llama2;
-  if (has("[INST]")) return ChatTemplate::Mistral;
-  return ChatTemplate::Plain;
+// encoding_dsv4.py in chat mode; the BOS is the tokenizer's. Consecutive user and tool messages form one user turn
+// (parts joined by a blank line, tool results as <tool_result>…</tool_result>); a user turn followed by the
+// assistant (or ending the conversation) opens the reply with <｜Assistant｜></think>.
+std::string render_deepseek_v4(const std::vector<ChatMessage>& m, bool add_generation_prompt) {
+  const std::string user = "<｜User｜>", assistant = "<｜Assistant｜>", eos = "<｜end▁of▁sentence｜>";
+  const std::string opening = assistant + "</think>";
+  std::string out;
+  for (size_t i = 0; i < m.size();) {
+    const std::string& role = m[i].role;
+    if (role == "user" || role == "tool") {
+      std::string turn;
+      for (; i < m.size() && (m[i].role == "user" || m[i].role == "tool"); ++i) {
+        if (!turn.empty()) turn += "\n\n";
+        turn += m[i].role == "tool" ? "<tool_result>" + m[i].content + "</tool_result>" : m[i].content;
+      }
+      out += user + turn;
+    } else {
+      out += role == "assistant" ? m[i].content + eos : role == "developer" ? user + m[i].content : m[i].content;
+      ++i;
+    }
+    const bool opens = role == "user" || role == "tool" || role == "developer";
+    if (opens && (i == m.size() || m[i].role == "assistant")) out += opening;
+  }
+  if (!add_generation_prompt && out.size() >= opening.size() &&
+      out.compare(out.size() - opening.size(), opening.size(), opening) == 0) {
+    out.resize(out.size() - opening.size());
+  }
+  return out;
 }
 
-ChatTemplate resolve_chat_template(const std::string& s) {
-  for (auto t : {ChatTemplate::Plain, ChatTemplate::ChatML, ChatTemplate::Llama2, ChatTemplate::Llama3,
-                 ChatTemplate::Gemma, ChatTemplate::Phi3, ChatTemplate::Mistral, ChatTemplate::DeepSeekV4}) {
-    if (s == chat_template_name(t)) return t;
-  }
-  if (s == "qwen") return ChatTemplate::ChatML;
-  std::ifstream in(s);
-  SLIMKV_CHECK(in.good(),
-               "--chat-template {}: neither a known name (plain, chatml, qwen, llama2, llama3, gemma, phi3, mistral, "
-               "deepseek-v4) nor a readable file", s);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  ChatTemplate t = detect_chat_template(ss.str());
-  SLIMKV_CHECK(t != ChatTemplate::Plain, "--chat-template {}: not one of the recognised formats (ChatML/Qwen, Llama-2, "
-               "Llama-3, Gemma, Phi-3, Mistral); pass a name instead", s);
+}  // namespace
+
+ChatTemplate ChatTemplate::deepseek_v4() {
+  ChatTemplate t;
+  t.kind_ = Kind::DeepSeekV4;
+  t.name_ = "deepseek-v4";
   return t;
 }
 
-namespace {
-
-std::string system_prefix(const std::vector<ChatMessage>& m, size_t& first) {  // leading system message, if any
-  first = 0;
-  if (!m.empty() && (m[0].role == "system" || m[0].role == "developer")) {
-    first = 1;
-    return m[0].content;
+ChatTemplate ChatTemplate::from_jinja(std::string name, std::string_view source) {
+  ChatTemplate t;
+  t.kind_ = Kind::Jinja;
+  t.name_ = std::move(name);
+  try {
+    t.template_ = std::make_shared<const jinja::Template>(jinja::Template::parse(source));
+  } catch (const jinja::TemplateError& e) {
+    fail("chat template {}: does not parse: {}", t.name_, e.what());
   }
-  return "";
+  return t;
 }
 
-std::string trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r\n"), e = s.find_last_not_of(" \t\r\n");
-  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+ChatTemplate ChatTemplate::resolve(const std::string& s) {
+  if (s == "plain") return plain();
+  if (s == "deepseek-v4") return deepseek_v4();
+  if (auto src = builtin_chat_template(s)) return from_jinja(s, *src);
+  SLIMKV_CHECK(std::filesystem::exists(s),
+               "--chat-template {}: neither a known name (plain, deepseek-v4, {}) nor a Jinja template file", s,
+               builtin_chat_template_names());
+  return from_jinja(s, jinja::find_chat_template(s).source);
 }
 
-}  // namespace
-
-namespace {
-
-std::string render_chat_with_prompt(ChatTemplate t, const std::vector<ChatMessage>& m);
-
-// What a format appends to open the assistant's reply (Llama-2 and Mistral have none: [/INST] ends the turn).
-std::string_view generation_prompt(ChatTemplate t) {
-  switch (t) {
-    case ChatTemplate::Plain: return "Assistant:";
-    case ChatTemplate::ChatML: return "<|im_start|>assistant\n";
-    case ChatTemplate::Llama3: return "<|start_header_id|>assistant<|end_header_id|>\n\n";
-    case ChatTemplate::Gemma: return "<start_of_turn>model\n";
-    case ChatTemplate::Phi3: return "<|assistant|>\n";
-    case ChatTemplate::DeepSeekV4: return "<｜Assistant｜></think>";
-    default: return "";
+std::string ChatTemplate::render(const std::vector<ChatMessage>& m, bool add_generation_prompt) const {
+  switch (kind_) {
+    case Kind::Plain: return render_plain(m, add_generation_prompt);
+    case Kind::DeepSeekV4: return render_deepseek_v4(m, add_generation_prompt);
+    case Kind::Jinja: break;
   }
-}
-
-}  // namespace
-
-std::string render_chat(ChatTemplate t, const std::vector<ChatMessage>& m, bool add_generation_prompt) {
-  std::string out = render_chat_with_prompt(t, m);
-  const std::string_view g = generation_prompt(t);
-  if (!add_generation_prompt && !g.empty() && out.size() >= g.size() && out.compare(out.size() - g.size(), g.size(), g) == 0) {
-    out.resize(out.size() - g.size());
+  jinja::ChatInput in;
+  for (const auto& x : m) in.messages.push_back({{"role", x.role}, {"content", x.content}});
+  in.add_generation_prompt = add_generation_prompt;
+  if (!tokens_.bos.empty()) in.special_tokens["bos_token"] = tokens_.bos;
+  if (!tokens_.eos.empty()) in.special_tokens["eos_token"] = tokens_.eos;
+  std::string out = jinja::render_chat(*template_, in);
+  if (tokens_.tokenizer_adds_bos && !tokens_.bos.empty() && out.compare(0, tokens_.bos.size(), tokens_.bos) == 0) {
+    out.erase(0, tokens_.bos.size());
   }
   return out;
 }
-
-namespace {
-
-std::string render_chat_with_prompt(ChatTemplate t, const std::vector<ChatMessage>& m) {
-  std::string out;
-  size_t first = 0;
-  switch (t) {
-    case ChatTemplate::Plain:  // "System: …\nUser: …\nAssistant: …\nAssistant:"
-      for (const auto& x : m) {
-        std::string role = x.role;
-        role[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(role[0])));
-        out += role + ": " + x.content + "\n";
-      }
-      return out + "Assistant:";
-    case ChatTemplate::ChatML:
-      for (const auto& x : m) out += "<|im_start|>" + x.role + "\n" + x.content + "<|im_end|>\n";
-      return out + "<|im_start|>assistant\n";
-    case ChatTemplate::Llama3:  // <|begin_of_text|> is the tokenizer's BOS
-      for (const auto& x : m) {
-        out += "<|start_header_id|>" + x.role + "<|end_header_id|>\n\n" + trim(x.content) + "<|eot_id|>";
-      }
-      return out + "<|start_header_id|>assistant<|end_header_id|>\n\n";
-    case ChatTemplate::Gemma:
-      for (const auto& x : m) {
-        const std::string role = x.role == "assistant" ? "model" : "user";  // system folds into a user turn
-        out += "<start_of_turn>" + role + "\n" + trim(x.content) + "<end_of_turn>\n";
-      }
-      return out + "<start_of_turn>model\n";
-    case ChatTemplate::Phi3:
-      for (const auto& x : m) out += "<|" + x.role + "|>\n" + x.content + "<|end|>\n";
-      return out + "<|assistant|>\n";
-    case ChatTemplate::Llama2: {
-      std::string sys = system_prefix(m, first);
-      bool first_user = true;
-      for (size_t i = first; i < m.size(); ++i) {
-        if (m[i].role == "assistant") {
-          out += " " + trim(m[i].content) + " </s>";
-          continue;
-        }
-        std::string content = trim(m[i].content);
-        if (first_user && !sys.empty()) content = "<<SYS>>\n" + sys + "\n<</SYS>>\n\n" + content;
-        first_user = false;
-        out += (out.empty() ? "" : "<s>") + std::string("[INST] ") + content + " [/INST]";
-      }
-      return out;
-    }
-    case ChatTemplate::Mistral: {
-      std::string sys = system_prefix(m, first);
-      for (size_t i = first; i < m.size(); ++i) {
-        if (m[i].role == "assistant") {
-          out += m[i].content + "</s>";
-          continue;
-        }
-        std::string content = m[i].content;
-        if (i + 1 == m.size() && !sys.empty()) content = sys + "\n\n" + content;  // as Mistral's template does
-        out += "[INST]" + content + "[/INST]";
-      }
-      return out;
-    }
-    case ChatTemplate::DeepSeekV4: {
-      // encoding_dsv4.py in chat mode; the BOS is the tokenizer's. Consecutive user and tool messages form one user
-      // turn (parts joined by a blank line, tool results as <tool_result>…</tool_result>); a user turn followed by
-      // the assistant (or ending the conversation) opens the reply with <｜Assistant｜></think>.
-      const std::string user = "<｜User｜>", assistant = "<｜Assistant｜>", eos = "<｜end▁of▁sentence｜>";
-      for (size_t i = 0; i < m.size();) {
-        const std::string& role = m[i].role;
-        if (role == "user" || role == "tool") {
-          std::string turn;
-          for (; i < m.size() && (m[i].role == "user" || m[i].role == "tool"); ++i) {
-            if (!turn.empty()) turn += "\n\n";
-            turn += m[i].role == "tool" ? "<tool_result>" + m[i].content + "</tool_result>" : m[i].content;
-          }
-          out += user + turn;
-        } else {
-          out += role == "assistant" ? m[i].content + eos : role == "developer" ? user + m[i].content : m[i].content;
-          ++i;
-        }
-        const bool opens = role == "user" || role == "tool" || role == "developer";
-        if (opens && (i == m.size() || m[i].role == "assistant")) out += assistant + "</think>";
-      }
-      return out;
-    }
-  }
-  return out;
-}
-
-}  // namespace
 
 }  // namespace slimkv

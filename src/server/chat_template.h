@@ -1,7 +1,9 @@
-// Chat templates: the well-known formats recognised by their markers (ChatML/Qwen, Llama-2, Llama-3, Gemma,
-// Phi-3, Mistral) and rendered by hand, plus a plain documented default for base models. Not a Jinja engine.
-// Must not know: the tokenizer (BOS is added at encoding; special markers are rendered as text).
+// The server's chat prompt renderer, chosen and parsed once at start-up: a Jinja chat template (the model's own,
+// --chat-template FILE, or a built-in name's source) rendered by the Jinja engine the way transformers'
+// apply_chat_template does, DeepSeek-V4's built-in renderer, or the plain default for models without a template.
+// Must not know: HTTP (a render's errors are jinja::TemplateError; the session answers them with 400) or tokenizers.
 #pragma once
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -10,18 +12,45 @@
 
 namespace slimkv {
 
-// DeepSeekV4: a built-in renderer (DeepSeek-V4 ships a Python encoder, encoding_dsv4.py, not a Jinja template): chat
-// mode (no thinking), tool results merged into the user turn as <tool_result> blocks.
-enum class ChatTemplate { Plain, ChatML, Llama2, Llama3, Gemma, Phi3, Mistral, DeepSeekV4 };
+namespace jinja {
+class Template;
+}
 
-const char* chat_template_name(ChatTemplate t);
-// A Jinja source (e.g. GGUF tokenizer.chat_template) -> the format it implements; Plain when not recognised.
-ChatTemplate detect_chat_template(std::string_view jinja);
-// --chat-template: a name (plain, chatml, qwen, llama2, llama3, gemma, phi3, mistral, deepseek-v4) or a file holding a Jinja
-// template that detect_chat_template recognises. Throws Error otherwise.
-ChatTemplate resolve_chat_template(const std::string& name_or_file);
-// The prompt text for `messages`, ending where the assistant's reply starts (add_generation_prompt false: without the
-// assistant's opening, for formats that have one).
-std::string render_chat(ChatTemplate t, const std::vector<ChatMessage>& messages, bool add_generation_prompt = true);
+// A template's bos_token / eos_token (the tokenizer's special tokens' text). When the tokenizer adds BOS itself at
+// encoding, a rendered prompt's leading bos_token text is dropped: the prompt gets one BOS, the id.
+struct ChatSpecialTokens {
+  std::string bos, eos;
+  bool tokenizer_adds_bos = false;
+};
+
+class ChatTemplate {
+ public:
+  enum class Kind { Plain, Jinja, DeepSeekV4 };
+
+  ChatTemplate() = default;  // plain
+  static ChatTemplate plain() { return {}; }
+  // DeepSeek-V4 ships a Python encoder (encoding_dsv4.py), not a Jinja template: chat mode (no thinking), tool
+  // results merged into the user turn as <tool_result> blocks.
+  static ChatTemplate deepseek_v4();
+  // Parses `source` once; a syntax error throws Error naming `name` and the line.
+  static ChatTemplate from_jinja(std::string name, std::string_view source);
+  // --chat-template NAME|FILE: plain, deepseek-v4, a built-in name (builtin_chat_templates.h), or a Jinja file (a
+  // template file, a tokenizer_config.json or a model folder). Throws Error.
+  static ChatTemplate resolve(const std::string& name_or_file);
+
+  void set_special_tokens(ChatSpecialTokens t) { tokens_ = std::move(t); }
+  Kind kind() const { return kind_; }
+  const std::string& name() const { return name_; }
+  // The prompt text for `messages`, ending where the assistant's reply starts (add_generation_prompt false: without
+  // the assistant's opening, for formats that have one). Jinja: throws jinja::TemplateError (Raised = the
+  // template's own rule about its input, e.g. Gemma's role alternation).
+  std::string render(const std::vector<ChatMessage>& messages, bool add_generation_prompt = true) const;
+
+ private:
+  Kind kind_ = Kind::Plain;
+  std::string name_ = "plain";
+  std::shared_ptr<const jinja::Template> template_;
+  ChatSpecialTokens tokens_;
+};
 
 }  // namespace slimkv

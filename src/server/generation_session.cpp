@@ -3,6 +3,7 @@
 #include <atomic>
 #include <random>
 
+#include "jinja/template_error.h"
 #include "server/api_error.h"
 
 namespace slimkv {
@@ -19,6 +20,20 @@ const char* finish_name(FinishReason r) {
     case FinishReason::Stop: return "stop";
     case FinishReason::Length: return "length";
     default: return "abort";
+  }
+}
+
+// The chat prompt; a template that refuses the messages is the client's error: 400 with the template's own rule
+// (raise_exception's text, e.g. "Conversation roles must alternate user/assistant/user/assistant/..."), and any
+// other render error (undefined value, type error, sandbox limit) a 400 saying so, never a 500.
+std::string render_chat_prompt(const ChatTemplate& t, const GenerationRequest& req) {
+  try {
+    return t.render(req.messages, req.add_generation_prompt);
+  } catch (const jinja::TemplateError& e) {
+    if (e.kind() == jinja::ErrorKind::Raised) throw invalid_request(e.what(), "messages");
+    throw invalid_request(fmt::format("the chat template ({}) cannot render these messages: {} ({})", t.name(),
+                                      e.what(), jinja::error_kind_name(e.kind())),
+                          "messages");
   }
 }
 
@@ -47,7 +62,7 @@ GenerationSession::GenerationSession(const ServeContext& ctx, GenerationRequest 
     return tok.encode(text, true);
   };
   if (req_.chat) {
-    prompts.push_back(encode(render_chat(ctx_.chat_template, req_.messages, req_.add_generation_prompt)));
+    prompts.push_back(encode(render_chat_prompt(ctx_.chat_template, req_)));
   } else {
     for (const auto& p : req_.prompts) {
       if (!p.is_ids) {

@@ -21,7 +21,7 @@ namespace slimkv {
 struct ServeContext {                  // what every session needs from the server
   const Model* model = nullptr;
   EngineService* service = nullptr;
-  ChatTemplate chat_template = ChatTemplate::Plain;
+  ChatTemplate chat_template;          // parsed once at start-up
   std::string model_name;
   int32_t max_model_len = 0;
   double request_timeout_s = 600;

@@ -52,6 +52,7 @@ class BpeTokenizer : public Tokenizer {
   std::vector<int32_t> encode(std::string_view text, bool add_special) const override;
   std::string decode_token(int32_t prev_id, int32_t id) const override;
   int32_t vocab_size() const override { return static_cast<int32_t>(cfg_.pieces.size()); }
+  std::string token_text(int32_t id) const override { return id >= 0 && id < vocab_size() ? cfg_.pieces[id] : ""; }
   const BpeConfig& config() const { return cfg_; }
 
   struct Scratch;  // per-call work buffers (encode is const and thread-safe)

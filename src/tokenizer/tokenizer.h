@@ -23,6 +23,9 @@ class Tokenizer {
   // UTF-8 sequence (byte-fallback tokens); use StreamDecoder to print safely.
   virtual std::string decode_token(int32_t prev_id, int32_t id) const = 0;
   virtual int32_t vocab_size() const = 0;
+  // The token's text as the vocabulary stores it (a special token's own text, e.g. "<s>", which decode_token leaves
+  // out); "" when out of range or unknown to the implementation. A chat template's bos_token / eos_token.
+  virtual std::string token_text(int32_t id) const { (void)id; return ""; }
   int32_t bos_id() const { return bos_id_; }
   int32_t eos_id() const { return eos_id_; }
 

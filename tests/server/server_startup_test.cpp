@@ -66,6 +66,21 @@ TEST(ServerStartup, ABadChatTemplateIsAnError) {
   EXPECT_NE(e.out.find("template"), std::string::npos) << e.out;
 }
 
+// A Jinja template that does not parse fails the start with the parse error (templates are parsed once, at start-up),
+// as an unknown --chat-template name does.
+TEST(ServerStartup, AChatTemplateThatDoesNotParseFailsTheStart) {
+  SKIP_IF_MISSING(default_model());
+  const std::string file = ::testing::TempDir() + "/slimkv-broken-" + std::to_string(::getpid()) + ".jinja";
+  std::ofstream(file) << "{% for m in messages %}{{ m.content }}";
+  Exit e = run_slimkv("serve -m " + default_model() + " --port 0 --chat-template " + file, 30);
+  EXPECT_EQ(e.code, 1) << e.out;
+  EXPECT_NE(e.out.find("does not parse"), std::string::npos) << e.out;
+  e = run_slimkv("serve -m " + default_model() + " --port 0 --chat-template no-such-name", 30);
+  EXPECT_EQ(e.code, 1) << e.out;
+  EXPECT_NE(e.out.find("neither a known name"), std::string::npos) << e.out;
+  std::filesystem::remove(file);
+}
+
 // Defect 2: the HTTP library's SO_REUSEPORT let a second server bind the same port and take half the traffic.
 TEST(ServerStartup, ASecondServerOnTheSamePortIsRefused) {
   SKIP_IF_MISSING(default_model());
