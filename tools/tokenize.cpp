@@ -1,4 +1,4 @@
-// `slimkv tokenize`: prints the token ids of a text, space-separated, on one line.
+// `slimkv tokenize`: prints the token ids of a text, space-separated, on one line (or with --decode the text of ids).
 // -m may be a full model or a vocabulary-only GGUF (llama.cpp's test vocabularies).
 #include <cstdio>
 #include <cstring>
@@ -13,7 +13,7 @@ namespace {
 
 struct TokenizeFlags {
   ModelFlags model;
-  std::string prompt;
+  std::string prompt, decode;  // exactly one of them
   bool no_bos = false;
 };
 
@@ -35,6 +35,22 @@ int run_tokenize(const TokenizeFlags& f) {
     model = load_model_from_flags(f.model);
     tok = model->tokenizer.get();
   }
+  if (!f.decode.empty()) {
+    std::vector<int32_t> ids;
+    for (const char* p = f.decode.c_str(); *p;) {
+      char* end = nullptr;
+      const long id = std::strtol(p, &end, 10);
+      if (end == p) {
+        ++p;  // a separator
+        continue;
+      }
+      SLIMKV_CHECK(id >= 0 && id < tok->vocab_size(), "token id {} outside the vocabulary", id);
+      ids.push_back(static_cast<int32_t>(id));
+      p = end;
+    }
+    std::printf("%s\n", tok->decode(ids).c_str());
+    return 0;
+  }
   std::vector<int32_t> ids = tok->encode(f.prompt, !f.no_bos);
   std::string line;
   for (size_t i = 0; i < ids.size(); ++i) line += (i ? " " : "") + std::to_string(ids[i]);
@@ -48,7 +64,12 @@ void add_tokenize_command(CLI::App& app, std::vector<Command>& out) {
   auto f = std::make_shared<TokenizeFlags>();
   auto* sub = app.add_subcommand("tokenize", "Print the token ids of a text");
   add_model_flags(sub, f->model);
-  sub->add_option("-p,--prompt", f->prompt, "Text to tokenize")->required();
+  auto* prompt = sub->add_option("-p,--prompt", f->prompt, "Text to tokenize");
+  auto* decode = sub->add_option("--decode", f->decode, "Token ids (space or comma separated) to print as text");
+  prompt->excludes(decode);
+  sub->callback([prompt, decode] {
+    if (prompt->count() + decode->count() == 0) throw CLI::RequiredError("--prompt or --decode");
+  });
   sub->add_flag("--no-bos", f->no_bos, "Add no special tokens (as llama.cpp's test vectors)");
   out.push_back({sub, [f] { return run_tokenize(*f); }});
 }

@@ -101,31 +101,39 @@ QualityResult QualityEvaluator::run(const std::string& name, const CompressionCo
   r.top1_agreement = static_cast<double>(top1_same) / std::max<int64_t>(1, r.predictions);
   r.perplexity = std::exp(nll / std::max<int64_t>(1, r.predictions));
   r.ppl_change = is_baseline ? 0.0 : r.perplexity / baseline_.perplexity - 1;
-  if (!passkey_.empty()) {
-    std::ifstream in(passkey_);
-    SLIMKV_CHECK(in.good(), "cannot open passkey file '{}'", passkey_);
-    std::string line;
-    while (std::getline(in, line) && r.passkey_total < max_passkey_) {
-      auto j = nlohmann::json::parse(line, nullptr, false);
-      if (!j.is_object() || !j.contains("prompt") || !j.contains("answer")) continue;
-      auto prompt = model_.tokenizer->encode(j["prompt"].get<std::string>(), true);
-      if (static_cast<int32_t>(prompt.size()) + 8 > c.max_seq_len) continue;
-      GenerateOptions o;
-      o.max_new_tokens = 8;
-      o.compression = cc;
-      std::vector<int32_t> out;
-      generate(model_, pool_, prompt, o, [&](int32_t id) {
-        out.push_back(id);
-        return true;
-      });
-      std::vector<int32_t> all = prompt;
-      all.insert(all.end(), out.begin(), out.end());
-      std::string text = model_.tokenizer->decode(all).substr(model_.tokenizer->decode(prompt).size());
-      r.passkey_right += first_digits(text) == j["answer"].get<std::string>();
-      ++r.passkey_total;
-    }
-  }
+  if (!passkey_.empty()) run_passkey(cc, r);
   return r;
+}
+
+// Greedy answers to the JSONL's prompts (prompt, answer; optional kind, context_tokens group the counts).
+void QualityEvaluator::run_passkey(const CompressionConfig& cc, QualityResult& r) {
+  std::ifstream in(passkey_);
+  SLIMKV_CHECK(in.good(), "cannot open passkey file '{}'", passkey_);
+  std::string line;
+  while (std::getline(in, line) && r.passkey_total < max_passkey_) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object() || !j.contains("prompt") || !j.contains("answer")) continue;
+    PasskeyCase pc;
+    pc.prompt_ids = model_.tokenizer->encode(j["prompt"].get<std::string>(), true);
+    if (static_cast<int32_t>(pc.prompt_ids.size()) + 8 > model_.config.max_seq_len) continue;
+    GenerateOptions o;
+    o.max_new_tokens = 8;
+    o.compression = cc;
+    generate(model_, pool_, pc.prompt_ids, o, [&](int32_t id) {
+      pc.out_ids.push_back(id);
+      return true;
+    });
+    std::vector<int32_t> all = pc.prompt_ids;
+    all.insert(all.end(), pc.out_ids.begin(), pc.out_ids.end());
+    const std::string text = model_.tokenizer->decode(all).substr(model_.tokenizer->decode(pc.prompt_ids).size());
+    pc.answer = j["answer"].get<std::string>();
+    pc.got = first_digits(text);
+    pc.group = j.value("kind", std::string("passkey"));
+    if (j.contains("context_tokens")) pc.group += "@" + std::to_string(j["context_tokens"].get<int64_t>());
+    r.passkey_right += pc.got == pc.answer;
+    ++r.passkey_total;
+    r.passkey_cases.push_back(std::move(pc));
+  }
 }
 
 }  // namespace slimkv

@@ -13,12 +13,19 @@
 
 namespace slimkv {
 
+struct PasskeyCase {          // one passkey prompt's outcome under one config
+  std::string group;          // "<kind>@<context_tokens>" from the JSONL ("passkey" when it names no kind)
+  std::string answer, got;    // expected digits, the first digits generated
+  std::vector<int32_t> prompt_ids, out_ids;  // [prompt tokens incl. BOS], [<= 8 generated]
+};
+
 struct QualityResult {
   std::string name;
   int64_t kv_bytes_per_token = 0;  // physical, for a full window (sparse retention keeps fewer tokens)
   double ratio_vs_f16 = 0;         // kv_bytes_per_token / an f16 cache's
   double mean_kl = 0, p99_kl = 0, top1_agreement = 0, perplexity = 0, ppl_change = 0;
   int32_t passkey_right = 0, passkey_total = 0;
+  std::vector<PasskeyCase> passkey_cases;  // in file order
   double tokens_per_s = 0;
   int64_t predictions = 0;
 };
@@ -36,6 +43,7 @@ class QualityEvaluator {
 
  private:
   QualityResult run(const std::string& name, const CompressionConfig& cc, bool is_baseline);
+  void run_passkey(const CompressionConfig& cc, QualityResult& r);
 
   const Model& model_;
   ThreadPool* pool_;
