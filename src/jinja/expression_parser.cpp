@@ -266,15 +266,19 @@ ExprPtr Parser::parse_dict() {
   return node;
 }
 
+ExprPtr Parser::parse_call(ExprPtr callee) {  // at "(": callee(args)
+  auto call = make(ExprKind::Call, cur().line);
+  call->a = std::move(callee);
+  parse_call_args(*call);
+  return seal(std::move(call));
+}
+
 ExprPtr Parser::parse_postfix(ExprPtr node) {
   while (true) {
     if (is_op(".") || is_op("[")) {
       node = seal(parse_subscript(std::move(node)));
     } else if (is_op("(")) {
-      auto call = make(ExprKind::Call, cur().line);
-      call->a = std::move(node);
-      parse_call_args(*call);
-      node = seal(std::move(call));
+      node = parse_call(std::move(node));
     } else {
       return node;
     }
@@ -288,10 +292,7 @@ ExprPtr Parser::parse_filter_expr(ExprPtr node) {
     } else if (is_name("is")) {
       node = seal(parse_test(std::move(node)));
     } else if (is_op("(")) {
-      auto call = make(ExprKind::Call, cur().line);
-      call->a = std::move(node);
-      parse_call_args(*call);
-      node = seal(std::move(call));
+      node = parse_call(std::move(node));
     } else {
       return node;
     }

@@ -77,6 +77,7 @@ class Parser {
   ExprPtr parse_pow();
   ExprPtr parse_unary(bool with_filter);
   ExprPtr parse_primary();
+  ExprPtr parse_call(ExprPtr callee);
   ExprPtr parse_postfix(ExprPtr node);
   ExprPtr parse_filter_expr(ExprPtr node);
   ExprPtr parse_subscript(ExprPtr node);
