@@ -6,6 +6,8 @@ filler) for the curriculum's checks and the committed test set.
 Tasks, in the format of ../shared/data/passkey-kjv.jsonl:
   needles: 1-4 facts "The secret number of NAME is DIGITS." at sentence boundaries of filler text, then 1-3
            questions "What is the secret number of NAME? The secret number of NAME is DIGITS." about some of them
+  recall:  2-8 such facts (fewer at 256 tokens), every one asked, in random order (a dense lookup signal)
+  repeat:  a span of random pieces written 2-4 times in plain text (the plain induction task)
   copy:    a span of filler (12-48 words) repeated later, the repeat weighted up (an induction signal)
 """
 import os
@@ -102,19 +104,51 @@ class Generator:
             ids, weights = pad + ids, [1.0] * len(pad) + weights
         return [1] + ids, [0.0] + weights
 
+    def repeat_tokens(self, rng, length):
+        """Plain text with one span of random vocabulary pieces (16-64) written 2-4 times (an induction task: every
+        repeat after the first is predictable only by copying), the repeats weighted x2 but their first token."""
+        span = [rng.randrange(259, self.vocab_size) for _ in range(rng.randint(16, 64))]  # past byte pieces
+        times = rng.randint(2, 4)
+        gaps = [rng.randint(0, max(0, (length - times * len(span)) // times)) for _ in range(times)]
+        src = self.plain[0]
+        ids, w = [], []
+        for i, gap in enumerate(gaps):
+            at = rng.randrange(0, len(src) - gap - 1)
+            ids += src[at:at + gap].tolist()
+            w += [1.0] * gap
+            ids += span
+            w += [1.0] + [2.0 if i else 1.0] * (len(span) - 1)
+        ids, w = ids[:length], w[:length]
+        if len(ids) < length:
+            at = rng.randrange(0, len(src) - length)
+            ids += src[at:at + length - len(ids)].tolist()
+            w += [1.0] * (length - len(w))
+        return [1] + ids, [0.0] + w
+
     def plain_tokens(self, rng, length):
         src = self.plain[0] if rng.random() < 0.6 else self.plain[1]
         i = rng.randrange(0, len(src) - length - 1)
         return [1] + src[i:i + length].tolist(), [0.0] + [1.0] * length
 
-    def batch(self, rng, batch, length, synthetic):
+    # shares of each kind of sequence (the rest is plain text): needles, dense recall, copy, repeat
+    MIX = {"induction": (0.10, 0.20, 0.10, 0.50), "first": (0.25, 0.25, 0.10, 0.20),
+           "later": (0.30, 0.20, 0.10, 0.10)}
+
+    def batch(self, rng, batch, length, mix):
         xs, ys, ws = [], [], []
+        edges = np.cumsum(mix)
         for _ in range(batch):
             r = rng.random()
-            if r < synthetic * 0.75:
+            if r < edges[0]:
                 seq, w = self.tokens(*self.needle_text(rng, self.train_text, length), length, rng)
-            elif r < synthetic:
+            elif r < edges[1]:  # dense recall: every fact asked, in random order
+                k = rng.randint(2, min(8, length // 64 + 1))
+                seq, w = self.tokens(*self.needle_text(rng, self.train_text, length, n_needles=k, n_questions=k),
+                                     length, rng)
+            elif r < edges[2]:
                 seq, w = self.tokens(*self.copy_text(rng, self.train_text, length), length, rng)
+            elif r < edges[3]:
+                seq, w = self.repeat_tokens(rng, length)
             else:
                 seq, w = self.plain_tokens(rng, length)
             xs.append(seq[:-1])
@@ -123,6 +157,11 @@ class Generator:
         return torch.tensor(xs), torch.tensor(ys), torch.tensor(ws)
 
     # ------------------------------------------------------------ held out
+
+    def repeat_eval_set(self, length, n):
+        """n held-out repeat sequences (fixed seed): (BOS + tokens, weights); the x2 tokens are the scored ones."""
+        rng = random.Random(2000 + length)
+        return [self.repeat_tokens(rng, length) for _ in range(n)]
 
     def needle_eval_set(self, length, n):
         """n held-out sequences (validation filler, fixed seed): (BOS + tokens, [(start, end) answer positions])."""
@@ -141,3 +180,59 @@ class Generator:
                 t += 1
             out.append((seq, answers))
         return out
+
+
+# ---------------------------------------------------------------- the committed test set
+
+TEST_DEPTHS = (0.1, 0.3, 0.5, 0.7, 0.9)
+
+
+def test_case(gen, rng, kind, length, depth):
+    """One held-out case of about `length` tokens (BOS + prompt + 8 generated tokens fit in `length`):
+    kind "passkey": one fact at `depth`; kind "needle": four facts, the asked one at `depth`, the others anywhere."""
+    k = 1 if kind == "passkey" else 4
+    depths = [depth] + [rng.random() for _ in range(k - 1)]
+    names = rng.sample(NAMES, k)
+    numbers = [gen.number(rng) for _ in names]
+    facts = [f"The secret number of {name} is {num}." for name, num in zip(names, numbers)]
+    budget = length - 9  # BOS + prompt + 8 new tokens <= length
+    filler = " ".join(gen.filler(rng, gen.valid_text, int(1.5 * budget * gen.chars_per_token))).split(" ")
+
+    def build(n_words):  # the last n_words of filler, each fact after the sentence end nearest its depth
+        words = filler[-n_words:]
+        ends = [0] + [i + 1 for i, w in enumerate(words) if w.endswith(".")]
+        pieces = list(words)
+        for fact, d in sorted(zip(facts, depths), key=lambda fd: -fd[1]):
+            pieces.insert(min(ends, key=lambda e: abs(e - d * len(words))), fact)
+        prompt = " ".join(pieces) + f" What is the secret number of {names[0]}? The secret number of {names[0]} is"
+        return prompt, len(gen.sp.encode(prompt))
+
+    lo, hi = 1, len(filler)  # the most filler words that fit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if build(mid)[1] <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    prompt, n = build(lo)
+    assert budget - 32 <= n <= budget, (kind, length, n)
+    answer = numbers[0]
+    ids = gen.sp.encode(prompt)
+    assert ids == gen.sp.encode(prompt + " " + answer + ".")[:len(ids)], "the prompt must tokenize as its prefix"
+    return {"context_tokens": length, "kind": kind, "depth": depth, "prompt": prompt, "answer": answer,
+            "needle": facts[0], "actual_depth": round(prompt.index(facts[0]) / len(prompt), 3),
+            "prompt_n_tokens": n}
+
+
+def test_set(gen, lengths, trials, seed):
+    """trials cases per (length, kind, depth): a fixed seed gives the same file."""
+    rng = random.Random(seed)
+    out = []
+    for length in lengths:
+        for kind in ("passkey", "needle"):
+            for depth in TEST_DEPTHS:
+                for trial in range(trials):
+                    case = test_case(gen, rng, kind, length, depth)
+                    case["trial"] = trial
+                    out.append(case)
+    return out

@@ -4,12 +4,16 @@
 A Llama-architecture model (RMSNorm, rotate-half RoPE with a large base, SwiGLU, GQA, head size 64, tied
 embeddings) on the King James Bible (Debian's bible-kjv; Colossians..Revelation held out, as for kjv-1k) and the
 plain texts of ../shared/data, mixed with synthetic long-range tasks — several key -> number needles with a question
-about some of them, copies of random spans — in a curriculum: retrieval is made to work at 256 tokens first and the
-length doubles only once the held-out needle accuracy passes a bar, up to the target length.
+about some of them, copies of text spans, random spans written several times — in a curriculum: an induction stage at
+128 tokens (mostly repeated random spans) until held-out copying passes a bar, then retrieval at 256 tokens, the
+length doubling only once the held-out needle accuracy passes the bar, up to the target length.
 
 Stages (each resumable; state lives in --work):
   prep    the corpus, a sentencepiece BPE vocabulary (byte fallback, single digits) and token arrays
-  train   the curriculum, budgeted by wall clock, a checkpoint every --ckpt-every steps (resumes from the last)
+  train   the curriculum, budgeted by wall clock, a checkpoint every --ckpt-every steps (resumes from the last;
+          --init FILE starts from a committed `checkpoint` file instead)
+  checkpoint  the weights (F16) and curriculum state as one small file a session may commit
+  testset the held-out passkey / needle test set (JSONL) committed beside the model
   export  a Hugging Face folder (config.json + model.safetensors, F16) and the tokenizer as llama2.c tokenizer.bin,
           for `slimkv convert` (slimkv's own GGUF writer)
 
@@ -82,13 +86,28 @@ def prep(args):
 
 # ---------------------------------------------------------------- train
 
-STAGES = [256, 512, 1024, 2048, 4096, 8192]
+STAGES = [128, 256, 512, 1024, 2048, 4096, 8192]  # stage 0: the induction stage (copying before lookup)
 
 
 def lr_at(step, args):
-    if step < args.warmup:
+    if step < args.warmup:  # step counts from the run's start, or from a resumed weights-only checkpoint
         return args.lr * (step + 1) / args.warmup
     return args.lr  # constant after warm-up: the curriculum decides how long each length trains
+
+
+def repeat_accuracy(model, gen, length, n):
+    """Top-1 accuracy on the repeated spans (after their first token) of n held-out repeat sequences."""
+    model.eval()
+    hits = total = 0
+    with torch.no_grad():
+        for seq, w in gen.repeat_eval_set(length, n):
+            pred = model(torch.tensor([seq[:-1]])).argmax(-1)[0].tolist()
+            for p in range(1, len(seq)):
+                if w[p] == 2.0:
+                    total += 1
+                    hits += pred[p - 1] == seq[p]
+    model.train()
+    return hits / max(total, 1)
 
 
 def evaluate(model, gen, length, n):
@@ -122,6 +141,12 @@ def train(args):
         opt.load_state_dict(saved["opt"])
         state = saved["state"]
         print(f"train: resumed at step {state['step']} (stage {STAGES[state['stage']]}, {state['elapsed'] / 60:.1f} min)")
+    elif args.init:  # a committed weights-only checkpoint (F16): fresh optimizer moments, the warm-up again
+        saved = torch.load(args.init)
+        model.load_state_dict({k: v.float() for k, v in saved["model"].items()})
+        state = saved["state"]
+        state["warm_from"] = state["step"]
+        print(f"train: from {args.init} at step {state['step']} (stage {STAGES[state['stage']]})")
     log = open(os.path.join(args.work, "train_log.jsonl"), "a")
     t0, elapsed0 = time.time(), state["elapsed"]
     rng = random.Random(args.seed * 1000003 + state["step"])
@@ -132,9 +157,10 @@ def train(args):
             print("train: wall-clock budget spent")
             break
         batch = max(1, args.batch_tokens // length)
-        x, y, w = gen.batch(rng, batch, length, synthetic=args.synthetic)
+        x, y, w = gen.batch(rng, batch, length, gen.MIX[("induction", "first")[state["stage"]]
+                                                       if state["stage"] < 2 else "later"])
         for g in opt.param_groups:
-            g["lr"] = lr_at(state["step"], args)
+            g["lr"] = lr_at(state["step"] - state.get("warm_from", 0), args)
         logits = model(x)
         loss = (F.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1), reduction="none") *
                 w.reshape(-1)).sum() / w.sum()
@@ -146,10 +172,13 @@ def train(args):
         rec = {"step": state["step"], "len": length, "loss": round(loss.item(), 4),
                "min": round((elapsed0 + time.time() - t0) / 60, 2)}
         if state["step"] % args.eval_every == 0:
-            acc = evaluate(model, gen, length, max(6, args.eval_n * 256 // length))
-            rec["needle_acc"] = acc
-            print(f"train: step {state['step']} len {length} loss {rec['loss']} needle {acc:.2f} "
-                  f"({rec['min']:.1f} min)", flush=True)
+            n_eval = max(6, args.eval_n * 256 // length)
+            rec["repeat_acc"] = round(repeat_accuracy(model, gen, length, n_eval), 4)
+            rec["needle_acc"] = evaluate(model, gen, length, n_eval)
+            # the induction stage advances on copying, the others on the needles
+            acc = rec["repeat_acc"] if state["stage"] == 0 else rec["needle_acc"]
+            print(f"train: step {state['step']} len {length} loss {rec['loss']} repeat {rec['repeat_acc']:.3f} "
+                  f"needle {rec['needle_acc']:.2f} ({rec['min']:.1f} min)", flush=True)
             if acc >= args.advance_at and length < args.target:
                 state["stage"] += 1
                 rec["advance_to"] = STAGES[state["stage"]]
@@ -162,6 +191,31 @@ def train(args):
             os.replace(ckpt + ".tmp", ckpt)
     state["elapsed"] = elapsed0 + time.time() - t0
     torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "state": state, "cfg": cfg.__dict__}, ckpt)
+
+
+def checkpoint(args):
+    """The resumable checkpoint a session may commit (weights in F16 + the curriculum state, no optimizer moments):
+    `train --init` continues from it."""
+    saved = torch.load(os.path.join(args.work, "ckpt.pt"))
+    out = args.out or os.path.join(ROOT, "models", "kjv-4k", "checkpoint.pt")
+    torch.save({"model": {k: v.to(torch.float16) for k, v in saved["model"].items()}, "state": saved["state"],
+                "cfg": saved["cfg"]}, out)
+    print(f"checkpoint: {out} (step {saved['state']['step']}, {os.path.getsize(out) / 2**20:.1f} MiB)")
+
+
+# ---------------------------------------------------------------- test set
+
+def testset(args):
+    """The committed passkey / needle test set: 30 cases per (length, kind), 6 at each of 5 depths, filler from the
+    held-out books, seed fixed (the same file every run)."""
+    gen = tasks.Generator(args.work, seed=args.seed)
+    cases = tasks.test_set(gen, [n for n in STAGES if 1024 <= n <= args.target], trials=6, seed=20261202)
+    out = args.out or os.path.join(ROOT, "models", "kjv-4k", "passkey.jsonl")
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with open(out, "w") as f:
+        for c in cases:
+            f.write(json.dumps(c) + "\n")
+    print(f"testset: {out}: {len(cases)} cases")
 
 
 # ---------------------------------------------------------------- export
@@ -216,7 +270,8 @@ def write_llama2c_tokenizer(model_path, out):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("stage", choices=["prep", "train", "export"])
+    ap.add_argument("stage", choices=["prep", "train", "checkpoint", "testset", "export"])
+    ap.add_argument("--init", default="", help="train: start from a `checkpoint` file when --work has none")
     ap.add_argument("--work", default=os.path.join(ROOT, "build", "train-kjv-4k"))
     ap.add_argument("--out", default="")
     ap.add_argument("--vocab", type=int, default=2048)
@@ -227,9 +282,8 @@ def main():
     ap.add_argument("--hidden", type=int, default=704)
     ap.add_argument("--rope-base", type=float, default=500000.0)
     ap.add_argument("--target", type=int, default=4096)
-    ap.add_argument("--batch-tokens", type=int, default=4096)
-    ap.add_argument("--synthetic", type=float, default=0.6, help="share of synthetic sequences")
-    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--batch-tokens", type=int, default=2048)
+    ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--eval-every", type=int, default=100)
     ap.add_argument("--eval-n", type=int, default=16)
@@ -239,7 +293,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=1234)
     args = ap.parse_args()
-    {"prep": prep, "train": train, "export": export}[args.stage](args)
+    {"prep": prep, "train": train, "checkpoint": checkpoint, "testset": testset, "export": export}[args.stage](args)
 
 
 if __name__ == "__main__":
