@@ -1,5 +1,4 @@
 #include "tokenizer/bpe_tokenizer.h"
-#include "tokenizer/verbatim_split.h"
 
 #include <algorithm>
 #include <array>
@@ -78,7 +77,8 @@ struct BpeTokenizer::Scratch {
   std::priority_queue<Cand, std::vector<Cand>, std::greater<Cand>> queue;
 };
 
-BpeTokenizer::BpeTokenizer(BpeConfig config) : cfg_(std::move(config)), pre_(cfg_.pretokenizer) {
+BpeTokenizer::BpeTokenizer(BpeConfig config)
+    : cfg_(std::move(config)), pre_(cfg_.pretokenizer), normalizer_(cfg_.normalizer) {
   const int64_t n = static_cast<int64_t>(cfg_.pieces.size());
   SLIMKV_CHECK(n > 0, "tokenizer: empty vocabulary");
   SLIMKV_CHECK(n < (int64_t{1} << 30), "tokenizer: vocabulary of {} pieces is absurd", n);
@@ -111,14 +111,27 @@ BpeTokenizer::BpeTokenizer(BpeConfig config) : cfg_(std::move(config)), pre_(cfg
   for (int32_t i = 0; i < n; ++i) {
     int b = parse_byte_piece(cfg_.pieces[i]);
     if (b >= 0 && byte_piece_[b] < 0) byte_piece_[b] = i;
-    if (cfg_.split_user_defined && type_of(i) == kTokUserDefined && !cfg_.pieces[i].empty()) verbatim_.push_back(i);
   }
+  std::vector<AddedToken> added = cfg_.added;
+  if (added.empty()) {  // no added-token records (GGUF): user-defined tokens, and control / unknown ones as special
+    for (int32_t i = 0; i < n; ++i) {
+      const int32_t t = type_of(i);
+      if (t == kTokUserDefined || t == kTokControl || t == kTokUnknown) {
+        added.push_back({i, cfg_.pieces[i], t != kTokUserDefined});
+      }
+    }
+  }
+  std::vector<AddedToken> raw, normalized;
+  for (AddedToken& t : added) {
+    check_id(t.id, "added-token", false);
+    (t.normalized ? normalized : raw).push_back(std::move(t));
+  }
+  raw_added_ = AddedTokenMatcher(std::move(raw));
+  normalized_added_ = AddedTokenMatcher(std::move(normalized));
   for (int b = 0; b < 256; ++b) {
     int32_t id = symbol(std::string(1, static_cast<char>(b)));
     if (id >= 0 && id < n) raw_byte_id_[b] = id;
   }
-  std::stable_sort(verbatim_.begin(), verbatim_.end(),
-                   [&](int32_t a, int32_t b) { return cfg_.pieces[a].size() > cfg_.pieces[b].size(); });
 }
 
 int32_t BpeTokenizer::symbol(std::string_view s) const {
@@ -136,33 +149,47 @@ int32_t BpeTokenizer::intern(const std::string& s) {
 }
 
 std::vector<int32_t> BpeTokenizer::encode(std::string_view raw, bool add_special) const {
+  return encode(raw, EncodeOptions{add_special, false});
+}
+
+std::vector<int32_t> BpeTokenizer::encode(std::string_view raw, const EncodeOptions& opts) const {
   std::vector<int32_t> out;
-  if (add_special) out = cfg_.prefix_ids;
+  if (opts.add_special) out = cfg_.prefix_ids;
   const std::string text = sanitize_utf8(raw);
-  // Split out user-defined tokens found verbatim, longest first (llama.cpp's tokenizer_st_partition order).
-  std::vector<TextFragment> frags = split_verbatim(text, verbatim_, cfg_.pieces);
   Scratch sc;
-  for (const TextFragment& f : frags) {
-    if (f.token >= 0) out.push_back(f.token);
-    else encode_fragment(std::string_view(text).substr(f.begin, f.len), out, sc);
+  for (const TextSpan& span : raw_added_.split(text, opts.parse_special)) {
+    if (span.token >= 0) {
+      out.push_back(span.token);
+      continue;
+    }
+    const std::string_view piece = std::string_view(text).substr(span.begin, span.end - span.begin);
+    const std::string norm = normalizer_.empty() ? std::string(piece) : normalizer_.apply(piece);
+    for (const TextSpan& sub : normalized_added_.split(norm, opts.parse_special)) {
+      if (sub.token >= 0) out.push_back(sub.token);
+      else encode_fragment(std::string_view(norm).substr(sub.begin, sub.end - sub.begin),
+                           span.begin == 0 && sub.begin == 0, out, sc);
+    }
   }
-  if (add_special) out.insert(out.end(), cfg_.suffix_ids.begin(), cfg_.suffix_ids.end());
+  if (opts.add_special) out.insert(out.end(), cfg_.suffix_ids.begin(), cfg_.suffix_ids.end());
   return out;
 }
 
-void BpeTokenizer::encode_fragment(std::string_view text, std::vector<int32_t>& out, Scratch& sc) const {
+void BpeTokenizer::encode_fragment(std::string_view text, bool at_start, std::vector<int32_t>& out,
+                                   Scratch& sc) const {
   if (text.empty()) return;
   std::string& s = sc.frag;
   s.clear();
-  s += cfg_.prepend;
   if (cfg_.add_prefix_space && text[0] != ' ') s += ' ';
-  if (cfg_.space_replacement.empty()) {
+  if (cfg_.metaspace.empty()) {
     s += text;
   } else {
     for (char c : text) {
-      if (c == ' ') s += cfg_.space_replacement;
+      if (c == ' ') s += cfg_.metaspace;
       else s += c;
     }
+    using P = BpeConfig::Prepend;
+    const bool prepend = cfg_.metaspace_prepend == P::kAlways || (cfg_.metaspace_prepend == P::kFirst && at_start);
+    if (prepend && s.compare(0, cfg_.metaspace.size(), cfg_.metaspace) != 0) s.insert(0, cfg_.metaspace);
   }
   sc.words.clear();
   pre_.split(s, sc.words);
@@ -287,6 +314,28 @@ std::string BpeTokenizer::decode_token(int32_t prev_id, int32_t id) const {
   }
   if (cfg_.strip_leading_space && (prev_id < 0 || prev_id == bos_id_) && !s.empty() && s[0] == ' ') s.erase(0, 1);
   return s;
+}
+
+}  // namespace slimkv
+
+namespace slimkv {
+
+std::string BpeTokenizer::decode(const std::vector<int32_t>& ids, const DecodeOptions& opts) const {
+  if (cfg_.decoders.empty() && opts.skip_special) return decode(ids);
+  std::vector<std::string> tokens;
+  tokens.reserve(ids.size());
+  for (int32_t id : ids) {
+    if (id < 0 || id >= vocab_size()) continue;
+    const int32_t type = type_of(id);
+    if (type == kTokUnused || ((type == kTokControl || type == kTokUnknown) && opts.skip_special)) continue;
+    tokens.push_back(cfg_.decoders.empty() && type != kTokControl ? decode_token(-1, id) : cfg_.pieces[id]);
+  }
+  std::string text = cfg_.decoders.empty() ? [&] {
+    std::string all;
+    for (const std::string& t : tokens) all += t;
+    return all;
+  }() : run_decoders(cfg_.decoders, std::move(tokens));
+  return cfg_.clean_up_spaces ? clean_up_tokenization(std::move(text)) : text;
 }
 
 }  // namespace slimkv

@@ -10,7 +10,10 @@
 #include <utility>
 #include <vector>
 
+#include "tokenizer/added_tokens.h"
+#include "tokenizer/normalizer.h"
 #include "tokenizer/pretokenizer.h"
+#include "tokenizer/token_decoder.h"
 #include "tokenizer/tokenizer.h"
 
 namespace slimkv {
@@ -24,12 +27,16 @@ struct BpeConfig {
   std::vector<int32_t> types;       // [vocab] BpeTokenType; empty = all normal
   std::vector<std::pair<std::string, std::string>> merges;  // rank order: merges[0] is applied first
 
-  // Encoding pipeline, in order. Special (control) tokens are never produced from text.
-  bool split_user_defined = true;       // user-defined tokens found verbatim in the raw text become that token
-  std::string prepend;                  // prepended to every non-empty text fragment (tokenizer.json Prepend "▁")
-  std::string space_replacement;        // non-empty: every ' ' becomes this (tokenizer.json Replace " " -> "▁")
+  // Encoding pipeline, in order (Hugging Face's): added tokens matched in the raw text, normalizer, added tokens
+  // matched in the normalized text, Metaspace / ByteLevel prefix, pre-tokenizer splits, byte mapping, merges.
+  // Special (control) tokens come from text only with EncodeOptions::parse_special.
+  std::vector<AddedToken> added;          // empty: every user-defined (non-special) and control (special) token
+  std::vector<NormalizeStep> normalizer;  // per stretch of text between added tokens
+  std::string metaspace;                // non-empty: Metaspace — every ' ' becomes this, and it is prepended ...
+  enum class Prepend { kAlways, kFirst, kNever } metaspace_prepend = Prepend::kAlways;  // ... (kFirst: at offset 0)
+                                        // unless the text starts with it already
   bool add_prefix_space = false;        // ByteLevel add_prefix_space: ' ' before a fragment not starting with one
-  std::vector<std::string> pretokenizer;  // regexes (PreTokenizer); empty: each fragment is one word
+  std::vector<SplitRule> pretokenizer;  // regex splits, in order; empty: each fragment is one word
   bool byte_level = true;               // map each byte through GPT-2 bytes_to_unicode before merging
   bool ignore_merges = false;           // a word that is itself a piece is emitted whole
   bool byte_fallback = false;           // a character without a piece becomes its <0xNN> pieces ...
@@ -44,12 +51,18 @@ struct BpeConfig {
   bool decode_byte_fallback = false;    // a <0xNN> piece decodes to that byte
   std::string decode_space_marker;      // replaced by ' ' ("▁")
   bool strip_leading_space = false;     // the first piece (prev_id -1 or BOS) loses one leading space
+  // Hugging Face's whole-sequence decode (decode(ids, DecodeOptions)); empty: the per-token rules above.
+  std::vector<DecodeStep> decoders;
+  bool clean_up_spaces = false;         // transformers' clean_up_tokenization_spaces
 };
 
 class BpeTokenizer : public Tokenizer {
  public:
   explicit BpeTokenizer(BpeConfig config);  // validates ids and patterns; throws Error
+  using Tokenizer::decode;
   std::vector<int32_t> encode(std::string_view text, bool add_special) const override;
+  std::vector<int32_t> encode(std::string_view text, const EncodeOptions& opts) const override;
+  std::string decode(const std::vector<int32_t>& ids, const DecodeOptions& opts) const override;
   std::string decode_token(int32_t prev_id, int32_t id) const override;
   int32_t vocab_size() const override { return static_cast<int32_t>(cfg_.pieces.size()); }
   std::string token_text(int32_t id) const override { return id >= 0 && id < vocab_size() ? cfg_.pieces[id] : ""; }
@@ -67,7 +80,7 @@ class BpeTokenizer : public Tokenizer {
   };
   int32_t symbol(std::string_view s) const;  // interned id (pieces first, then merge-only strings) or -1
   int32_t intern(const std::string& s);
-  void encode_fragment(std::string_view text, std::vector<int32_t>& out, Scratch& sc) const;
+  void encode_fragment(std::string_view text, bool at_start, std::vector<int32_t>& out, Scratch& sc) const;
   void encode_word(std::string_view word, std::vector<int32_t>& out, Scratch& sc) const;
   int32_t type_of(int32_t id) const { return cfg_.types.empty() ? kTokNormal : cfg_.types[id]; }
 
@@ -76,7 +89,8 @@ class BpeTokenizer : public Tokenizer {
   std::unordered_map<std::string, int32_t, Hash, std::equal_to<>> symbols_;
   int32_t n_symbols_ = 0;
   std::unordered_map<uint64_t, Merge> merges_;  // (left symbol << 32 | right symbol) -> rank and result
-  std::vector<int32_t> verbatim_;               // user-defined token ids, longest text first
+  Normalizer normalizer_;
+  AddedTokenMatcher raw_added_, normalized_added_;  // added tokens matched before / after the normalizer
   int32_t byte_piece_[256];                     // id of <0xNN>, or -1
   int32_t raw_byte_id_[256];                    // id of the one-byte piece equal to the byte, or -1
 };

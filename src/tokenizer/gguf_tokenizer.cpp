@@ -61,7 +61,54 @@ bool flag(const GgufFile& g, const std::string& key, bool fallback) {
   return v ? *v != 0 : fallback;
 }
 
+std::vector<std::pair<std::string, std::string>> read_merges(const GgufFile& g) {
+  const auto* merges = string_array(g, "tokenizer.ggml.merges", true);
+  std::vector<std::pair<std::string, std::string>> out;
+  out.reserve(merges->size());
+  for (size_t i = 0; i < merges->size(); ++i) {
+    const std::string& m = (*merges)[i];
+    size_t sp = m.find(' ', 1);
+    SLIMKV_CHECK(sp != std::string::npos && sp + 1 < m.size(),
+                 "{}: tokenizer.ggml.merges[{}] = '{}' is not two pieces separated by a space", g.source(), i, m);
+    out.emplace_back(m.substr(0, sp), m.substr(sp + 1));
+  }
+  return out;
+}
+
+// A `llama` vocabulary that also carries merges (slimkv's writer, from a tokenizer.json BPE with byte fallback):
+// merge-rank BPE as Hugging Face runs it — U+2581 for spaces (prefixed to the first fragment with add_space_prefix),
+// <0xNN> fallback, runs of unknown characters fused.
+std::unique_ptr<Tokenizer> sentencepiece_bpe_vocab(const GgufFile& g, const std::vector<std::string>& tokens) {
+  const size_t n = tokens.size();
+  const std::string marker = "\xE2\x96\x81";
+  BpeConfig c;
+  c.pieces = tokens;
+  c.types = type_array(g, "tokenizer.ggml.token_type", n);
+  c.merges = read_merges(g);
+  c.byte_level = c.decode_byte_level = false;
+  c.byte_fallback = c.decode_byte_fallback = true;
+  c.unk_id = token_id(g, "tokenizer.ggml.unknown_token_id", -1, n);
+  c.fuse_unk = true;
+  const bool prefix = flag(g, "tokenizer.ggml.add_space_prefix", true);
+  c.metaspace = marker;
+  c.metaspace_prepend = prefix ? BpeConfig::Prepend::kFirst : BpeConfig::Prepend::kNever;
+  c.decode_space_marker = marker;
+  c.strip_leading_space = prefix;
+  c.decoders = {{DecodeStep::kReplace, marker, " "}, {DecodeStep::kByteFallback}, {DecodeStep::kFuse}};
+  if (prefix) {
+    DecodeStep strip(DecodeStep::kStrip, "", " ");
+    strip.start = 1;
+    c.decoders.push_back(strip);
+  }
+  c.bos_id = token_id(g, "tokenizer.ggml.bos_token_id", 1, n);
+  c.eos_id = token_id(g, "tokenizer.ggml.eos_token_id", 2, n);
+  if (flag(g, "tokenizer.ggml.add_bos_token", true) && c.bos_id >= 0) c.prefix_ids = {c.bos_id};
+  if (flag(g, "tokenizer.ggml.add_eos_token", false) && c.eos_id >= 0) c.suffix_ids = {c.eos_id};
+  return std::make_unique<BpeTokenizer>(std::move(c));
+}
+
 std::unique_ptr<Tokenizer> llama_vocab(const GgufFile& g, const std::vector<std::string>& tokens) {
+  if (string_array(g, "tokenizer.ggml.merges", false) != nullptr) return sentencepiece_bpe_vocab(g, tokens);
   const size_t n = tokens.size();
   SpmVocab v;
   v.pieces = tokens;
@@ -81,15 +128,7 @@ std::unique_ptr<Tokenizer> gpt2_vocab(const GgufFile& g, const std::vector<std::
   BpeConfig c;
   c.pieces = tokens;
   c.types = type_array(g, "tokenizer.ggml.token_type", n);
-  const auto* merges = string_array(g, "tokenizer.ggml.merges", true);
-  c.merges.reserve(merges->size());
-  for (size_t i = 0; i < merges->size(); ++i) {
-    const std::string& m = (*merges)[i];
-    size_t sp = m.find(' ', 1);
-    SLIMKV_CHECK(sp != std::string::npos && sp + 1 < m.size(),
-                 "{}: tokenizer.ggml.merges[{}] = '{}' is not two pieces separated by a space", g.source(), i, m);
-    c.merges.emplace_back(m.substr(0, sp), m.substr(sp + 1));
-  }
+  c.merges = read_merges(g);
   std::string pre = g.get_string_opt("tokenizer.ggml.pre").value_or("default");
   PreTokenizerPreset preset;
   try {
@@ -97,14 +136,16 @@ std::unique_ptr<Tokenizer> gpt2_vocab(const GgufFile& g, const std::vector<std::
   } catch (const Error& e) {
     fail("{}: {}", g.source(), e.what());
   }
-  c.pretokenizer = std::move(preset.patterns);
+  c.pretokenizer.assign(preset.patterns.begin(), preset.patterns.end());
   c.ignore_merges = preset.ignore_merges;
+  if (pre == "qwen2") c.normalizer = {NormalizeStep(NormalizeStep::kNfc)};  // Qwen's tokenizer.json normalizes NFC
   c.bos_id = token_id(g, "tokenizer.ggml.bos_token_id", -1, n);
   c.eos_id = token_id(g, "tokenizer.ggml.eos_token_id", -1, n);
   bool llama3 = preset.ignore_merges;  // llama.cpp adds BOS by default for the llama3-style pre-tokenizers
   if (flag(g, "tokenizer.ggml.add_bos_token", llama3) && c.bos_id >= 0) c.prefix_ids = {c.bos_id};
   if (flag(g, "tokenizer.ggml.add_eos_token", false) && c.eos_id >= 0) c.suffix_ids = {c.eos_id};
   c.byte_level = c.decode_byte_level = true;
+  c.decoders = {{DecodeStep::kByteLevel}};
   return std::make_unique<BpeTokenizer>(std::move(c));
 }
 

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <zlib.h>
 
 #include "core/check.h"
 #include "core/mapped_file.h"
@@ -105,7 +106,10 @@ struct Parse {
       int64_t id = t["id"].get<int64_t>();
       SLIMKV_CHECK(id >= 0 && id < max_id, "{}: added token id {} is out of range", what, id);
       std::string content = str(t, "content", "added token");
-      place(static_cast<int32_t>(id), content, boolean(t, "special", false) ? kTokControl : kTokUserDefined, "added");
+      const bool special = boolean(t, "special", false);
+      place(static_cast<int32_t>(id), content, special ? kTokControl : kTokUserDefined, "added");
+      c.added.push_back({static_cast<int32_t>(id), content, special, boolean(t, "normalized", !special),
+                         boolean(t, "lstrip", false), boolean(t, "rstrip", false), boolean(t, "single_word", false)});
     }
   }
   void merges(const json& model) {
@@ -130,23 +134,50 @@ struct Parse {
 
   void normalizer(const json& n) {
     std::string t = type_of(n, "normalizer");
+    using K = NormalizeStep;
     if (t == "Sequence") {
       const json* list = get(n, "normalizers");
       SLIMKV_CHECK(list && list->is_array(), "{}: Sequence normalizer needs 'normalizers'", what);
       for (const json& e : *list) normalizer(e);
     } else if (t == "Prepend") {
-      c.prepend += str(n, "prepend", "Prepend normalizer");
+      c.normalizer.push_back({K::kPrepend, "", false, str(n, "prepend", "Prepend normalizer")});
     } else if (t == "Replace") {
-      std::string from = string_pattern(n, "the Replace normalizer");
-      SLIMKV_CHECK(from == " " && c.space_replacement.empty(), "{}: only Replace \" \" is supported in normalizers",
-                   what);
-      c.space_replacement = str(n, "content", "Replace normalizer");
-      std::string p;  // a replacement after Prepend applies to the prepended text too
-      for (char ch : c.prepend) p += ch == ' ' ? c.space_replacement : std::string(1, ch);
-      c.prepend = p;
-    } else if (t != "NFC") {  // input is taken to be NFC already
-      fail("{}: normalizer '{}' is not supported", what, t);
+      auto [pat, regex] = any_pattern(n, "the Replace normalizer");
+      c.normalizer.push_back({K::kReplace, pat, regex, str(n, "content", "Replace normalizer")});
+    } else if (t == "NFC" || t == "NFD" || t == "NFKC" || t == "NFKD" || t == "Lowercase") {
+      K::Kind k = t == "NFC" ? K::kNfc : t == "NFD" ? K::kNfd : t == "NFKC" ? K::kNfkc : t == "NFKD" ? K::kNfkd
+                                                                                          : K::kLowercase;
+      c.normalizer.push_back({k});
+    } else if (t == "Strip") {
+      NormalizeStep st{K::kStrip};
+      st.strip_left = boolean(n, "strip_left", true);
+      st.strip_right = boolean(n, "strip_right", true);
+      c.normalizer.push_back(st);
+    } else {
+      fail("{}: normalizer '{}' is not supported (supported: Sequence, NFC, NFD, NFKC, NFKD, Lowercase, Strip, "
+           "Replace, Prepend)", what, t);
     }
+  }
+  // A pattern {"String": s} (literal) or {"Regex": r}: (text, is_regex).
+  std::pair<std::string, bool> any_pattern(const json& j, const char* where) const {
+    const json* p = get(j, "pattern");
+    SLIMKV_CHECK(p && p->is_object(), "{}: {} needs a 'pattern' object", what, where);
+    if (const json* s = get(*p, "String")) {
+      SLIMKV_CHECK(s->is_string(), "{}: {} pattern String must be a string", what, where);
+      return {s->get<std::string>(), false};
+    }
+    const json* r = get(*p, "Regex");
+    SLIMKV_CHECK(r && r->is_string(), "{}: {} pattern must be a String or a Regex", what, where);
+    return {r->get<std::string>(), true};
+  }
+  SplitBehavior behavior(const json& p) const {
+    const std::string b = get(p, "behavior") ? str(p, "behavior", "Split") : "Isolated";
+    if (b == "Removed") return SplitBehavior::kRemoved;
+    if (b == "Isolated") return SplitBehavior::kIsolated;
+    if (b == "MergedWithPrevious") return SplitBehavior::kMergedWithPrevious;
+    if (b == "MergedWithNext") return SplitBehavior::kMergedWithNext;
+    if (b == "Contiguous") return SplitBehavior::kContiguous;
+    fail("{}: Split behavior '{}' is unknown", what, b);
   }
   void pre_tokenizer(const json& p) {
     std::string t = type_of(p, "pre_tokenizer");
@@ -159,20 +190,25 @@ struct Parse {
       c.add_prefix_space = boolean(p, "add_prefix_space", false);
       if (boolean(p, "use_regex", true)) c.pretokenizer.push_back(gpt2_pretokenizer_pattern());
     } else if (t == "Split") {
-      std::string behavior = get(p, "behavior") ? str(p, "behavior", "Split") : "Isolated";
-      SLIMKV_CHECK(behavior == "Isolated" && !boolean(p, "invert", false),
-                   "{}: Split pre_tokenizer behavior '{}' is not supported (only Isolated)", what, behavior);
-      c.pretokenizer.push_back(pattern(p, "Split pre_tokenizer"));
+      c.pretokenizer.push_back({pattern(p, "Split pre_tokenizer"), behavior(p), boolean(p, "invert", false)});
     } else if (t == "Digits") {
-      c.pretokenizer.push_back(boolean(p, "individual_digits", false) ? "\\p{N}" : "\\p{N}+");
+      c.pretokenizer.push_back({"\\p{N}", boolean(p, "individual_digits", false) ? SplitBehavior::kIsolated
+                                                                                : SplitBehavior::kContiguous});
+    } else if (t == "Whitespace") {
+      c.pretokenizer.push_back({"\\w+|[^\\w\\s]+", SplitBehavior::kRemoved, /*invert=*/true});
+    } else if (t == "WhitespaceSplit") {
+      c.pretokenizer.push_back({"\\s+", SplitBehavior::kRemoved});
+    } else if (t == "Punctuation") {
+      c.pretokenizer.push_back({"\\p{P}", behavior(p)});
     } else if (t == "Metaspace") {
-      std::string r = str(p, "replacement", "Metaspace");
-      c.space_replacement = r;
+      c.metaspace = str(p, "replacement", "Metaspace");
       std::string scheme = get(p, "prepend_scheme") ? str(p, "prepend_scheme", "Metaspace")
                                                     : boolean(p, "add_prefix_space", true) ? "always" : "never";
-      if (scheme != "never") c.prepend = r;
-      std::string q = "\\Q" + r + "\\E";  // each word starts at a marker: "(?:▁)?(?:(?!▁).)+|▁"
-      if (boolean(p, "split", true)) c.pretokenizer.push_back("(?s)(?:" + q + ")?(?:(?!" + q + ").)+|" + q);
+      using P = BpeConfig::Prepend;
+      c.metaspace_prepend = scheme == "first" ? P::kFirst : scheme == "never" ? P::kNever : P::kAlways;
+      if (boolean(p, "split", true)) {
+        c.pretokenizer.push_back({"\\Q" + c.metaspace + "\\E", SplitBehavior::kMergedWithNext});
+      }
     } else {
       fail("{}: pre_tokenizer '{}' is not supported", what, t);
     }
@@ -185,21 +221,36 @@ struct Parse {
       for (const json& e : *list) decoder(e);
     } else if (t == "ByteLevel") {
       c.decode_byte_level = true;
+      c.decoders.push_back({DecodeStep::kByteLevel});
     } else if (t == "Replace") {
-      SLIMKV_CHECK(str(d, "content", "Replace decoder") == " ", "{}: only Replace -> \" \" decoders are supported",
-                   what);
-      c.decode_space_marker = string_pattern(d, "the Replace decoder");
+      std::string content = str(d, "content", "Replace decoder");
+      std::string from = string_pattern(d, "the Replace decoder");
+      if (content == " ") c.decode_space_marker = from;  // the per-token decode knows only this replacement
+      c.decoders.push_back({DecodeStep::kReplace, from, content});
     } else if (t == "ByteFallback") {
       c.decode_byte_fallback = true;
+      c.decoders.push_back({DecodeStep::kByteFallback});
     } else if (t == "Strip") {
-      const json* start = get(d, "start");
-      c.strip_leading_space = start && start->is_number_integer() && start->get<int64_t>() > 0;
+      auto count = [&](const char* key) {
+        const json* v = get(d, key);
+        return v && v->is_number_integer() ? static_cast<int>(std::clamp<int64_t>(v->get<int64_t>(), 0, 1 << 20)) : 0;
+      };
+      DecodeStep st{DecodeStep::kStrip, "", get(d, "content") ? str(d, "content", "Strip decoder") : " "};
+      st.start = count("start");
+      st.stop = count("stop");
+      c.strip_leading_space = st.start > 0 && st.content == " ";
+      c.decoders.push_back(st);
     } else if (t == "Metaspace") {
       c.decode_space_marker = str(d, "replacement", "Metaspace decoder");
       std::string scheme = get(d, "prepend_scheme") ? str(d, "prepend_scheme", "Metaspace decoder")
                                                     : boolean(d, "add_prefix_space", true) ? "always" : "never";
       c.strip_leading_space = scheme != "never";
-    } else if (t != "Fuse") {
+      DecodeStep st{DecodeStep::kMetaspace, c.decode_space_marker};
+      st.prepend = scheme != "never";
+      c.decoders.push_back(st);
+    } else if (t == "Fuse") {
+      c.decoders.push_back({DecodeStep::kFuse});
+    } else {
       fail("{}: decoder '{}' is not supported", what, t);
     }
   }
@@ -304,12 +355,18 @@ std::unique_ptr<Tokenizer> build(std::string_view json_text, const std::string& 
       };
       if (auto b = token_name("bos_token")) c.bos_id = ps.id_of(*b, "bos_token");
       if (auto e = token_name("eos_token")) c.eos_id = ps.id_of(*e, "eos_token");
-      if (!ps.has_post_processor && ps.boolean(*config, "add_bos_token", false) && c.bos_id >= 0) {
-        c.prefix_ids = {c.bos_id};
+      // transformers' Llama / Gemma / CodeLlama tokenizer classes rebuild the post-processor from add_bos_token
+      // (default true) and add_eos_token (update_post_processor), whatever tokenizer.json says.
+      const json* cls = ps.get(*config, "tokenizer_class");
+      const std::string klass = cls && cls->is_string() ? cls->get<std::string>() : "";
+      const bool rebuilds = klass.rfind("LlamaTokenizer", 0) == 0 || klass.rfind("GemmaTokenizer", 0) == 0 ||
+                            klass.rfind("CodeLlamaTokenizer", 0) == 0;
+      if (rebuilds || !ps.has_post_processor) {
+        const bool bos = ps.boolean(*config, "add_bos_token", rebuilds), eos = ps.boolean(*config, "add_eos_token", false);
+        if (rebuilds || bos) c.prefix_ids = bos && c.bos_id >= 0 ? std::vector<int32_t>{c.bos_id} : std::vector<int32_t>{};
+        if (rebuilds || eos) c.suffix_ids = eos && c.eos_id >= 0 ? std::vector<int32_t>{c.eos_id} : std::vector<int32_t>{};
       }
-      if (!ps.has_post_processor && ps.boolean(*config, "add_eos_token", false) && c.eos_id >= 0) {
-        c.suffix_ids = {c.eos_id};
-      }
+      c.clean_up_spaces = ps.boolean(*config, "clean_up_tokenization_spaces", false);
     }
     return std::make_unique<BpeTokenizer>(std::move(c));
   } catch (const json::exception& e) {
@@ -328,14 +385,43 @@ std::unique_ptr<Tokenizer> hf_tokenizer_from_json(std::string_view json_text, co
 }
 
 std::unique_ptr<Tokenizer> load_hf_tokenizer(const std::string& path) {
-  std::string text = read_text_file(path);
-  std::filesystem::path cfg_path = std::filesystem::path(path).parent_path() / "tokenizer_config.json";
+  namespace fs = std::filesystem;
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(cfg_path, ec)) return build(text, path, nullptr);
+  fs::path file = path;
+  if (fs::is_directory(file, ec)) {  // a model folder: its tokenizer.json (or the gzipped copy)
+    file = fs::path(path) / "tokenizer.json";
+    if (!fs::is_regular_file(file, ec) && fs::is_regular_file(fs::path(path) / "tokenizer.json.gz", ec)) {
+      file = fs::path(path) / "tokenizer.json.gz";
+    }
+  }
+  std::string text = read_maybe_gzip_file(file.string());
+  fs::path cfg_path = file.parent_path() / "tokenizer_config.json";
+  if (!fs::is_regular_file(cfg_path, ec)) return build(text, file.string(), nullptr);
   std::string cfg_text = read_text_file(cfg_path.string());
   json cfg = json::parse(cfg_text, nullptr, /*allow_exceptions=*/false);
   SLIMKV_CHECK(!cfg.is_discarded() && cfg.is_object(), "{}: not a valid JSON object", cfg_path.string());
-  return build(text, path, &cfg);
+  return build(text, file.string(), &cfg);
+}
+
+std::string read_maybe_gzip_file(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");  // reads a plain file as it is
+  SLIMKV_CHECK(f != nullptr, "{}: cannot open", path);
+  std::string out;
+  char buf[1 << 16];
+  for (;;) {
+    const int n = gzread(f, buf, sizeof(buf));
+    if (n < 0) {
+      int code = 0;
+      std::string msg = gzerror(f, &code);
+      gzclose(f);
+      fail("{}: cannot read ({})", path, msg);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+    SLIMKV_CHECK(out.size() <= (size_t{1} << 31), "{}: over 2 GiB uncompressed", path);
+  }
+  gzclose(f);
+  return out;
 }
 
 }  // namespace slimkv

@@ -3,6 +3,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "core/check.h"
@@ -124,6 +125,61 @@ std::string adapt_whitespace(const std::string& p) {
 
 }  // namespace
 
+namespace {
+
+struct Segment {
+  size_t begin, end;
+  bool match;
+};
+
+// Appends the pieces a rule's behavior keeps of `segs` (consecutive, covering `piece`) to `out`.
+void keep_segments(std::string_view piece, std::vector<Segment>& segs, const SplitRule& rule,
+                   std::vector<std::string_view>& out) {
+  if (rule.invert) {
+    for (Segment& s : segs) s.match = !s.match;
+  }
+  std::vector<Segment> kept;
+  switch (rule.behavior) {
+    case SplitBehavior::kIsolated: kept = segs; break;
+    case SplitBehavior::kRemoved:
+      for (const Segment& s : segs) {
+        if (!s.match) kept.push_back(s);
+      }
+      break;
+    case SplitBehavior::kMergedWithPrevious: {
+      bool prev_match = false;
+      for (const Segment& s : segs) {
+        if (s.match && !prev_match && !kept.empty()) kept.back().end = s.end;
+        else kept.push_back(s);
+        prev_match = s.match;
+      }
+      break;
+    }
+    case SplitBehavior::kMergedWithNext: {
+      bool prev_match = false;
+      for (size_t i = segs.size(); i-- > 0;) {
+        const Segment& s = segs[i];
+        if (s.match && !prev_match && !kept.empty()) kept.back().begin = s.begin;
+        else kept.push_back(s);
+        prev_match = s.match;
+      }
+      std::reverse(kept.begin(), kept.end());
+      break;
+    }
+    case SplitBehavior::kContiguous:
+      for (const Segment& s : segs) {
+        if (!kept.empty() && kept.back().match == s.match) kept.back().end = s.end;
+        else kept.push_back(s);
+      }
+      break;
+  }
+  for (const Segment& s : kept) {
+    if (s.end > s.begin) out.push_back(piece.substr(s.begin, s.end - s.begin));
+  }
+}
+
+}  // namespace
+
 struct PreTokenizer::Compiled {
   pcre2_code* code = nullptr;
   std::string source;
@@ -151,8 +207,12 @@ std::vector<std::string> pretokenizer_preset_names() {
 
 const std::string& gpt2_pretokenizer_pattern() { return kGpt2; }
 
-PreTokenizer::PreTokenizer(const std::vector<std::string>& patterns) {
-  for (const std::string& source : patterns) {
+PreTokenizer::PreTokenizer(const std::vector<std::string>& patterns)
+    : PreTokenizer(std::vector<SplitRule>(patterns.begin(), patterns.end())) {}
+
+PreTokenizer::PreTokenizer(const std::vector<SplitRule>& rules) : rules_(rules) {
+  for (const SplitRule& rule : rules) {
+    const std::string& source = rule.pattern;
     auto c = std::make_shared<Compiled>();
     c->source = source;
     std::string adapted = adapt_whitespace(source);
@@ -178,12 +238,15 @@ void PreTokenizer::split(std::string_view text, std::vector<std::string_view>& o
     return;
   }
   std::vector<std::string_view> cur{text}, next;
-  for (const auto& pat : patterns_) {
+  std::vector<Segment> segs;
+  for (size_t r = 0; r < patterns_.size(); ++r) {
+    const auto& pat = patterns_[r];
     std::unique_ptr<pcre2_match_data, void (*)(pcre2_match_data*)> md(
         pcre2_match_data_create_from_pattern(pat->code, nullptr), pcre2_match_data_free);
     SLIMKV_CHECK(md != nullptr, "pre-tokenizer: out of memory");
     next.clear();
     for (std::string_view piece : cur) {
+      segs.clear();
       auto subject = reinterpret_cast<PCRE2_SPTR>(piece.data());
       size_t pos = 0, gap = 0;
       while (pos < piece.size()) {
@@ -205,11 +268,12 @@ void PreTokenizer::split(std::string_view text, std::vector<std::string_view>& o
           pos = b + utf8_sequence_length(static_cast<unsigned char>(piece[b]));
           continue;
         }
-        if (b > gap) next.push_back(piece.substr(gap, b - gap));
-        next.push_back(piece.substr(b, e - b));
+        if (b > gap) segs.push_back({gap, b, false});
+        segs.push_back({b, e, true});
         gap = pos = e;
       }
-      if (gap < piece.size()) next.push_back(piece.substr(gap));
+      if (gap < piece.size()) segs.push_back({gap, piece.size(), false});
+      keep_segments(piece, segs, rules_[r], next);
     }
     std::swap(cur, next);
   }

@@ -1,6 +1,6 @@
 // Pre-tokenizer: splits text into the words BPE merges inside, with an ordered list of PCRE2 regexes (UTF + UCP).
-// Semantics follow llama.cpp's unicode_regex_split: each regex splits every current piece into its matches and the
-// gaps between them; pieces are never joined again. Owns: compiled patterns and the named presets (tokenizer.ggml.pre).
+// Each regex splits every current piece into its matches and the gaps between them (llama.cpp's unicode_regex_split,
+// HF's Split) and keeps them as its behavior says; pieces are never joined again. Owns: compiled patterns and the named presets (tokenizer.ggml.pre).
 // Must not know: vocabularies, merges or the byte-level mapping.
 #pragma once
 #include <memory>
@@ -9,6 +9,17 @@
 #include <vector>
 
 namespace slimkv {
+
+// What a split keeps of a regex's matches (Hugging Face SplitDelimiterBehavior); `invert` swaps matches and gaps.
+enum class SplitBehavior { kRemoved, kIsolated, kMergedWithPrevious, kMergedWithNext, kContiguous };
+struct SplitRule {
+  std::string pattern;
+  SplitBehavior behavior = SplitBehavior::kIsolated;
+  bool invert = false;
+  SplitRule() = default;
+  SplitRule(std::string p, SplitBehavior b = SplitBehavior::kIsolated, bool inv = false)  // NOLINT: a regex is a rule
+      : pattern(std::move(p)), behavior(b), invert(inv) {}
+};
 
 struct PreTokenizerPreset {
   std::vector<std::string> patterns;  // applied in order
@@ -26,6 +37,7 @@ class PreTokenizer {
  public:
   PreTokenizer() = default;                                    // no patterns: the whole text is one word
   explicit PreTokenizer(const std::vector<std::string>& patterns);  // throws Error on a pattern PCRE2 rejects
+  explicit PreTokenizer(const std::vector<SplitRule>& rules);
   // Appends to `out` consecutive non-empty pieces of `text` that cover all of it. `text` must be valid UTF-8
   // (see sanitize_utf8). Thread-safe: the compiled patterns are shared read-only.
   void split(std::string_view text, std::vector<std::string_view>& out) const;
@@ -33,7 +45,8 @@ class PreTokenizer {
 
  private:
   struct Compiled;
-  std::vector<std::shared_ptr<const Compiled>> patterns_;
+  std::vector<std::shared_ptr<const Compiled>> patterns_;  // [rule]
+  std::vector<SplitRule> rules_;
 };
 
 // Replaces every invalid UTF-8 sequence (stray continuation bytes, truncated or overlong sequences, surrogates,

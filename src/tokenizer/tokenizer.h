@@ -12,12 +12,27 @@ namespace slimkv {
 
 class GgufFile;
 
+// Hugging Face's encode switches.
+struct EncodeOptions {
+  bool add_special = true;     // the post-processor's tokens (BOS / EOS): HF add_special_tokens
+  bool parse_special = false;  // a special token's text in the input becomes its id (HF's default; off for text a
+                               // user sent, so that nobody can forge control tokens: HF split_special_tokens)
+};
+// Hugging Face's decode switches.
+struct DecodeOptions {
+  bool skip_special = true;  // special tokens print nothing (HF skip_special_tokens)
+};
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
   // add_special: add the vocabulary's BOS (and whatever its convention prepends); false = raw text only,
   // as llama.cpp's tokenizer test vectors are produced.
   virtual std::vector<int32_t> encode(std::string_view text, bool add_special) const = 0;
+  // Hugging Face's encode (a vocabulary that cannot parse special tokens ignores parse_special).
+  virtual std::vector<int32_t> encode(std::string_view text, const EncodeOptions& opts) const {
+    return encode(text, opts.add_special);
+  }
   // The bytes token `id` contributes to running text when it follows `prev_id` (-1 at the start).
   // Handles conventions such as "strip the leading space of the first piece after BOS". May be a partial
   // UTF-8 sequence (byte-fallback tokens); use StreamDecoder to print safely.
@@ -30,6 +45,13 @@ class Tokenizer {
   int32_t eos_id() const { return eos_id_; }
 
   std::string decode(const std::vector<int32_t>& ids) const;  // concatenation of decode_token over ids
+  // Hugging Face's decode: the tokenizer's decoder chain over the whole sequence, invalid UTF-8 replaced as HF does,
+  // and clean_up_tokenization_spaces where the tokenizer's config sets it. Default: decode(ids) (special tokens
+  // print nothing either way).
+  virtual std::string decode(const std::vector<int32_t>& ids, const DecodeOptions& opts) const {
+    (void)opts;
+    return decode(ids);
+  }
   // The most bytes any one token decodes to (computed once): a text of B bytes has at least about
   // B / max_token_bytes() tokens, which bounds a prompt's length without tokenizing it.
   size_t max_token_bytes() const;
@@ -46,8 +68,11 @@ std::unique_ptr<Tokenizer> llama2c_tokenizer_from_bytes(std::span<const uint8_t>
                                                         const std::string& what);
 // The vocabulary stored in a GGUF file (tokenizer.ggml.model = llama | gpt2).
 std::unique_ptr<Tokenizer> tokenizer_from_gguf(const GgufFile& gguf);
-// A Hugging Face tokenizer.json (BPE model).
+// A Hugging Face tokenizer.json (BPE model): the file, its gzipped copy, or a folder holding either; a
+// tokenizer_config.json beside it sets BOS / EOS, add_bos / add_eos and clean_up_tokenization_spaces.
 std::unique_ptr<Tokenizer> load_hf_tokenizer(const std::string& path);
+// A file's bytes, gunzipped when it is gzip (a plain file as it is).
+std::string read_maybe_gzip_file(const std::string& path);
 std::unique_ptr<Tokenizer> hf_tokenizer_from_json(std::string_view json_text, const std::string& what);
 
 }  // namespace slimkv

@@ -15,7 +15,9 @@ BpeConfig sp_config() {  // SentencePiece-like: ▁ marker, <0xNN> fallback, no 
   c.pieces = {"<unk>", "<s>", "</s>", "\xE2\x96\x81", "a", "b", "c", "ab", "bc", "\xE2\x96\x81" "ab", "<0x21>"};
   c.types = {kTokControl, kTokControl, kTokControl, 1, 1, 1, 1, 1, 1, 1, 1};
   c.merges = {{"b", "c"}, {"a", "b"}, {"\xE2\x96\x81", "ab"}};
-  c.prepend = c.space_replacement = c.decode_space_marker = "\xE2\x96\x81";
+  c.normalizer = {{NormalizeStep::kPrepend, "", false, "\xE2\x96\x81"},
+                  {NormalizeStep::kReplace, " ", false, "\xE2\x96\x81"}};
+  c.decode_space_marker = "\xE2\x96\x81";
   c.byte_level = c.decode_byte_level = false;
   c.byte_fallback = c.decode_byte_fallback = true;
   c.unk_id = 0;
@@ -56,7 +58,7 @@ TEST(BpeTokenizer, ByteLevelRoundTrip) {
   for (int b = 0; b < 256; ++b) c.pieces.push_back(byte_to_unicode(static_cast<uint8_t>(b)));
   c.pieces.push_back(byte_to_unicode(' ') + "h");
   c.merges = {{byte_to_unicode(' '), "h"}};
-  c.pretokenizer = pretokenizer_preset("gpt-2").patterns;
+  for (const auto& p : pretokenizer_preset("gpt-2").patterns) c.pretokenizer.push_back(p);
   BpeTokenizer tok(c);
   EXPECT_EQ(byte_to_unicode(' '), "\xC4\xA0");
   EXPECT_EQ(tok.encode(" h", false), (std::vector<int32_t>{256}));

@@ -129,7 +129,7 @@ TEST(HfTokenizer, BadInputIsAnError) {
                                           "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "(("}}})", "re.json"),
                Error);
   EXPECT_THROW(hf_tokenizer_from_json(R"({"model": {"type": "BPE", "vocab": {"a": 0}},
-                                          "normalizer": {"type": "NFKC"}})", "nfkc.json"), Error);
+                                          "normalizer": {"type": "Precompiled"}})", "pc.json"), Error);
   try {
     hf_tokenizer_from_json(R"({"model": {"type": "WordPiece", "vocab": {"a": 0}}})", "wp.json");
     FAIL() << "no error";

@@ -23,18 +23,18 @@ TEST(PreTokenizer, Gpt2Regex) {
 }
 
 TEST(PreTokenizer, GapsBetweenMatchesAreKept) {
-  PreTokenizer p({"[0-9]+"});
+  PreTokenizer p(std::vector<std::string>{"[0-9]+"});
   using V = std::vector<std::string>;
   EXPECT_EQ(split(p, "ab12cd345"), (V{"ab", "12", "cd", "345"}));
-  PreTokenizer chain({"[0-9]+", "[0-9][0-9]"});  // the second regex splits the pieces the first produced
+  PreTokenizer chain(std::vector<std::string>{"[0-9]+", "[0-9][0-9]"});  // the second regex splits the pieces the first produced
   EXPECT_EQ(split(chain, "a12345b"), (V{"a", "12", "34", "5", "b"}));
-  PreTokenizer empty_matches({"x*"});  // empty matches split nothing
+  PreTokenizer empty_matches(std::vector<std::string>{"x*"});  // empty matches split nothing
   EXPECT_EQ(split(empty_matches, "abxxc"), (V{"ab", "xx", "c"}));
   EXPECT_EQ(split(PreTokenizer(), "whole text"), (V{"whole text"}));
 }
 
 TEST(PreTokenizer, DollarIsEndOfPieceOnly) {
-  PreTokenizer p({R"(\s+$)"});
+  PreTokenizer p(std::vector<std::string>{R"(\s+$)"});
   using V = std::vector<std::string>;
   EXPECT_EQ(split(p, "a \n"), (V{"a", " \n"}));
   EXPECT_EQ(split(p, "a \nb"), (V{"a \nb"}));  // PCRE2's default '$' would match before the final newline
@@ -63,8 +63,8 @@ TEST(PreTokenizer, EveryPresetCompiles) {
 }
 
 TEST(PreTokenizer, BadPatternIsAnError) {
-  EXPECT_THROW(PreTokenizer({"(unclosed"}), Error);
-  EXPECT_THROW(PreTokenizer({"[z-a]"}), Error);
+  EXPECT_THROW(PreTokenizer(std::vector<std::string>{"(unclosed"}), Error);
+  EXPECT_THROW(PreTokenizer(std::vector<std::string>{"[z-a]"}), Error);
 }
 
 TEST(PreTokenizer, LongInputs) {
