@@ -9,6 +9,7 @@
 #include "model/summary_merger.h"
 #include "runner/batch_builder.h"
 #include "sampling/logprobs.h"
+#include "sampling/penalties.h"
 
 namespace slimkv {
 namespace {
@@ -68,6 +69,11 @@ std::variant<RequestId, std::string> Engine::add_request(std::vector<int32_t> pr
   for (int32_t t : params.stop_token_ids) {
     if (t < 0 || t >= model_.config.vocab_size) {
       return fmt::format("stop token id {} is outside the vocabulary (0..{})", t, model_.config.vocab_size - 1);
+    }
+  }
+  for (const auto& [t, bias] : params.sampling.logit_bias) {
+    if (t < 0 || t >= model_.config.vocab_size) {
+      return fmt::format("logit bias token id {} is outside the vocabulary (0..{})", t, model_.config.vocab_size - 1);
     }
   }
   for (int32_t t : prompt) {
@@ -192,6 +198,10 @@ std::vector<StepEvent> Engine::step() {
       if (r->num_output_tokens() < p.min_tokens) {
         if (p.eos_id >= 0 && !p.ignore_eos) logits[p.eos_id] = -INFINITY;
         for (int32_t id : p.stop_token_ids) logits[id] = -INFINITY;
+      }
+      if (p.sampling.has_penalties()) {  // off: the row is left as it is (bit-identical sampling)
+        r->token_counts.sync(r->tokens, r->num_prompt_tokens);
+        apply_penalties(logits, vocab, p.sampling, r->token_counts.seen());
       }
       const int32_t tok = r->sampler.sample(logits, vocab);
       sampled.push_back(tok);

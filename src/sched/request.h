@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kv/kv_cache_manager.h"
+#include "sampling/penalties.h"
 #include "sampling/sampler.h"
 
 namespace slimkv {
@@ -42,6 +43,7 @@ struct Request {
   int32_t num_preemptions = 0;
   RequestParams params;
   Sampler sampler;
+  TokenCounts token_counts;         // prompt and output token counts, kept only when params.sampling.has_penalties()
   SeqKv kv;
   FinishReason finish = FinishReason::None;
   RequestTimes times;

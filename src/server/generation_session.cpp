@@ -23,12 +23,15 @@ const char* finish_name(FinishReason r) {
   }
 }
 
+}  // namespace
+
 // The chat prompt; a template that refuses the messages is the client's error: 400 with the template's own rule
 // (raise_exception's text, e.g. "Conversation roles must alternate user/assistant/user/assistant/..."), and any
 // other render error (undefined value, type error, sandbox limit) a 400 saying so, never a 500.
-std::string render_chat_prompt(const ChatTemplate& t, const GenerationRequest& req) {
+std::string render_chat_prompt(const ChatTemplate& t, const std::vector<ChatMessage>& messages,
+                               bool add_generation_prompt) {
   try {
-    return t.render(req.messages, req.add_generation_prompt);
+    return t.render(messages, add_generation_prompt);
   } catch (const jinja::TemplateError& e) {
     if (e.kind() == jinja::ErrorKind::Raised) throw invalid_request(e.what(), "messages");
     throw invalid_request(fmt::format("the chat template ({}) cannot render these messages: {} ({})", t.name(),
@@ -37,7 +40,22 @@ std::string render_chat_prompt(const ChatTemplate& t, const GenerationRequest& r
   }
 }
 
-}  // namespace
+std::vector<int32_t> encode_prompt_text(const ServeContext& ctx, const std::string& text, const char* field,
+                                        bool add_special) {
+  // A text far longer than the context can hold is refused before it is tokenized (an 8 MB prompt took 3.9 s to
+  // tokenize and was then refused): it has at least bytes / max_token_bytes tokens; a factor 4 of slack covers
+  // normalisation (a byte of input may become a longer piece).
+  const Tokenizer& tok = *ctx.model->tokenizer;
+  const size_t bytes_per_token_bound = tok.max_token_bytes() * 4;
+  if (text.size() > static_cast<size_t>(ctx.max_model_len) * bytes_per_token_bound) {
+    throw invalid_request(fmt::format("This model's maximum context length is {} tokens. However, your {} has {} "
+                                      "bytes, at least {} tokens. Please reduce the length of the {}.",
+                                      ctx.max_model_len, field, text.size(), text.size() / bytes_per_token_bound,
+                                      field),
+                          field);
+  }
+  return tok.encode(text, EncodeOptions{add_special, /*parse_special=*/true});  // as vLLM and llama.cpp do
+}
 
 GenerationSession::GenerationSession(const ServeContext& ctx, GenerationRequest req) : ctx_(ctx), req_(std::move(req)) {
   const Tokenizer& tok = *ctx_.model->tokenizer;
@@ -45,24 +63,19 @@ GenerationSession::GenerationSession(const ServeContext& ctx, GenerationRequest 
   header_ = {new_id(req_.chat), std::chrono::duration_cast<std::chrono::seconds>(
                                     std::chrono::system_clock::now().time_since_epoch()).count(),
              ctx_.model_name, req_.chat};
-  std::vector<std::vector<int32_t>> prompts;  // [prompts] token ids
-  // A text far longer than the context can hold is refused before it is tokenized (an 8 MB prompt took 3.9 s to
-  // tokenize and was then refused): it has at least bytes / max_token_bytes tokens; a factor 4 of slack covers
-  // normalisation (a byte of input may become a longer piece).
-  const char* field = req_.chat ? "messages" : "prompt";
-  auto encode = [&](const std::string& text) {
-    const size_t bytes_per_token_bound = tok.max_token_bytes() * 4;
-    if (text.size() > static_cast<size_t>(ctx_.max_model_len) * bytes_per_token_bound) {
-      throw invalid_request(fmt::format("This model's maximum context length is {} tokens. However, your {} has {} "
-                                        "bytes, at least {} tokens. Please reduce the length of the {}.",
-                                        ctx_.max_model_len, field, text.size(), text.size() / bytes_per_token_bound,
-                                        field),
-                            field);
+  std::vector<std::pair<int32_t, float>> logit_bias;  // checked before any tokenizing
+  for (const auto& [id, bias] : req_.logit_bias) {
+    if (id < 0 || id >= vocab) {
+      throw invalid_request(fmt::format("'logit_bias' token id {} is outside the vocabulary (0..{})", id, vocab - 1),
+                            "logit_bias");
     }
-    return tok.encode(text, true);
-  };
+    logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(bias));
+  }
+  std::vector<std::vector<int32_t>> prompts;  // [prompts] token ids
+  const char* field = req_.chat ? "messages" : "prompt";
+  auto encode = [&](const std::string& text) { return encode_prompt_text(ctx_, text, field, true); };
   if (req_.chat) {
-    prompts.push_back(encode(render_chat_prompt(ctx_.chat_template, req_)));
+    prompts.push_back(encode(render_chat_prompt(ctx_.chat_template, req_.messages, req_.add_generation_prompt)));
   } else {
     for (const auto& p : req_.prompts) {
       if (!p.is_ids) {
@@ -113,6 +126,10 @@ GenerationSession::GenerationSession(const ServeContext& ctx, GenerationRequest 
       rp.sampling.top_p = static_cast<float>(req_.top_p);
       rp.sampling.top_k = req_.top_k;
       rp.sampling.min_p = static_cast<float>(req_.min_p);
+      rp.sampling.presence_penalty = static_cast<float>(req_.presence_penalty);
+      rp.sampling.frequency_penalty = static_cast<float>(req_.frequency_penalty);
+      rp.sampling.repetition_penalty = static_cast<float>(req_.repetition_penalty);
+      rp.sampling.logit_bias = logit_bias;
       for (int64_t id : req_.stop_token_ids) {
         if (id < 0 || id >= vocab) {
           throw invalid_request(fmt::format("stop token id {} is outside the vocabulary (0..{})", id, vocab - 1),

@@ -28,6 +28,15 @@ struct ServeContext {                  // what every session needs from the serv
   int64_t max_request_cost = 262144;   // --max-request-cost: choices x max_tokens x (1 + logprobs)
 };
 
+// The chat prompt rendered by the server's template; a template that refuses the messages is ApiError 400
+// (param `messages`) with its own rule, any other render error a 400 saying so.
+std::string render_chat_prompt(const ChatTemplate& t, const std::vector<ChatMessage>& messages,
+                               bool add_generation_prompt);
+// A prompt text's token ids as generation tokenizes it (add_special: the BOS); a text far longer than the context
+// could hold is ApiError 400 (param `field`) before it is tokenized.
+std::vector<int32_t> encode_prompt_text(const ServeContext& ctx, const std::string& text, const char* field,
+                                        bool add_special = true);
+
 class GenerationSession {
  public:
   // Validates and submits; throws ApiError (400 context/vocabulary/parameters, 429 queue full).

@@ -8,6 +8,7 @@
 #include "core/check.h"
 #include "server/api_error.h"
 #include "server/http_front.h"
+#include "server/tokenize_endpoints.h"
 
 namespace slimkv {
 namespace {
@@ -70,6 +71,8 @@ const std::vector<HttpServer::RouteEntry>& HttpServer::routes() {
   static const std::vector<RouteEntry> r = {
       {"POST", "/v1/completions", &HttpServer::completions, true, true},
       {"POST", "/v1/chat/completions", &HttpServer::chat_completions, true, true},
+      {"POST", "/tokenize", &HttpServer::tokenize, true, true},
+      {"POST", "/detokenize", &HttpServer::detokenize, true, true},
       {"GET", "/v1/models", &HttpServer::models, true, false},
       {"GET", "/health", &HttpServer::health, false, false},
       {"GET", "/metrics", &HttpServer::metrics, true, false},
@@ -210,6 +213,24 @@ HttpResponse HttpServer::generate(const HttpRequest& req, HttpPeer& peer, bool c
   }
   // A client that hangs up stops its generation, as a stream's does (issue R defect 7).
   r.body = dump_json(session->run_to_completion([&peer] { return peer.client_gone(); }));
+  return r;
+}
+
+HttpResponse HttpServer::tokenize(const HttpRequest& req, HttpPeer&) {
+  if (draining_) throw service_unavailable("the server is shutting down (draining); retry on another replica");
+  const TokenizeRequest t = parse_tokenize_request(parse_body(req.body));
+  if (!t.model.empty() && t.model != ctx_.model_name) throw model_not_found(t.model);
+  HttpResponse r;
+  r.body = dump_json(tokenize_json(ctx_, t));
+  return r;
+}
+
+HttpResponse HttpServer::detokenize(const HttpRequest& req, HttpPeer&) {
+  if (draining_) throw service_unavailable("the server is shutting down (draining); retry on another replica");
+  const DetokenizeRequest d = parse_detokenize_request(parse_body(req.body));
+  if (!d.model.empty() && d.model != ctx_.model_name) throw model_not_found(d.model);
+  HttpResponse r;
+  r.body = dump_json(detokenize_json(ctx_, d));
   return r;
 }
 

@@ -1,8 +1,9 @@
-// The routes: /v1/completions, /v1/chat/completions, /v1/models, /health, /metrics, /dashboard — one handler each,
-// over the HTTP front (http_front.h) through the plain request / response of http_exchange.h. Before a body is read,
-// each request's head is checked once (route 404, method 405 + Allow, API key 401, JSON content type 415, draining or
-// loading 503); errors are OpenAI-shaped. Handlers parse, validate and wait on their request's queue; the engine runs
-// on EngineService's thread. Listens before the model is loaded (/health: 503).
+// The routes: /v1/completions, /v1/chat/completions, /tokenize, /detokenize, /v1/models, /health, /metrics,
+// /dashboard — one handler each, over the HTTP front (http_front.h) through the plain request / response of
+// http_exchange.h. Before a body is read, each request's head is checked once (route 404, method 405 + Allow, API
+// key 401, JSON content type 415, draining or loading 503); errors are OpenAI-shaped. Handlers parse, validate and
+// wait on their request's queue; the engine runs on EngineService's thread. Listens before the model is loaded
+// (/health: 503).
 // Must not know: sockets, the HTTP library, or how the engine schedules or computes.
 #pragma once
 #include <atomic>
@@ -57,6 +58,8 @@ class HttpServer {
   HttpResponse completions(const HttpRequest& req, HttpPeer& peer) { return generate(req, peer, false); }
   HttpResponse chat_completions(const HttpRequest& req, HttpPeer& peer) { return generate(req, peer, true); }
   HttpResponse generate(const HttpRequest& req, HttpPeer& peer, bool chat);
+  HttpResponse tokenize(const HttpRequest& req, HttpPeer&);
+  HttpResponse detokenize(const HttpRequest& req, HttpPeer&);
 
   ServerConfig cfg_;
   std::unique_ptr<HttpFront> front_;

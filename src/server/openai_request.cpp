@@ -1,7 +1,9 @@
 #include "server/openai_request.h"
 
+#include <charconv>
 #include <cmath>
 #include <limits>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -149,6 +151,35 @@ std::vector<ChatMessage> parse_messages(const json& body) {
   return out;
 }
 
+// logit_bias (OpenAI): {"token id": bias in [-100, 100], ...}; the ids are checked against the vocabulary later.
+std::vector<std::pair<int64_t, double>> parse_logit_bias(const json& body) {
+  std::vector<std::pair<int64_t, double>> out;
+  const json* v = field(body, "logit_bias");
+  if (!v) return out;
+  if (!v->is_object()) throw wrong_type("logit_bias", "an object mapping token ids to biases", *v);
+  std::unordered_set<int64_t> ids;
+  for (const auto& [key, bias] : v->items()) {
+    int64_t id = 0;
+    const char* end = key.data() + key.size();
+    auto [ptr, ec] = std::from_chars(key.data(), end, id);
+    if (key.empty() || ec != std::errc() || ptr != end) {
+      throw invalid_request(fmt::format("'logit_bias' keys must be token ids (got \"{}\")", key.substr(0, 64)),
+                            "logit_bias");
+    }
+    if (!bias.is_number()) throw wrong_type("logit_bias", "an object whose values are numbers", bias);
+    const double b = bias.get<double>();
+    if (!(b >= -100.0 && b <= 100.0)) {
+      throw invalid_request(fmt::format("'logit_bias' for token id {} must be in [-100, 100] (got {})", id, b),
+                            "logit_bias");
+    }
+    if (!ids.insert(id).second) {  // "7" and "07"
+      throw invalid_request(fmt::format("'logit_bias' gives token id {} twice", id), "logit_bias");
+    }
+    out.emplace_back(id, b);
+  }
+  return out;
+}
+
 void parse_common(const json& body, GenerationRequest& r) {
   if (!body.is_object()) throw invalid_request("the request body must be a JSON object");
   if (const json* m = field(body, "model")) {
@@ -200,6 +231,18 @@ void parse_common(const json& body, GenerationRequest& r) {
     if (!r.stream) throw invalid_request("'stream_options' is only allowed with 'stream': true", "stream_options");
     r.include_usage = get_bool(*so, "include_usage", false);
   }
+  r.presence_penalty = get_number(body, "presence_penalty", -2.0, 2.0, 0.0);
+  r.frequency_penalty = get_number(body, "frequency_penalty", -2.0, 2.0, 0.0);
+  if (const json* v = field(body, "repetition_penalty")) {
+    if (!v->is_number()) throw wrong_type("repetition_penalty", "a number", *v);
+    const double x = v->get<double>();
+    if (!(x > 0.0) || !(x <= 1e30)) {  // a float: finite
+      throw invalid_request(fmt::format("'repetition_penalty' must be in (0, 1e30] (1 = off; got {})", x),
+                            "repetition_penalty");
+    }
+    r.repetition_penalty = x;
+  }
+  r.logit_bias = parse_logit_bias(body);
   r.ignore_eos = get_bool(body, "ignore_eos", false);
   r.min_tokens = static_cast<int32_t>(get_int(body, "min_tokens", 0, 1 << 30, 0));
   if (r.max_tokens && r.min_tokens > *r.max_tokens) {
@@ -222,13 +265,14 @@ void refuse_unsupported(const json& body) {
   is("suffix", [](const json& v) { return v.is_string() && v.get<std::string>().empty(); });
   if (const json* b = field(body, "best_of")) {  // >= 1 (OpenAI); > n would mean generating more than returned
     if (!b->is_number_integer() || b->get<int64_t>() < 1) throw invalid_request("'best_of' must be an integer >= 1", "best_of");
+    const int64_t n = get_int(body, "n", 1, kMaxN, 1);  // every choice generated is returned: none is ranked out
+    if (b->get<int64_t>() > n) {
+      throw invalid_request(fmt::format("'best_of' > 'n' ({} > {}) is not supported by this server: it returns every "
+                                        "choice it generates (best_of must be <= n)",
+                                        b->get<int64_t>(), n),
+                            "best_of");
+    }
   }
-  is("best_of", [&](const json& v) { return v.get<int64_t>() <= get_int(body, "n", 1, kMaxN, 1); });
-  is("logit_bias", [](const json& v) { return v.is_object() && v.empty(); });
-  for (const char* p : {"presence_penalty", "frequency_penalty"}) {
-    is(p, [](const json& v) { return v.is_number() && v.get<double>() == 0.0; });
-  }
-  is("repetition_penalty", [](const json& v) { return v.is_number() && v.get<double>() == 1.0; });
   is("response_format", [](const json& v) { return v.is_object() && v.value("type", "") == "text"; });
   is("tools", [](const json& v) { return v.is_array() && v.empty(); });
   is("functions", [](const json& v) { return v.is_array() && v.empty(); });
@@ -271,6 +315,56 @@ GenerationRequest parse_chat_request(const json& body) {
   const int64_t top = get_int(body, "top_logprobs", 0, kMaxLogprobs, -1);
   if (top >= 0 && !want) throw invalid_request("'top_logprobs' needs 'logprobs': true", "top_logprobs");
   r.logprobs = want ? static_cast<int32_t>(std::max<int64_t>(top, 0)) : -1;
+  return r;
+}
+
+namespace {
+
+void parse_model(const json& body, std::string& model) {
+  if (!body.is_object()) throw invalid_request("the request body must be a JSON object");
+  if (const json* m = field(body, "model")) {
+    if (!m->is_string()) throw wrong_type("model", "a string", *m);
+    model = m->get<std::string>();
+  }
+}
+
+}  // namespace
+
+TokenizeRequest parse_tokenize_request(const json& body) {
+  TokenizeRequest r;
+  parse_model(body, r.model);
+  const json* prompt = field(body, "prompt");
+  const json* messages = field(body, "messages");
+  if (prompt && messages) throw invalid_request("give either 'prompt' or 'messages', not both", "prompt");
+  if (!prompt && !messages) throw invalid_request("'prompt' (a string) or 'messages' is required", "prompt");
+  r.add_special_tokens = get_bool(body, "add_special_tokens", true);
+  r.return_token_strs = get_bool(body, "return_token_strs", false);
+  if (prompt) {
+    if (!prompt->is_string()) throw wrong_type("prompt", "a string", *prompt);
+    r.prompt = prompt->get<std::string>();
+    return r;
+  }
+  r.chat = true;
+  r.messages = parse_messages(body);
+  r.add_generation_prompt = get_bool(body, "add_generation_prompt", true);
+  // what the chat path does not do is refused by name here too, never ignored
+  auto refuse = [](const char* name) {
+    throw invalid_request(fmt::format("'{}' is not supported by this server", name), name);
+  };
+  if (const json* t = field(body, "tools"); t && !(t->is_array() && t->empty())) refuse("tools");
+  if (field(body, "chat_template")) refuse("chat_template");
+  if (field(body, "chat_template_kwargs")) refuse("chat_template_kwargs");
+  if (get_bool(body, "continue_final_message", false)) refuse("continue_final_message");
+  return r;
+}
+
+DetokenizeRequest parse_detokenize_request(const json& body) {
+  DetokenizeRequest r;
+  parse_model(body, r.model);
+  const json* t = field(body, "tokens");
+  if (!t) throw invalid_request("'tokens' is required", "tokens");
+  if (!t->is_array()) throw wrong_type("tokens", "a list of token ids", *t);
+  r.tokens = token_ids(*t, "tokens");
   return r;
 }
 

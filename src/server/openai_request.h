@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -43,9 +44,32 @@ struct GenerationRequest {
   bool include_usage = false;            // stream_options.include_usage
   bool ignore_eos = false;
   int32_t min_tokens = 0;
+  double presence_penalty = 0.0;         // [-2, 2]
+  double frequency_penalty = 0.0;        // [-2, 2]
+  double repetition_penalty = 1.0;       // > 0; 1 = off
+  std::vector<std::pair<int64_t, double>> logit_bias;  // (token id as given, bias in [-100, 100]); ids checked later
+};
+
+// POST /tokenize (vLLM's shape): a prompt text, or chat messages rendered by the server's chat template.
+struct TokenizeRequest {
+  std::string model;                     // empty = not given
+  bool chat = false;                     // messages given (else prompt)
+  std::string prompt;
+  std::vector<ChatMessage> messages;
+  bool add_generation_prompt = true;     // chat only
+  bool add_special_tokens = true;        // the BOS (as generation adds it)
+  bool return_token_strs = false;        // also each token's vocabulary text
+};
+
+// POST /detokenize (vLLM's shape): token ids to text.
+struct DetokenizeRequest {
+  std::string model;
+  std::vector<int64_t> tokens;           // checked against the vocabulary later
 };
 
 GenerationRequest parse_completion_request(const nlohmann::json& body);
 GenerationRequest parse_chat_request(const nlohmann::json& body);
+TokenizeRequest parse_tokenize_request(const nlohmann::json& body);
+DetokenizeRequest parse_detokenize_request(const nlohmann::json& body);
 
 }  // namespace slimkv

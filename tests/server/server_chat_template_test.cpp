@@ -80,7 +80,7 @@ std::string chat_write_file(const std::string& name, const std::string& text) {
 // BOS text (Gemma's {{ bos_token }}) stands for that id and is not tokenized as text.
 size_t chat_tokens_of(const Tokenizer& tok, std::string rendered, const std::string& bos_text) {
   if (!bos_text.empty() && rendered.rfind(bos_text, 0) == 0) rendered.erase(0, bos_text.size());
-  return tok.encode(rendered, true).size();
+  return tok.encode(rendered, EncodeOptions{true, /*parse_special=*/true}).size();  // as the server encodes
 }
 
 json chat_request_body(const json& c) {
