@@ -11,7 +11,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  const auto body = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  const auto body = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) return 0;
   for (bool chat : {false, true}) {
     try {
@@ -24,7 +24,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         return v;
       }();
       for (const auto& t : templates) {
-        if (chat) t.render(r.messages);  // the built-in templates raise nothing: only ApiError may come out
+        // the built-in templates raise nothing: only ApiError may come out (tools and kwargs included)
+        if (chat) t.render(r.messages, true, r.tools.tools, r.tools.template_kwargs);
       }
       slimkv::fuzz::ByteTokenizer tok;
       slimkv::CompletionText out(tok, -1, r.stop);

@@ -15,9 +15,11 @@ namespace slimkv::test {
 
 class RandomGguf {
  public:
-  RandomGguf(const std::string& arch, uint64_t seed) : arch_(arch), rng_(seed) {
+  // copy_vocabulary false: the caller writes its own tokenizer.* keys (writer()).
+  RandomGguf(const std::string& arch, uint64_t seed, bool copy_vocabulary = true) : arch_(arch), rng_(seed) {
     w_.add_string("general.architecture", arch);
     w_.add_string("general.name", "slimkv random " + arch);
+    if (!copy_vocabulary) return;
     // The vocabulary (tokenizer.* keys) of the shared synthetic files.
     const auto src = std::make_unique<GgufFile>(models_dir() + "/synthetic/llama/llama-f32.gguf");
     for (const auto& [key, v] : src->metadata()) {
@@ -52,6 +54,7 @@ class RandomGguf {
     w_.add_tensor(name, dtype, dims, bytes.data(), bytes.size());
   }
   void write(const std::string& path) const { w_.write(path); }
+  GgufWriter& writer() { return w_; }
 
  private:
   float gaussian() {  // Box-Muller on 53-bit uniforms: no library distribution, so identical everywhere

@@ -78,6 +78,11 @@ ChatSpecialTokens chat_special_tokens(const Tokenizer& tok) {
   return t;
 }
 
+// The tokens that may end a structured output once it is complete: the tokenizer's EOS (a chat model's end of turn).
+std::vector<int32_t> output_end_ids(const Tokenizer& tok) {
+  return tok.eos_id() >= 0 ? std::vector<int32_t>{tok.eos_id()} : std::vector<int32_t>{};
+}
+
 int run_serve(ServeFlags f) {
   f.server.load_api_key_file();
   f.server.validate();
@@ -121,11 +126,13 @@ int run_serve(ServeFlags f) {
   ctx.model = model.get();
   ctx.service = &service;
   ctx.chat_template = tmpl;
+  ctx.chat_format = detect_chat_format(tmpl.source());
   ctx.model_name = f.server.served_model_name.empty() ? std::filesystem::path(model->path).stem().string()
                                                       : f.server.served_model_name;
   ctx.max_model_len = engine->config().sched.max_model_len;
   ctx.request_timeout_s = f.server.request_timeout_s;
   ctx.max_request_cost = f.server.max_request_cost;
+  ctx.constraints = std::make_shared<const OutputConstraints>(*model->tokenizer, output_end_ids(*model->tokenizer));
   std::fprintf(stderr, "model: %s\n%s\n", model->config.summary().c_str(), describe_plan(engine->kv_layout()).c_str());
   http.attach(ctx, &metrics);
   std::fprintf(stderr,

@@ -203,7 +203,14 @@ std::vector<StepEvent> Engine::step() {
         r->token_counts.sync(r->tokens, r->num_prompt_tokens);
         apply_penalties(logits, vocab, p.sampling, r->token_counts.seen());
       }
-      const int32_t tok = r->sampler.sample(logits, vocab);
+      int32_t tok = r->sampler.sample(logits, vocab);
+      if (r->constraint) {  // structured output: sample, check, and mask only when the sample is refused
+        if (!r->constraint->accepts(tok)) {
+          r->constraint->mask(logits, vocab);
+          tok = r->sampler.sample(logits, vocab);
+        }
+        r->constraint->advance(tok);
+      }
       sampled.push_back(tok);
       if (p.logprobs >= 0) logprobs.push_back(compute_logprobs(logits, vocab, tok, std::min(p.logprobs, vocab)));
       else logprobs.emplace_back();

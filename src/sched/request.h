@@ -8,6 +8,7 @@
 #include "kv/kv_cache_manager.h"
 #include "sampling/penalties.h"
 #include "sampling/sampler.h"
+#include "sampling/token_constraint.h"
 
 namespace slimkv {
 
@@ -25,6 +26,7 @@ struct RequestParams {
   int32_t logprobs = -1;     // -1: none; k >= 0: the sampled token's log-probability and the k most likely
   std::vector<int32_t> stop_token_ids;  // these end the request like EOS (finish "stop", not output; ignore_eos
                                         // does not apply; masked before min_tokens)
+  TokenConstraintFactory constraint;    // empty: any token (structured output sets it)
 };
 
 struct RequestTimes {        // milliseconds on the engine's clock; -1 = not yet
@@ -44,6 +46,7 @@ struct Request {
   RequestParams params;
   Sampler sampler;
   TokenCounts token_counts;         // prompt and output token counts, kept only when params.sampling.has_penalties()
+  std::unique_ptr<TokenConstraint> constraint;  // made from params.constraint at creation; null: unconstrained
   SeqKv kv;
   FinishReason finish = FinishReason::None;
   RequestTimes times;

@@ -63,6 +63,7 @@ ChatTemplate ChatTemplate::from_jinja(std::string name, std::string_view source)
   ChatTemplate t;
   t.kind_ = Kind::Jinja;
   t.name_ = std::move(name);
+  t.source_ = std::string(source);
   try {
     t.template_ = std::make_shared<const jinja::Template>(jinja::Template::parse(source));
   } catch (const jinja::TemplateError& e) {
@@ -81,15 +82,21 @@ ChatTemplate ChatTemplate::resolve(const std::string& s) {
   return from_jinja(s, jinja::find_chat_template(s).source);
 }
 
-std::string ChatTemplate::render(const std::vector<ChatMessage>& m, bool add_generation_prompt) const {
+std::string ChatTemplate::render(const std::vector<ChatMessage>& m, bool add_generation_prompt,
+                                 const nlohmann::ordered_json& tools, const nlohmann::ordered_json& kwargs) const {
   switch (kind_) {
     case Kind::Plain: return render_plain(m, add_generation_prompt);
     case Kind::DeepSeekV4: return render_deepseek_v4(m, add_generation_prompt);
     case Kind::Jinja: break;
   }
   jinja::ChatInput in;
-  for (const auto& x : m) in.messages.push_back({{"role", x.role}, {"content", x.content}});
+  for (const auto& x : m) {
+    in.messages.push_back(x.message.is_object() ? x.message
+                                                : nlohmann::ordered_json{{"role", x.role}, {"content", x.content}});
+  }
   in.add_generation_prompt = add_generation_prompt;
+  in.tools = tools;
+  if (kwargs.is_object()) in.kwargs = kwargs;
   if (!tokens_.bos.empty()) in.special_tokens["bos_token"] = tokens_.bos;
   if (!tokens_.eos.empty()) in.special_tokens["eos_token"] = tokens_.eos;
   std::string out = jinja::render_chat(*template_, in);

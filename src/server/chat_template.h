@@ -44,12 +44,18 @@ class ChatTemplate {
   // The prompt text for `messages`, ending where the assistant's reply starts (add_generation_prompt false: without
   // the assistant's opening, for formats that have one). Jinja: throws jinja::TemplateError (Raised = the
   // template's own rule about its input, e.g. Gemma's role alternation).
-  std::string render(const std::vector<ChatMessage>& messages, bool add_generation_prompt = true) const;
+  // `tools` (null: none) and `kwargs` (chat_template_kwargs, e.g. enable_thinking) reach a Jinja template as
+  // transformers passes them; the plain and DeepSeek-V4 renderers ignore them.
+  std::string render(const std::vector<ChatMessage>& messages, bool add_generation_prompt = true,
+                     const nlohmann::ordered_json& tools = nullptr,
+                     const nlohmann::ordered_json& kwargs = nlohmann::ordered_json::object()) const;
+  const std::string& source() const { return source_; }  // the Jinja text ("" for the plain / DeepSeek-V4 renderers)
 
  private:
   Kind kind_ = Kind::Plain;
   std::string name_ = "plain";
   std::shared_ptr<const jinja::Template> template_;
+  std::string source_;
   ChatSpecialTokens tokens_;
 };
 

@@ -29,9 +29,9 @@ const char* finish_name(FinishReason r) {
 // (raise_exception's text, e.g. "Conversation roles must alternate user/assistant/user/assistant/..."), and any
 // other render error (undefined value, type error, sandbox limit) a 400 saying so, never a 500.
 std::string render_chat_prompt(const ChatTemplate& t, const std::vector<ChatMessage>& messages,
-                               bool add_generation_prompt) {
+                               bool add_generation_prompt, const ToolRequest& tools) {
   try {
-    return t.render(messages, add_generation_prompt);
+    return t.render(messages, add_generation_prompt, tools.tools, tools.template_kwargs);
   } catch (const jinja::TemplateError& e) {
     if (e.kind() == jinja::ErrorKind::Raised) throw invalid_request(e.what(), "messages");
     throw invalid_request(fmt::format("the chat template ({}) cannot render these messages: {} ({})", t.name(),
@@ -57,12 +57,39 @@ std::vector<int32_t> encode_prompt_text(const ServeContext& ctx, const std::stri
   return tok.encode(text, EncodeOptions{add_special, /*parse_special=*/true});  // as vLLM and llama.cpp do
 }
 
+// What the request's output must match (response_format / guided_*), as the engine's per-choice constraint.
+// How a chat choice's text becomes its reply: tools parsed only when offered with tool_choice auto; reasoning
+// whenever the template has a reasoning syntax (llama.cpp's default); forced tool calls as vLLM does them.
+ReplyMode reply_mode(const ServeContext& ctx, const GenerationRequest& req, const std::string& rendered) {
+  ReplyMode m;
+  m.format.reasoning = ctx.chat_format.reasoning;
+  if (req.tools.has_tools() && req.tools.choice == ToolRequest::Choice::kAuto) m.format.tools = ctx.chat_format.tools;
+  m.thinking_in_prompt = prompt_opens_thinking(ctx.chat_format, rendered);
+  m.forced = req.tools.choice;
+  m.forced_name = req.tools.named;
+  return m;
+}
+
+// tool_choice required / named force the output to a tool call's JSON (vLLM's way).
+TokenConstraintFactory output_constraint(const ServeContext& ctx, const GenerationRequest& req) {
+  const bool forced = req.tools.choice == ToolRequest::Choice::kRequired ||
+                      req.tools.choice == ToolRequest::Choice::kNamed;
+  if (req.output.kind == StructuredOutput::Kind::kNone && !forced) return {};
+  const std::string field = forced ? "tool_choice" : req.output.field;
+  if (forced && req.output.kind != StructuredOutput::Kind::kNone) {
+    throw invalid_request(fmt::format("'{}' and a forced 'tool_choice' cannot be combined", req.output.field), field);
+  }
+  if (!ctx.constraints) throw invalid_request(fmt::format("'{}' is not supported by this server", field), field);
+  return forced ? ctx.constraints->for_tool_choice(req.tools) : ctx.constraints->for_output(req.output);
+}
+
 GenerationSession::GenerationSession(const ServeContext& ctx, GenerationRequest req) : ctx_(ctx), req_(std::move(req)) {
   const Tokenizer& tok = *ctx_.model->tokenizer;
   const int32_t vocab = ctx_.model->config.vocab_size;
   header_ = {new_id(req_.chat), std::chrono::duration_cast<std::chrono::seconds>(
                                     std::chrono::system_clock::now().time_since_epoch()).count(),
              ctx_.model_name, req_.chat};
+  const TokenConstraintFactory constraint = output_constraint(ctx_, req_);  // compiled once, before any tokenizing
   std::vector<std::pair<int32_t, float>> logit_bias;  // checked before any tokenizing
   for (const auto& [id, bias] : req_.logit_bias) {
     if (id < 0 || id >= vocab) {
@@ -75,7 +102,10 @@ GenerationSession::GenerationSession(const ServeContext& ctx, GenerationRequest 
   const char* field = req_.chat ? "messages" : "prompt";
   auto encode = [&](const std::string& text) { return encode_prompt_text(ctx_, text, field, true); };
   if (req_.chat) {
-    prompts.push_back(encode(render_chat_prompt(ctx_.chat_template, req_.messages, req_.add_generation_prompt)));
+    const std::string rendered =
+        render_chat_prompt(ctx_.chat_template, req_.messages, req_.add_generation_prompt, req_.tools);
+    reply_mode_ = reply_mode(ctx_, req_, rendered);
+    prompts.push_back(encode(rendered));
   } else {
     for (const auto& p : req_.prompts) {
       if (!p.is_ids) {
@@ -130,6 +160,7 @@ GenerationSession::GenerationSession(const ServeContext& ctx, GenerationRequest 
       rp.sampling.frequency_penalty = static_cast<float>(req_.frequency_penalty);
       rp.sampling.repetition_penalty = static_cast<float>(req_.repetition_penalty);
       rp.sampling.logit_bias = logit_bias;
+      rp.constraint = constraint;
       for (int64_t id : req_.stop_token_ids) {
         if (id < 0 || id >= vocab) {
           throw invalid_request(fmt::format("stop token id {} is outside the vocabulary (0..{})", id, vocab - 1),
@@ -142,6 +173,7 @@ GenerationSession::GenerationSession(const ServeContext& ctx, GenerationRequest 
       c.prompt_index = static_cast<int32_t>(p);
       c.prev_token = prompts[p].back();
       c.text = std::make_unique<CompletionText>(tok, c.prev_token, req_.stop, req_.include_stop_str_in_output);
+      if (reply_mode_.active()) c.reply = std::make_unique<ChatReplyBuilder>(reply_mode_, random_call_ids());
       choices_.push_back(std::move(c));
       spec.prompts.push_back(prompts[p]);
       spec.params.push_back(rp);
@@ -242,10 +274,38 @@ nlohmann::json GenerationSession::run_to_completion(const std::function<bool()>&
   for (size_t i = 0; i < choices_.size(); ++i) {
     const Choice& c = choices_[i];
     nlohmann::json lp = req_.logprobs >= 0 ? logprobs_json(req_.chat, c.logprobs, 0) : nlohmann::json(nullptr);
+    if (c.reply) {
+      const ChatReply reply = c.reply->reply(c.text->text());
+      out.push_back(chat_reply_choice_json(static_cast<int32_t>(i), reply, finish_reason_of(c), lp));
+      continue;
+    }
     out.push_back(choice_json(req_.chat, static_cast<int32_t>(i), c.text->text(), c.finish_reason, lp));
   }
   done_ = true;
   return response_json(header_, std::move(out), usage());
+}
+
+std::string GenerationSession::finish_reason_of(const Choice& c) const {
+  return c.reply && c.reply->called_tools() && c.finish_reason == "stop" ? "tool_calls" : c.finish_reason;
+}
+
+// A parsed chat choice's chunks: the delta objects its text settles (the token's logprobs on the first), and when
+// the choice has ended whatever was held back, then the finishing chunk.
+std::string GenerationSession::stream_chat_deltas(Choice& c, int32_t index, const std::string& delta,
+                                                  nlohmann::json lp) {
+  std::string out;
+  std::vector<nlohmann::json> deltas = c.reply->feed(delta);
+  if (!c.finish_reason.empty()) {
+    for (auto& d : c.reply->finish()) deltas.push_back(std::move(d));
+  }
+  for (auto& d : deltas) {
+    out += sse_event(delta_chunk_json(header_, index, std::move(d), lp, ""));
+    lp = nullptr;
+  }
+  if (!c.finish_reason.empty()) {
+    out += sse_event(delta_chunk_json(header_, index, nlohmann::json::object(), nullptr, finish_reason_of(c)));
+  }
+  return out;
 }
 
 std::string GenerationSession::next_events(int wait_ms) {
@@ -269,6 +329,10 @@ std::string GenerationSession::next_events(int wait_ms) {
     std::string delta = apply(c, e, &lps);
     nlohmann::json lp = req_.logprobs >= 0 && !lps.empty() ? logprobs_json(req_.chat, lps, offset0) : nlohmann::json(nullptr);
     if (had_finished) continue;
+    if (c.reply) {
+      out += stream_chat_deltas(c, e.choice, delta, std::move(lp));
+      continue;
+    }
     if (e.token >= 0) {  // exactly one chunk per generated token (its text may be held back: "")
       out += sse_event(chunk_json(header_, e.choice, nullptr, delta, lp, ""));
     }

@@ -11,6 +11,8 @@
 
 #include "model/model.h"
 #include "server/chat_template.h"
+#include "server/chat_reply_builder.h"
+#include "server/output_constraint.h"
 #include "server/completion_text.h"
 #include "server/engine_service.h"
 #include "server/openai_request.h"
@@ -26,12 +28,14 @@ struct ServeContext {                  // what every session needs from the serv
   int32_t max_model_len = 0;
   double request_timeout_s = 600;
   int64_t max_request_cost = 262144;   // --max-request-cost: choices x max_tokens x (1 + logprobs)
+  std::shared_ptr<const OutputConstraints> constraints;  // structured output over the model's vocabulary (null: none)
+  ChatFormat chat_format;              // the template's tool-call / reasoning syntax (detect_chat_format)
 };
 
 // The chat prompt rendered by the server's template; a template that refuses the messages is ApiError 400
 // (param `messages`) with its own rule, any other render error a 400 saying so.
 std::string render_chat_prompt(const ChatTemplate& t, const std::vector<ChatMessage>& messages,
-                               bool add_generation_prompt);
+                               bool add_generation_prompt, const ToolRequest& tools);
 // A prompt text's token ids as generation tokenizes it (add_special: the BOS); a text far longer than the context
 // could hold is ApiError 400 (param `field`) before it is tokenized.
 std::vector<int32_t> encode_prompt_text(const ServeContext& ctx, const std::string& text, const char* field,
@@ -64,7 +68,10 @@ class GenerationSession {
     int32_t num_prompt_tokens = 0, num_cached_tokens = 0;
     std::vector<TokenLogprobEntry> logprobs;
     int64_t text_offset = 0;           // bytes of text released so far
+    std::unique_ptr<ChatReplyBuilder> reply;  // chat with tools / reasoning / a forced tool call; null: plain text
   };
+  std::string finish_reason_of(const Choice& c) const;  // "tool_calls" when the reply called tools and stopped
+  std::string stream_chat_deltas(Choice& c, int32_t index, const std::string& delta, nlohmann::json lp);
   // Applies one engine event; returns the text it releases. Sets the finish reason when the choice ends.
   std::string apply(Choice& c, const ChoiceEvent& e, std::vector<TokenLogprobEntry>* new_logprobs);
   Usage usage() const;
@@ -72,6 +79,7 @@ class GenerationSession {
 
   const ServeContext& ctx_;
   GenerationRequest req_;
+  ReplyMode reply_mode_;
   ResponseHeader header_;
   std::vector<Choice> choices_;
   std::shared_ptr<Job> job_;

@@ -1,3 +1,5 @@
+#include <utility>  // std::exchange (Asio's headers use it without including it)
+
 #include "server/http_connection.h"
 
 #include <poll.h>
@@ -5,6 +7,8 @@
 
 #include <cerrno>
 #include <cstring>
+
+#include <fmt/format.h>
 
 #include "server/http_head.h"
 

@@ -47,13 +47,13 @@ bool json_content_type(const std::string& v) {
   return a != std::string::npos && strncasecmp(type.c_str() + a, "application/json", 16) == 0 && b - a + 1 == 16;
 }
 
-nlohmann::json parse_body(const std::string& body) {
+nlohmann::ordered_json parse_body(const std::string& body) {  // key order kept: templates render it
   // The parser stops at a NUL and ignored what followed: a body is JSON text, so a NUL anywhere is an error.
   if (body.find('\0') != std::string::npos) {
     throw invalid_request(fmt::format("the body is not valid JSON: a NUL byte at offset {}", body.find('\0')));
   }
   try {
-    return nlohmann::json::parse(body);
+    return nlohmann::ordered_json::parse(body);
   } catch (const nlohmann::json::exception& e) {
     std::string what = e.what();  // "[json.exception.parse_error.101] parse error at ...": the library's tag off
     if (what.rfind("[json.exception", 0) == 0 && what.find("] ") != std::string::npos) what = what.substr(what.find("] ") + 2);
@@ -194,7 +194,7 @@ HttpResponse HttpServer::generate(const HttpRequest& req, HttpPeer& peer, bool c
     }
   } trim{req.body.size()};
   if (draining_) throw service_unavailable("the server is shutting down (draining); retry on another replica");
-  const nlohmann::json body = parse_body(req.body);
+  const nlohmann::ordered_json body = parse_body(req.body);
   GenerationRequest g = chat ? parse_chat_request(body) : parse_completion_request(body);
   if (!g.model.empty() && g.model != ctx_.model_name) throw model_not_found(g.model);
   auto session = std::make_shared<GenerationSession>(ctx_, std::move(g));

@@ -12,35 +12,35 @@
 namespace slimkv {
 namespace {
 
-using nlohmann::json;
+using ojson = nlohmann::ordered_json;  // key order kept (templates render it)
 
 constexpr int32_t kMaxN = 16;
 constexpr int32_t kMaxLogprobs = 20;
 constexpr size_t kMaxStops = 16;
 
-const char* type_name(const json& v) {
+const char* type_name(const ojson& v) {
   switch (v.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return "boolean";
-    case json::value_t::string: return "string";
-    case json::value_t::array: return "array";
-    case json::value_t::object: return "object";
-    case json::value_t::number_float: return "number";
+    case ojson::value_t::null: return "null";
+    case ojson::value_t::boolean: return "boolean";
+    case ojson::value_t::string: return "string";
+    case ojson::value_t::array: return "array";
+    case ojson::value_t::object: return "object";
+    case ojson::value_t::number_float: return "number";
     default: return "integer";
   }
 }
 
-const json* field(const json& body, const char* key) {  // null counts as absent, as in OpenAI's API
+const ojson* field(const ojson& body, const char* key) {  // null counts as absent, as in OpenAI's API
   auto it = body.find(key);
   return it == body.end() || it->is_null() ? nullptr : &*it;
 }
 
-ApiError wrong_type(const char* key, const char* want, const json& v) {
+ApiError wrong_type(const char* key, const char* want, const ojson& v) {
   return invalid_request(fmt::format("'{}' must be {} (got {})", key, want, type_name(v)), key);
 }
 
-int64_t get_int(const json& body, const char* key, int64_t lo, int64_t hi, int64_t fallback) {
-  const json* v = field(body, key);
+int64_t get_int(const ojson& body, const char* key, int64_t lo, int64_t hi, int64_t fallback) {
+  const ojson* v = field(body, key);
   if (!v) return fallback;
   int64_t x;
   if (v->is_number_integer()) {
@@ -58,8 +58,8 @@ int64_t get_int(const json& body, const char* key, int64_t lo, int64_t hi, int64
   return x;
 }
 
-double get_number(const json& body, const char* key, double lo, double hi, double fallback) {
-  const json* v = field(body, key);
+double get_number(const ojson& body, const char* key, double lo, double hi, double fallback) {
+  const ojson* v = field(body, key);
   if (!v) return fallback;
   if (!v->is_number()) throw wrong_type(key, "a number", *v);
   double x = v->get<double>();
@@ -67,14 +67,14 @@ double get_number(const json& body, const char* key, double lo, double hi, doubl
   return x;
 }
 
-bool get_bool(const json& body, const char* key, bool fallback) {
-  const json* v = field(body, key);
+bool get_bool(const ojson& body, const char* key, bool fallback) {
+  const ojson* v = field(body, key);
   if (!v) return fallback;
   if (!v->is_boolean()) throw wrong_type(key, "a boolean", *v);
   return v->get<bool>();
 }
 
-std::vector<int64_t> token_ids(const json& arr, const char* key) {
+std::vector<int64_t> token_ids(const ojson& arr, const char* key) {
   std::vector<int64_t> ids;
   for (const auto& t : arr) {
     if (!t.is_number_integer()) throw invalid_request(fmt::format("'{}' token ids must be integers", key), key);
@@ -86,11 +86,11 @@ std::vector<int64_t> token_ids(const json& arr, const char* key) {
   return ids;
 }
 
-std::vector<PromptInput> parse_prompt(const json& body) {
-  const json* v = field(body, "prompt");
+std::vector<PromptInput> parse_prompt(const ojson& body) {
+  const ojson* v = field(body, "prompt");
   if (!v) throw invalid_request("'prompt' is required", "prompt");
   std::vector<PromptInput> out;
-  auto text = [&](const json& s) {
+  auto text = [&](const ojson& s) {
     if (s.get_ref<const std::string&>().empty()) throw invalid_request("the prompt is empty", "prompt");
     out.push_back({s.get<std::string>(), {}, false});
   };
@@ -114,28 +114,60 @@ std::vector<PromptInput> parse_prompt(const json& body) {
   return out;
 }
 
-std::vector<ChatMessage> parse_messages(const json& body) {
-  const json* v = field(body, "messages");
+// An assistant's tool_calls (arguments parsed to an object when they are JSON text, as vLLM passes them to
+// templates), a tool result's tool_call_id / name, an assistant's reasoning_content: copied into `msg`.
+void add_message_extras(const ojson& m, const std::string& role, ojson& msg) {
+  if (const ojson* calls = field(m, "tool_calls"); calls && role == "assistant") {
+    if (!calls->is_array()) throw wrong_type("tool_calls", "an array", *calls);
+    ojson out = ojson::array();
+    for (const ojson& call : *calls) {
+      const ojson* fn = call.is_object() ? field(call, "function") : nullptr;
+      const ojson* name = fn && fn->is_object() ? field(*fn, "name") : nullptr;
+      if (!name || !name->is_string()) {
+        throw invalid_request("each tool call needs {\"function\": {\"name\": ..., \"arguments\": ...}}", "messages");
+      }
+      ojson f = {{"name", *name}, {"arguments", ojson::object()}};
+      if (const ojson* a = field(*fn, "arguments")) {
+        ojson parsed = a->is_string() ? ojson::parse(a->get<std::string>(), nullptr, false) : *a;
+        f["arguments"] = parsed.is_discarded() ? *a : parsed;
+      }
+      ojson c = {{"type", "function"}, {"function", f}};
+      if (const ojson* id = field(call, "id"); id && id->is_string()) c["id"] = *id;
+      out.push_back(std::move(c));
+    }
+    msg["tool_calls"] = std::move(out);
+  }
+  for (const char* key : {"tool_call_id", "name", "reasoning_content"}) {
+    const ojson* v = field(m, key);
+    if (!v) continue;
+    if (!v->is_string()) throw wrong_type(key, "a string", *v);
+    msg[key] = *v;
+  }
+}
+
+std::vector<ChatMessage> parse_messages(const ojson& body) {
+  const ojson* v = field(body, "messages");
   if (!v) throw invalid_request("'messages' is required", "messages");
   if (!v->is_array()) throw wrong_type("messages", "an array", *v);
   if (v->empty()) throw invalid_request("'messages' must not be empty", "messages");
   std::vector<ChatMessage> out;
   for (const auto& m : *v) {
     if (!m.is_object()) throw wrong_type("messages", "an array of objects", m);
-    const json* role = field(m, "role");
+    const ojson* role = field(m, "role");
     if (!role || !role->is_string()) throw invalid_request("each message needs a string 'role'", "messages");
     const std::string r = role->get<std::string>();
     if (r != "system" && r != "user" && r != "assistant" && r != "tool" && r != "developer") {
       throw invalid_request(fmt::format("unknown message role '{}'", r), "messages");
     }
     std::string content;
-    const json* c = field(m, "content");
+    const ojson* c = field(m, "content");
+    ojson msg = {{"role", r}};
     if (c && c->is_string()) {
       content = c->get<std::string>();
     } else if (c && c->is_array()) {  // content parts: only text is supported
       for (const auto& part : *c) {
-        const json* type = part.is_object() ? field(part, "type") : nullptr;
-        const json* t = part.is_object() ? field(part, "text") : nullptr;
+        const ojson* type = part.is_object() ? field(part, "type") : nullptr;
+        const ojson* t = part.is_object() ? field(part, "text") : nullptr;
         if (!type || *type != "text" || !t || !t->is_string()) {
           throw invalid_request("only text content parts are supported", "messages");
         }
@@ -146,15 +178,17 @@ std::vector<ChatMessage> parse_messages(const json& body) {
     } else if (r != "assistant") {
       throw invalid_request("each message needs 'content'", "messages");
     }
-    out.push_back({r, std::move(content)});
+    msg["content"] = content;  // null becomes "" as vLLM passes it (Qwen3's template tests `in content`)
+    add_message_extras(m, r, msg);
+    out.push_back({r, std::move(content), std::move(msg)});
   }
   return out;
 }
 
 // logit_bias (OpenAI): {"token id": bias in [-100, 100], ...}; the ids are checked against the vocabulary later.
-std::vector<std::pair<int64_t, double>> parse_logit_bias(const json& body) {
+std::vector<std::pair<int64_t, double>> parse_logit_bias(const ojson& body) {
   std::vector<std::pair<int64_t, double>> out;
-  const json* v = field(body, "logit_bias");
+  const ojson* v = field(body, "logit_bias");
   if (!v) return out;
   if (!v->is_object()) throw wrong_type("logit_bias", "an object mapping token ids to biases", *v);
   std::unordered_set<int64_t> ids;
@@ -180,9 +214,9 @@ std::vector<std::pair<int64_t, double>> parse_logit_bias(const json& body) {
   return out;
 }
 
-void parse_common(const json& body, GenerationRequest& r) {
+void parse_common(const ojson& body, GenerationRequest& r) {
   if (!body.is_object()) throw invalid_request("the request body must be a JSON object");
-  if (const json* m = field(body, "model")) {
+  if (const ojson* m = field(body, "model")) {
     if (!m->is_string()) throw wrong_type("model", "a string", *m);
     r.model = m->get<std::string>();
   }
@@ -194,21 +228,21 @@ void parse_common(const json& body, GenerationRequest& r) {
   r.top_k = static_cast<int32_t>(get_int(body, "top_k", -1, 1 << 30, 0));
   if (r.top_k < 0) r.top_k = 0;
   r.min_p = get_number(body, "min_p", 0.0, 1.0, 0.0);
-  if (const json* ids = field(body, "stop_token_ids")) {
+  if (const ojson* ids = field(body, "stop_token_ids")) {
     if (!ids->is_array()) throw wrong_type("stop_token_ids", "a list of token ids", *ids);
     r.stop_token_ids = token_ids(*ids, "stop_token_ids");
     if (r.stop_token_ids.size() > 64) throw invalid_request("at most 64 stop token ids", "stop_token_ids");
   }
   r.include_stop_str_in_output = get_bool(body, "include_stop_str_in_output", false);
-  if (const json* u = field(body, "user")) {
+  if (const ojson* u = field(body, "user")) {
     if (!u->is_string()) throw wrong_type("user", "a string", *u);
   }
   if (field(body, "seed")) {
-    const json& s = *field(body, "seed");
+    const ojson& s = *field(body, "seed");
     if (!s.is_number_integer()) throw wrong_type("seed", "an integer", s);
     r.seed = s.is_number_unsigned() ? s.get<uint64_t>() : static_cast<uint64_t>(s.get<int64_t>());
   }
-  if (const json* s = field(body, "stop")) {
+  if (const ojson* s = field(body, "stop")) {
     if (s->is_string()) {
       r.stop.push_back(s->get<std::string>());
     } else if (s->is_array()) {
@@ -226,14 +260,14 @@ void parse_common(const json& body, GenerationRequest& r) {
   }
   r.n = static_cast<int32_t>(get_int(body, "n", 1, kMaxN, 1));
   r.stream = get_bool(body, "stream", false);
-  if (const json* so = field(body, "stream_options")) {
+  if (const ojson* so = field(body, "stream_options")) {
     if (!so->is_object()) throw wrong_type("stream_options", "an object", *so);
     if (!r.stream) throw invalid_request("'stream_options' is only allowed with 'stream': true", "stream_options");
     r.include_usage = get_bool(*so, "include_usage", false);
   }
   r.presence_penalty = get_number(body, "presence_penalty", -2.0, 2.0, 0.0);
   r.frequency_penalty = get_number(body, "frequency_penalty", -2.0, 2.0, 0.0);
-  if (const json* v = field(body, "repetition_penalty")) {
+  if (const ojson* v = field(body, "repetition_penalty")) {
     if (!v->is_number()) throw wrong_type("repetition_penalty", "a number", *v);
     const double x = v->get<double>();
     if (!(x > 0.0) || !(x <= 1e30)) {  // a float: finite
@@ -253,17 +287,17 @@ void parse_common(const json& body, GenerationRequest& r) {
 
 // OpenAI fields this server does not implement yet (issue M): refused with a 400 naming the field when they ask for
 // something, never silently ignored; their default values (what a client sends when it means "off") pass.
-void refuse_unsupported(const json& body) {
+void refuse_unsupported(const ojson& body, bool chat) {
   auto refuse = [](const char* name) {
     throw invalid_request(fmt::format("'{}' is not supported by this server", name), name);
   };
   auto is = [&](const char* name, auto&& is_default) {
-    const json* f = field(body, name);
+    const ojson* f = field(body, name);
     if (f && !f->is_null() && !is_default(*f)) refuse(name);
   };
-  is("echo", [](const json& v) { return v.is_boolean() && !v.get<bool>(); });
-  is("suffix", [](const json& v) { return v.is_string() && v.get<std::string>().empty(); });
-  if (const json* b = field(body, "best_of")) {  // >= 1 (OpenAI); > n would mean generating more than returned
+  is("echo", [](const ojson& v) { return v.is_boolean() && !v.get<bool>(); });
+  is("suffix", [](const ojson& v) { return v.is_string() && v.get<std::string>().empty(); });
+  if (const ojson* b = field(body, "best_of")) {  // >= 1 (OpenAI); > n would mean generating more than returned
     if (!b->is_number_integer() || b->get<int64_t>() < 1) throw invalid_request("'best_of' must be an integer >= 1", "best_of");
     const int64_t n = get_int(body, "n", 1, kMaxN, 1);  // every choice generated is returned: none is ranked out
     if (b->get<int64_t>() > n) {
@@ -273,29 +307,31 @@ void refuse_unsupported(const json& body) {
                             "best_of");
     }
   }
-  is("response_format", [](const json& v) { return v.is_object() && v.value("type", "") == "text"; });
-  is("tools", [](const json& v) { return v.is_array() && v.empty(); });
-  is("functions", [](const json& v) { return v.is_array() && v.empty(); });
-  is("tool_choice", [](const json& v) { return v.is_string() && v.get<std::string>() == "none"; });
-  auto never = [](const json&) { return false; };
-  for (const char* f : {"guided_json", "guided_regex", "guided_choice", "guided_grammar", "grammar", "structured_outputs",
-                        "allowed_token_ids", "prompt_logprobs", "truncate_prompt_tokens", "chat_template", "audio",
-                        "web_search_options", "chat_template_kwargs"}) {
+  if (!chat) {  // tools belong to chat
+    is("tools", [](const ojson& v) { return v.is_array() && v.empty(); });
+    is("tool_choice", [](const ojson& v) { return v.is_string() && v.get<std::string>() == "none"; });
+    is("chat_template_kwargs", [](const ojson& v) { return v.is_object() && v.empty(); });
+  }
+  is("functions", [](const ojson& v) { return v.is_array() && v.empty(); });
+  auto never = [](const ojson&) { return false; };
+  for (const char* f : {"guided_grammar", "grammar", "allowed_token_ids", "prompt_logprobs", "truncate_prompt_tokens",
+                        "chat_template", "audio", "web_search_options"}) {
     is(f, never);
   }
-  is("bad_words", [](const json& v) { return v.is_array() && v.empty(); });
-  is("use_beam_search", [](const json& v) { return v.is_boolean() && !v.get<bool>(); });
-  is("continue_final_message", [](const json& v) { return v.is_boolean() && !v.get<bool>(); });
-  is("modalities", [](const json& v) { return v == json::array({"text"}); });
-  is("function_call", [](const json& v) { return v.is_string() && v.get<std::string>() == "none"; });
+  is("bad_words", [](const ojson& v) { return v.is_array() && v.empty(); });
+  is("use_beam_search", [](const ojson& v) { return v.is_boolean() && !v.get<bool>(); });
+  is("continue_final_message", [](const ojson& v) { return v.is_boolean() && !v.get<bool>(); });
+  is("modalities", [](const ojson& v) { return v == ojson::array({"text"}); });
+  is("function_call", [](const ojson& v) { return v.is_string() && v.get<std::string>() == "none"; });
 }
 
 }  // namespace
 
-GenerationRequest parse_completion_request(const json& body) {
+GenerationRequest parse_completion_request(const ojson& body) {
   GenerationRequest r;
   parse_common(body, r);
-  refuse_unsupported(body);
+  refuse_unsupported(body, false);
+  r.output = parse_structured_output(body);
   r.prompts = parse_prompt(body);
   if (field(body, "logprobs") && field(body, "logprobs")->is_boolean()) {
     throw wrong_type("logprobs", "an integer", *field(body, "logprobs"));
@@ -304,12 +340,14 @@ GenerationRequest parse_completion_request(const json& body) {
   return r;
 }
 
-GenerationRequest parse_chat_request(const json& body) {
+GenerationRequest parse_chat_request(const ojson& body) {
   GenerationRequest r;
   r.chat = true;
   parse_common(body, r);
-  refuse_unsupported(body);
+  refuse_unsupported(body, true);
   r.messages = parse_messages(body);
+  r.tools = parse_tool_request(body);
+  r.output = parse_structured_output(body);
   r.add_generation_prompt = get_bool(body, "add_generation_prompt", true);
   const bool want = get_bool(body, "logprobs", false);
   const int64_t top = get_int(body, "top_logprobs", 0, kMaxLogprobs, -1);
@@ -320,9 +358,9 @@ GenerationRequest parse_chat_request(const json& body) {
 
 namespace {
 
-void parse_model(const json& body, std::string& model) {
+void parse_model(const ojson& body, std::string& model) {
   if (!body.is_object()) throw invalid_request("the request body must be a JSON object");
-  if (const json* m = field(body, "model")) {
+  if (const ojson* m = field(body, "model")) {
     if (!m->is_string()) throw wrong_type("model", "a string", *m);
     model = m->get<std::string>();
   }
@@ -330,11 +368,11 @@ void parse_model(const json& body, std::string& model) {
 
 }  // namespace
 
-TokenizeRequest parse_tokenize_request(const json& body) {
+TokenizeRequest parse_tokenize_request(const ojson& body) {
   TokenizeRequest r;
   parse_model(body, r.model);
-  const json* prompt = field(body, "prompt");
-  const json* messages = field(body, "messages");
+  const ojson* prompt = field(body, "prompt");
+  const ojson* messages = field(body, "messages");
   if (prompt && messages) throw invalid_request("give either 'prompt' or 'messages', not both", "prompt");
   if (!prompt && !messages) throw invalid_request("'prompt' (a string) or 'messages' is required", "prompt");
   r.add_special_tokens = get_bool(body, "add_special_tokens", true);
@@ -351,17 +389,16 @@ TokenizeRequest parse_tokenize_request(const json& body) {
   auto refuse = [](const char* name) {
     throw invalid_request(fmt::format("'{}' is not supported by this server", name), name);
   };
-  if (const json* t = field(body, "tools"); t && !(t->is_array() && t->empty())) refuse("tools");
+  r.tools = parse_tool_request(body);
   if (field(body, "chat_template")) refuse("chat_template");
-  if (field(body, "chat_template_kwargs")) refuse("chat_template_kwargs");
   if (get_bool(body, "continue_final_message", false)) refuse("continue_final_message");
   return r;
 }
 
-DetokenizeRequest parse_detokenize_request(const json& body) {
+DetokenizeRequest parse_detokenize_request(const ojson& body) {
   DetokenizeRequest r;
   parse_model(body, r.model);
-  const json* t = field(body, "tokens");
+  const ojson* t = field(body, "tokens");
   if (!t) throw invalid_request("'tokens' is required", "tokens");
   if (!t->is_array()) throw wrong_type("tokens", "a list of token ids", *t);
   r.tokens = token_ids(*t, "tokens");

@@ -10,6 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/structured_output_request.h"
+#include "server/tool_request.h"
+
 namespace slimkv {
 
 struct PromptInput {               // one prompt: text to tokenize, or token ids given by the client
@@ -20,7 +23,11 @@ struct PromptInput {               // one prompt: text to tokenize, or token ids
 
 struct ChatMessage {
   std::string role;                // system | user | assistant | tool | developer
-  std::string content;
+  std::string content;             // text parts joined ("" when null)
+  // What the chat template sees (transformers' message dict): role, content ("" for an assistant's null, as vLLM
+  // passes it), and when given tool_calls (arguments parsed to an object where they are JSON), tool_call_id, name,
+  // reasoning_content.
+  nlohmann::ordered_json message;
 };
 
 struct GenerationRequest {
@@ -48,6 +55,8 @@ struct GenerationRequest {
   double frequency_penalty = 0.0;        // [-2, 2]
   double repetition_penalty = 1.0;       // > 0; 1 = off
   std::vector<std::pair<int64_t, double>> logit_bias;  // (token id as given, bias in [-100, 100]); ids checked later
+  ToolRequest tools;                     // chat: tools, tool_choice, parallel_tool_calls, chat_template_kwargs
+  StructuredOutput output;               // response_format / guided_*: what the text must match
 };
 
 // POST /tokenize (vLLM's shape): a prompt text, or chat messages rendered by the server's chat template.
@@ -56,6 +65,7 @@ struct TokenizeRequest {
   bool chat = false;                     // messages given (else prompt)
   std::string prompt;
   std::vector<ChatMessage> messages;
+  ToolRequest tools;                     // chat only: tools and chat_template_kwargs passed to the template
   bool add_generation_prompt = true;     // chat only
   bool add_special_tokens = true;        // the BOS (as generation adds it)
   bool return_token_strs = false;        // also each token's vocabulary text
@@ -67,9 +77,9 @@ struct DetokenizeRequest {
   std::vector<int64_t> tokens;           // checked against the vocabulary later
 };
 
-GenerationRequest parse_completion_request(const nlohmann::json& body);
-GenerationRequest parse_chat_request(const nlohmann::json& body);
-TokenizeRequest parse_tokenize_request(const nlohmann::json& body);
-DetokenizeRequest parse_detokenize_request(const nlohmann::json& body);
+GenerationRequest parse_completion_request(const nlohmann::ordered_json& body);
+GenerationRequest parse_chat_request(const nlohmann::ordered_json& body);
+TokenizeRequest parse_tokenize_request(const nlohmann::ordered_json& body);
+DetokenizeRequest parse_detokenize_request(const nlohmann::ordered_json& body);
 
 }  // namespace slimkv

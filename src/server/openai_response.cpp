@@ -59,6 +59,30 @@ json choice_json(bool chat, int32_t index, const std::string& text, const std::s
   return c;
 }
 
+json chat_reply_choice_json(int32_t index, const ChatReply& r, const std::string& finish_reason, const json& logprobs) {
+  json m = {{"role", "assistant"}};
+  m["content"] = r.content.empty() && r.tool_calls.is_array() && !r.tool_calls.empty() ? json(nullptr) : json(r.content);
+  if (!r.reasoning.empty()) m["reasoning_content"] = r.reasoning;
+  if (r.tool_calls.is_array() && !r.tool_calls.empty()) m["tool_calls"] = r.tool_calls;
+  return {{"index", index}, {"logprobs", logprobs}, {"finish_reason", finish_reason}, {"message", std::move(m)}};
+}
+
+json tool_call_json(const std::string& id, const std::string& name, const std::string& arguments) {
+  return {{"id", id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", arguments}}}};
+}
+
+json delta_chunk_json(const ResponseHeader& h, int32_t index, json delta, const json& logprobs,
+                      const std::string& finish_reason) {
+  json c = {{"index", index}, {"logprobs", logprobs},
+            {"finish_reason", finish_reason.empty() ? json(nullptr) : json(finish_reason)},
+            {"delta", std::move(delta)}};
+  return {{"id", h.id},
+          {"object", "chat.completion.chunk"},
+          {"created", h.created},
+          {"model", h.model},
+          {"choices", json::array({c})}};
+}
+
 json response_json(const ResponseHeader& h, json choices, const Usage& u) {
   return {{"id", h.id},
           {"object", h.chat ? "chat.completion" : "text_completion"},

@@ -37,6 +37,18 @@ nlohmann::json logprobs_json(bool chat, const std::vector<TokenLogprobEntry>& en
 // A finished choice of a non-streaming response.
 nlohmann::json choice_json(bool chat, int32_t index, const std::string& text, const std::string& finish_reason,
                            const nlohmann::json& logprobs);
+// A chat reply with what was parsed out of the model's text (server/tool_call_format.h): content (null when only
+// tool calls), reasoning_content, tool_calls ([{id, type, function: {name, arguments}}]).
+struct ChatReply {
+  std::string content, reasoning;
+  nlohmann::json tool_calls;  // null or an array of tool_call_json
+};
+nlohmann::json chat_reply_choice_json(int32_t index, const ChatReply& r, const std::string& finish_reason,
+                                      const nlohmann::json& logprobs);
+nlohmann::json tool_call_json(const std::string& id, const std::string& name, const std::string& arguments);
+// A chat chunk with any delta object ({"reasoning_content": ...}, {"tool_calls": [...]}, ...).
+nlohmann::json delta_chunk_json(const ResponseHeader& h, int32_t index, nlohmann::json delta,
+                                const nlohmann::json& logprobs, const std::string& finish_reason);
 nlohmann::json response_json(const ResponseHeader& h, nlohmann::json choices, const Usage& u);
 // A streaming chunk for one choice: a text delta (chat's first chunk also carries the role), or the finishing chunk.
 nlohmann::json chunk_json(const ResponseHeader& h, int32_t index, const std::string* role, const std::string& text,

@@ -9,7 +9,7 @@ namespace slimkv {
 nlohmann::json tokenize_json(const ServeContext& ctx, const TokenizeRequest& req) {
   const Tokenizer& tok = *ctx.model->tokenizer;
   const std::vector<int32_t> ids =
-      req.chat ? encode_prompt_text(ctx, render_chat_prompt(ctx.chat_template, req.messages, req.add_generation_prompt),
+      req.chat ? encode_prompt_text(ctx, render_chat_prompt(ctx.chat_template, req.messages, req.add_generation_prompt, req.tools),
                                     "messages", req.add_special_tokens)
                : encode_prompt_text(ctx, req.prompt, "prompt", req.add_special_tokens);
   nlohmann::json strs = nullptr;

@@ -175,7 +175,6 @@ TEST_F(ServerErrors, UnsupportedFieldsAreRefusedNotIgnored) {
   const json base = {{"prompt", "hi"}, {"max_tokens", 2}};
   for (const auto& [name, value] :
        std::vector<std::pair<std::string, json>>{{"echo", true}, {"best_of", 3}, {"suffix", "end"},
-                                                 {"response_format", {{"type", "json_object"}}},
                                                  {"tools", json::array({{{"type", "function"}}})}}) {
     json b = base;
     b[name] = value;

@@ -1,0 +1,99 @@
+// The real server on a model that carries Qwen3's real vocabulary and chat template (tests/qwen3_chat_model.h):
+// every shared chat case — tools and chat_template_kwargs (enable_thinking) included — reaches the model as exactly
+// transformers' render (POST /tokenize's ids equal Qwen3's tokenizer on chat_expected.jsonl's text; byte-level BPE
+// is one-to-one, so equal ids mean equal text), and a chat completion counts those tokens.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "qwen3_chat_model.h"
+#include "server/server_process.h"
+
+namespace slimkv::test {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+std::string qwen3_chat_path() {
+  static const std::string p = [] {
+    const std::string path = ::testing::TempDir() + "/qwen3-chat-" + std::to_string(::getpid()) + "/qwen3-chat.gguf";
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+    qwen3chat::write_model(path);
+    return path;
+  }();
+  return p;
+}
+
+std::map<std::string, ojson> qwen3_expected() {
+  std::map<std::string, ojson> out;
+  std::ifstream in(qwen3chat::tokenizer_dir() + "/chat_expected.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) {
+      ojson j = ojson::parse(line);
+      out[j["id"].get<std::string>()] = j;
+    }
+  }
+  return out;
+}
+
+// The request fields of a shared chat case (key order kept: the template prints tools' schemas as given).
+ojson chat_fields(const ojson& c) {
+  ojson b = {{"messages", c["messages"]}, {"add_generation_prompt", c["add_generation_prompt"]}};
+  if (c.contains("tools")) b["tools"] = c["tools"];
+  if (c.contains("kwargs")) b["chat_template_kwargs"] = c["kwargs"];
+  return b;
+}
+
+TEST(ServerQwen3Chat, EveryChatCaseReachesTheModelAsTransformersRendersIt) {
+  SKIP_IF_MISSING(qwen3chat::tokenizer_dir() + "/tokenizer.json.gz");
+  ServerProcess s({}, qwen3_chat_path());
+  const auto tok = load_hf_tokenizer(qwen3chat::tokenizer_dir());
+  const auto expected = qwen3_expected();
+  std::ifstream in(data_dir() + "/real-tokenizers/chat-cases.json");
+  const ojson cases = ojson::parse(in);
+  int checked = 0, with_tools = 0;
+  for (const ojson& c : cases) {
+    const std::string id = c["id"];
+    ASSERT_TRUE(expected.count(id)) << id;
+    const ojson& e = expected.at(id);
+    auto [status, r] = s.post("/tokenize", chat_fields(c).dump());
+    if (e.contains("error")) {
+      EXPECT_EQ(status, 400) << id << ": " << r.dump();
+      continue;
+    }
+    ASSERT_EQ(status, 200) << id << ": " << r.dump();
+    const auto want = tok->encode(e["rendered"].get<std::string>(), EncodeOptions{true, /*parse_special=*/true});
+    EXPECT_EQ(r["tokens"].get<std::vector<int32_t>>(), want) << id << ": " << e["rendered"];
+    ojson body = chat_fields(c);
+    body["max_tokens"] = 1;
+    body["temperature"] = 0;
+    auto [cstatus, cr] = s.post("/v1/chat/completions", body.dump());
+    EXPECT_EQ(cstatus, 200) << id << ": " << cr.dump();
+    if (cstatus == 200) EXPECT_EQ(cr["usage"]["prompt_tokens"].get<size_t>(), want.size()) << id;
+    ++checked;
+    with_tools += c.contains("tools") ? 1 : 0;
+  }
+  EXPECT_EQ(checked, 16);  // Qwen3's template raises on none of the shared cases
+  EXPECT_GE(with_tools, 1);
+}
+
+// The official openai npm client doing an agent's work against this model (tests/openai_client/agent_test.mjs):
+// tool-call round trips (streamed and not), reasoning_content in a stream, json_schema outputs validated by ajv.
+TEST(ServerQwen3Chat, OpenAiClientAgentTest) {
+  SKIP_IF_MISSING(qwen3chat::tokenizer_dir() + "/tokenizer.json.gz");
+  const std::string dir = std::string(SLIMKV_SOURCE_DIR) + "/tests/openai_client";
+  SKIP_IF_MISSING(dir + "/node_modules/ajv");  // scripts/test runs npm ci there
+  ServerProcess s({"--api-key", "sk-agent"}, qwen3_chat_path());
+  const std::string log = ::testing::TempDir() + "/agent-test-" + std::to_string(::getpid()) + ".log";
+  const std::string cmd = "node " + dir + "/agent_test.mjs " + s.base_url() + " sk-agent qwen3-chat > " + log + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  std::ifstream in(log);
+  const std::string out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("agent_test: 4 passed"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace slimkv::test
