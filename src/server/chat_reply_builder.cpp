@@ -16,6 +16,20 @@ json tool_delta(int index, const std::string* id, const std::string* name, const
   return {{"tool_calls", json::array({call})}};
 }
 
+// The parser's events as chunk deltas.
+std::vector<json> deltas_of(const std::vector<StreamEvent>& events) {
+  std::vector<json> out;
+  for (const StreamEvent& e : events) {
+    switch (e.kind) {
+      case StreamEvent::kContent: out.push_back({{"content", e.text}}); break;
+      case StreamEvent::kReasoning: out.push_back({{"reasoning_content", e.text}}); break;
+      case StreamEvent::kToolCallStart: out.push_back(tool_delta(e.tool_index, &e.id, &e.name, "")); break;
+      case StreamEvent::kToolCallArguments: out.push_back(tool_delta(e.tool_index, nullptr, nullptr, e.text)); break;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<ToolCall> forced_calls(const std::string& text, const CallIdGenerator& ids) {
@@ -67,30 +81,14 @@ std::vector<json> ChatReplyBuilder::forced_feed(const std::string& text, bool fi
 
 std::vector<json> ChatReplyBuilder::feed(const std::string& text) {
   if (forced()) return forced_feed(text, false);
-  std::vector<json> out;
-  for (const StreamEvent& e : parser_->feed(text)) {
-    switch (e.kind) {
-      case StreamEvent::kContent: out.push_back({{"content", e.text}}); break;
-      case StreamEvent::kReasoning: out.push_back({{"reasoning_content", e.text}}); break;
-      case StreamEvent::kToolCallStart: out.push_back(tool_delta(e.tool_index, &e.id, &e.name, "")); break;
-      case StreamEvent::kToolCallArguments: out.push_back(tool_delta(e.tool_index, nullptr, nullptr, e.text)); break;
-    }
-  }
+  std::vector<json> out = deltas_of(parser_->feed(text));
   called_ = called_ || parser_->saw_tool_call();
   return out;
 }
 
 std::vector<json> ChatReplyBuilder::finish() {
   if (forced()) return forced_feed("", true);
-  std::vector<json> out;
-  for (const StreamEvent& e : parser_->finish()) {
-    switch (e.kind) {
-      case StreamEvent::kContent: out.push_back({{"content", e.text}}); break;
-      case StreamEvent::kReasoning: out.push_back({{"reasoning_content", e.text}}); break;
-      case StreamEvent::kToolCallStart: out.push_back(tool_delta(e.tool_index, &e.id, &e.name, "")); break;
-      case StreamEvent::kToolCallArguments: out.push_back(tool_delta(e.tool_index, nullptr, nullptr, e.text)); break;
-    }
-  }
+  std::vector<json> out = deltas_of(parser_->finish());
   called_ = called_ || parser_->saw_tool_call();
   return out;
 }
