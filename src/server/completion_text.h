@@ -21,6 +21,7 @@ class CompletionText {
   // End of the stream (no stop matched): whatever is held back.
   std::string finish();
   bool stopped() const { return stopped_; }
+  void spell(std::vector<int32_t> ids) { dec_.spell(std::move(ids)); }  // StreamDecoder::spell
   const std::string& text() const { return released_; }  // everything released so far
 
  private:

@@ -70,6 +70,26 @@ ReplyMode reply_mode(const ServeContext& ctx, const GenerationRequest& req, cons
   return m;
 }
 
+// The special tokens a reply parser must see spelled out: the format's markers that are single special tokens of
+// this vocabulary (DeepSeek's tool-call markers, harmony's, <|python_tag|>), never EOS or a stop token.
+std::vector<int32_t> spelled_markers(const Tokenizer& tok, const ReplyMode& m, const RequestParams& rp) {
+  namespace mk = chat_markers;
+  std::vector<int32_t> out;
+  if (m.format.tools == ToolCallFormat::kNone && m.format.reasoning != ReasoningFormat::kHarmony) return out;
+  for (std::string_view marker : {mk::kThinkOpen, mk::kThinkClose, mk::kHermesOpen, mk::kHermesClose, mk::kPythonTag,
+                                  mk::kDsCallsBegin, mk::kDsCallsEnd, mk::kDsCallBegin, mk::kDsCallEnd, mk::kDsSep,
+                                  mk::kMistralCalls, mk::kMistralArgs, mk::kMistralId, mk::kHarmonyStart,
+                                  mk::kHarmonyChannel, mk::kHarmonyMessage, mk::kHarmonyConstrain, mk::kHarmonyEnd,
+                                  mk::kHarmonyCall, mk::kHarmonyReturn}) {
+    const std::vector<int32_t> ids = tok.encode(marker, EncodeOptions{false, /*parse_special=*/true});
+    if (ids.size() != 1 || ids[0] == rp.eos_id || tok.token_text(ids[0]) != marker) continue;
+    if (std::find(rp.stop_token_ids.begin(), rp.stop_token_ids.end(), ids[0]) != rp.stop_token_ids.end()) continue;
+    if (!tok.decode_token(ids[0], ids[0]).empty()) continue;  // an ordinary token: it prints itself already
+    out.push_back(ids[0]);
+  }
+  return out;
+}
+
 // tool_choice required / named force the output to a tool call's JSON (vLLM's way).
 TokenConstraintFactory output_constraint(const ServeContext& ctx, const GenerationRequest& req) {
   const bool forced = req.tools.choice == ToolRequest::Choice::kRequired ||
@@ -173,7 +193,10 @@ GenerationSession::GenerationSession(const ServeContext& ctx, GenerationRequest 
       c.prompt_index = static_cast<int32_t>(p);
       c.prev_token = prompts[p].back();
       c.text = std::make_unique<CompletionText>(tok, c.prev_token, req_.stop, req_.include_stop_str_in_output);
-      if (reply_mode_.active()) c.reply = std::make_unique<ChatReplyBuilder>(reply_mode_, random_call_ids());
+      if (reply_mode_.active()) {
+        c.reply = std::make_unique<ChatReplyBuilder>(reply_mode_, random_call_ids());
+        c.text->spell(spelled_markers(tok, reply_mode_, rp));
+      }
       choices_.push_back(std::move(c));
       spec.prompts.push_back(prompts[p]);
       spec.params.push_back(rp);

@@ -17,8 +17,14 @@ size_t utf8_complete_prefix(const std::string& s) {
   return n;  // only continuation bytes: invalid, pass through
 }
 
+void StreamDecoder::spell(std::vector<int32_t> ids) {
+  std::sort(ids.begin(), ids.end());
+  spelled_ = std::move(ids);
+}
+
 std::string StreamDecoder::push(int32_t id) {
-  pending_ += tok_.decode_token(prev_id_, id);
+  const bool spelled = !spelled_.empty() && std::binary_search(spelled_.begin(), spelled_.end(), id);
+  pending_ += spelled ? tok_.token_text(id) : tok_.decode_token(prev_id_, id);
   prev_id_ = id;
   size_t ok = utf8_complete_prefix(pending_);
   std::string out = pending_.substr(0, ok);

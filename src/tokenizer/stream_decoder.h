@@ -2,6 +2,7 @@
 // Owns: the pending partial bytes. Must not know: which tokenizer family produced the pieces.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "tokenizer/tokenizer.h"
 
@@ -15,8 +16,12 @@ class StreamDecoder {
   std::string push(int32_t id);
   // Whatever is still pending (an incomplete sequence at the end of the stream), as is.
   std::string flush();
+  // These (special) tokens print their own text instead of nothing: a chat format's markers that a reply parser
+  // must see (DeepSeek's tool-call markers, harmony's channel tokens).
+  void spell(std::vector<int32_t> ids);
 
  private:
+  std::vector<int32_t> spelled_;  // sorted
   const Tokenizer& tok_;
   int32_t prev_id_ = -1;
   std::string pending_;

@@ -10,6 +10,7 @@
 #include "formats/gguf_file.h"
 #include "tokenizer/bpe_tokenizer.h"
 #include "tokenizer/gguf_vocab_writer.h"
+#include "tokenizer/stream_decoder.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer_test_util.h"
 
@@ -108,6 +109,25 @@ TEST_P(RealTokenizer, GgufMatchesHuggingFace) {
   EXPECT_EQ(tok->bos_id(), json_tok->bos_id());
   EXPECT_EQ(tok->eos_id(), json_tok->eos_id());
   check_family(*tok, GetParam());
+}
+
+// A reply parser needs some special tokens' text (gpt-oss's harmony markers): StreamDecoder::spell prints it.
+TEST(RealTokenizerStream, SpelledSpecialTokensPrintTheirText) {
+  const std::string dir = real_dir() + "/gpt_oss";
+  SKIP_IF_MISSING(dir + "/tokenizer.json.gz");
+  auto tok = load_hf_tokenizer(dir);
+  const std::string marker = "<|channel|>";  // a special token of o200k_harmony
+  const auto ids = tok->encode("hi" + marker + "x", EncodeOptions{false, true});
+  ASSERT_EQ(ids.size(), 3u);
+  std::string plain, spelled;
+  StreamDecoder a(*tok), b(*tok);
+  b.spell({ids[1]});
+  for (int32_t id : ids) {
+    plain += a.push(id);
+    spelled += b.push(id);
+  }
+  EXPECT_EQ(plain, "hix");  // special tokens print nothing by default
+  EXPECT_EQ(spelled, "hi" + marker + "x");
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, RealTokenizer,
