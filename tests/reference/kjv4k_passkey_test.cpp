@@ -1,4 +1,3 @@
-// PENDING (not compiled here): moves to tests/reference/ when models/kjv-4k/model.gguf ships (issue L2, Must show 3).
 // The project's long-context test model (models/kjv-4k, issue L2) answers a passkey at 2K tokens through the
 // engine with the full cache: the committed GGUF and tokenizer load, the first 2,048-token passkey case of the
 // committed test set (models/kjv-4k/passkey.jsonl) is prefilled in chunks and the greedy answer's digits match.
