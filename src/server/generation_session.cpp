@@ -1,5 +1,7 @@
 #include "server/generation_session.h"
 
+#include <optional>
+
 #include <atomic>
 #include <random>
 
@@ -143,6 +145,7 @@ GenerationSession::GenerationSession(const ServeContext& ctx, GenerationRequest 
     }
   }
   const uint64_t seed = req_.seed.value_or(std::random_device{}());
+  std::optional<std::vector<int32_t>> spelled;  // the format's special-token markers, found once per request
   JobSpec spec;
   int64_t cost = 0;  // what the request asks the engine for: tokens of every choice, each with its logprobs
   for (size_t p = 0; p < prompts.size(); ++p) {
@@ -195,7 +198,8 @@ GenerationSession::GenerationSession(const ServeContext& ctx, GenerationRequest 
       c.text = std::make_unique<CompletionText>(tok, c.prev_token, req_.stop, req_.include_stop_str_in_output);
       if (reply_mode_.active()) {
         c.reply = std::make_unique<ChatReplyBuilder>(reply_mode_, random_call_ids());
-        c.text->spell(spelled_markers(tok, reply_mode_, rp));
+        if (!spelled) spelled = spelled_markers(tok, reply_mode_, rp);  // the same for every choice
+        c.text->spell(*spelled);
       }
       choices_.push_back(std::move(c));
       spec.prompts.push_back(prompts[p]);

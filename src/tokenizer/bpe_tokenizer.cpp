@@ -163,10 +163,12 @@ std::vector<int32_t> BpeTokenizer::encode(std::string_view raw, const EncodeOpti
       continue;
     }
     const std::string_view piece = std::string_view(text).substr(span.begin, span.end - span.begin);
-    const std::string norm = normalizer_.empty() ? std::string(piece) : normalizer_.apply(piece);
+    std::string normalized;  // only a normalizer copies the text
+    if (!normalizer_.empty()) normalized = normalizer_.apply(piece);
+    const std::string_view norm = normalizer_.empty() ? piece : std::string_view(normalized);
     for (const TextSpan& sub : normalized_added_.split(norm, opts.parse_special)) {
       if (sub.token >= 0) out.push_back(sub.token);
-      else encode_fragment(std::string_view(norm).substr(sub.begin, sub.end - sub.begin),
+      else encode_fragment(norm.substr(sub.begin, sub.end - sub.begin),
                            span.begin == 0 && sub.begin == 0, out, sc);
     }
   }
