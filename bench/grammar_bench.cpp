@@ -3,7 +3,9 @@
 // for a token that is not valid UTF-8 alone; "" for control tokens; EOS ids after the file) or builds the synthetic
 // 150K-token one, then for each schema walks 200 tokens by a seeded random choice among the allowed ones and
 // prints fill_mask time per token (p50 / p99 / max), accepts() and advance() time.
-//   bench_grammar [VOCAB.jsonl [EOS_ID ...]] [--tokens N] [--seed S]
+// Or --tokenizer PATH: a Hugging Face tokenizer.json / folder (../shared/data/real-tokenizers/qwen3), token bytes as
+// the server builds them (each token decoded in running text), its EOS the only EOS.
+//   bench_grammar [VOCAB.jsonl [EOS_ID ...] | --tokenizer PATH] [--tokens N] [--seed S]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -17,6 +19,7 @@
 #include "grammar/json_schema_compiler.h"
 #include "grammar/matcher.h"
 #include "grammar/synthetic_vocabulary.h"
+#include "tokenizer/tokenizer.h"
 
 namespace {
 
@@ -133,7 +136,7 @@ void run_schema(const BenchSchema& bs, const std::shared_ptr<const TokenVocabula
 
 int main(int argc, char** argv) {
   try {
-    std::string path;
+    std::string path, tokenizer_path;
     std::vector<int32_t> eos;
     size_t tokens = 200;
     uint64_t seed = 1;
@@ -141,12 +144,18 @@ int main(int argc, char** argv) {
       std::string a = argv[i];
       if (a == "--tokens" && i + 1 < argc) tokens = std::stoul(argv[++i]);
       else if (a == "--seed" && i + 1 < argc) seed = std::stoull(argv[++i]);
+      else if (a == "--tokenizer" && i + 1 < argc) tokenizer_path = argv[++i];
       else if (path.empty()) path = a;
       else eos.push_back(static_cast<int32_t>(std::stol(a)));
     }
     auto t0 = Clock::now();
     std::vector<std::string> bytes;
-    if (path.empty()) {
+    if (!tokenizer_path.empty()) {
+      const auto tok = slimkv::load_hf_tokenizer(tokenizer_path);
+      for (int32_t id = 0; id < tok->vocab_size(); ++id) bytes.push_back(tok->decode_token(id, id));
+      eos.push_back(tok->eos_id());
+      path = tokenizer_path;
+    } else if (path.empty()) {
       bytes = synthetic_token_bytes(150000, 42);
       eos.push_back(static_cast<int32_t>(bytes.size() - 1));
     } else {

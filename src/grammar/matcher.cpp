@@ -1,5 +1,6 @@
 #include "grammar/matcher.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -12,7 +13,8 @@ constexpr size_t kResetArenaNodes = 1u << 20;  // scratch kept across calls up t
 constexpr size_t kResetSets = 4'096;
 constexpr size_t kResetTransitions = 1u << 18;
 constexpr uint32_t kSafeSubtreeTokens = 2;      // subtrees this large try the safe-class shortcut
-constexpr size_t kRememberVisited = 8'192;     // walks this long are cached
+constexpr size_t kRememberVisited = 4'096;     // walks this long are cached
+constexpr int kPlainLookahead = 16;             // plain depths looked at this far (longer subtrees are walked)
 constexpr size_t kCachedMasks = 8;              // per matcher: 8 x vocab / 8 bytes (150 KB for 150K tokens)
 
 bool subset(const ByteClass& a, const ByteClass& b) {
@@ -33,7 +35,7 @@ const std::array<uint64_t, 256>& spread_table() {
   return t;
 }
 
-// allowed[i] = bit i of `bits`, eight bytes at a time.
+// allowed[i] |= bit i of `bits`, eight bytes at a time (allowed holds 0 / 1).
 void expand_bits(const std::vector<uint64_t>& bits, std::vector<uint8_t>& allowed) {
   const auto& spread = spread_table();
   const size_t n = allowed.size();
@@ -44,9 +46,15 @@ void expand_bits(const std::vector<uint64_t>& bits, std::vector<uint8_t>& allowe
       const size_t at = w * 64 + k * 8;
       if (at >= n) break;
       const uint64_t bytes = spread[(word >> (8 * k)) & 0xFF];
-      if (at + 8 <= n) std::memcpy(&allowed[at], &bytes, 8);
-      else
-        for (size_t j = 0; at + j < n; ++j) allowed[at + j] = static_cast<uint8_t>((bytes >> (8 * j)) & 1);
+      if (!bytes) continue;
+      if (at + 8 <= n) {
+        uint64_t old;
+        std::memcpy(&old, &allowed[at], 8);
+        old |= bytes;
+        std::memcpy(&allowed[at], &old, 8);
+      } else {
+        for (size_t j = 0; at + j < n; ++j) allowed[at + j] |= static_cast<uint8_t>((bytes >> (8 * j)) & 1);
+      }
     }
   }
 }
@@ -54,7 +62,8 @@ void expand_bits(const std::vector<uint64_t>& bits, std::vector<uint8_t>& allowe
 }  // namespace
 
 Matcher::Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenVocabulary> vocab)
-    : grammar_(std::move(grammar)), vocab_(std::move(vocab)), stepper_(*grammar_, arena_), table_(stepper_) {
+    : grammar_(std::move(grammar)), vocab_(std::move(vocab)), stepper_(*grammar_, arena_), table_(stepper_),
+      ascii_depth_(table_, PlainAlphabet::kAscii), utf8_depth_(table_, PlainAlphabet::kUtf8) {
   SLIMKV_CHECK(grammar_ && vocab_, "Matcher needs a grammar and a vocabulary");
   StackSet start;
   stepper_.start(start);
@@ -66,6 +75,8 @@ uint32_t Matcher::current() const {
   if (arena_.size() > kResetArenaNodes || table_.size() > kResetSets ||
       table_.transition_count() > kResetTransitions) {
     table_.clear();
+    ascii_depth_.clear();
+    utf8_depth_.clear();
     arena_.clear();
     cache_.clear();
     current_ = StackSetTable::kDead;
@@ -128,7 +139,9 @@ void Matcher::fill_mask(std::vector<uint8_t>& allowed) const {
   if (state_.complete)
     for (int32_t id : vocab_->eos_ids()) allowed[static_cast<size_t>(id)] = 1;
   visited_ = 0;
-  walk_trie(TokenVocabulary::kRoot, set, allowed);
+  bulk_used_ = false;
+  walk_trie(TokenVocabulary::kRoot, set, 0, allowed);
+  if (bulk_used_) expand_bits(bulk_bits_, allowed);
   if (visited_ >= kRememberVisited) remember(set, allowed);
 }
 
@@ -147,16 +160,47 @@ void Matcher::remember(uint32_t set, const std::vector<uint8_t>& allowed) const 
   for (size_t i = 0; i < allowed.size(); ++i) slot->bits[i / 64] |= uint64_t{allowed[i] != 0} << (i % 64);
 }
 
-// For each child byte some parse of `set` accepts: step (memoized), allow the tokens ending there, then either
-// allow the whole subtree at once (every string of its bytes and height is safe from the child's set: e.g. plain
-// characters inside a string with room for them) or walk it.
-void Matcher::walk_trie(uint32_t node, uint32_t set, std::vector<uint8_t>& allowed) const {
+// The tokens below `child` of at most max_chars characters (counted from the root).
+void Matcher::allow_plain(const TokenVocabulary::TrieNode& child, uint32_t max_chars,
+                          std::vector<uint8_t>& allowed) const {
+  const auto& order = vocab_->token_order();
+  visited_ += 1 + (child.subtree_end - child.first_token) / 16;
+  if (max_chars == UINT32_MAX && child.subtree_bits >= 0) {
+    const std::vector<uint64_t>& bits = vocab_->subtree_bits(child.subtree_bits);
+    if (!bulk_used_) bulk_bits_.assign(bits.size(), 0);
+    bulk_used_ = true;
+    for (size_t w = 0; w < bits.size(); ++w) bulk_bits_[w] |= bits[w];
+    return;
+  }
+  for (uint32_t t = child.first_token; t < child.subtree_end; ++t)
+    if (vocab_->order_chars(t) <= max_chars) allowed[static_cast<size_t>(order[t])] = 1;
+}
+
+// For each child byte some parse of `set` accepts: allow the child's whole subtree at once when its tokens are plain
+// text of no more characters than `set` accepts (inside a string with room for them), or step (memoized), allow the
+// tokens ending there, then either allow the subtree at once (every string of its bytes and height is safe from
+// the child's set) or walk it.
+void Matcher::walk_trie(uint32_t node, uint32_t set, uint32_t prefix_chars, std::vector<uint8_t>& allowed) const {
   const TokenVocabulary::TrieNode& n = vocab_->node(node);
   const ByteClass next = table_.next_bytes(set);
   const auto& order = vocab_->token_order();
   for (uint32_t e = n.first_edge; e < n.first_edge + n.edge_count; ++e) {
     const TokenVocabulary::Edge& edge = vocab_->edge(e);
     if (!next.test(edge.byte)) continue;
+    const TokenVocabulary::TrieNode& below = vocab_->node(edge.child);
+    if (below.plain_chars > 0) {  // plain tokens below: the ASCII depth when they are ASCII (cheaper to follow)
+      const bool ascii = below.ascii_chars > 0;
+      const int chars = ascii ? below.ascii_chars : below.plain_chars;
+      const PlainDepth plain = (ascii ? ascii_depth_ : utf8_depth_).depth(set, std::min(chars, kPlainLookahead));
+      if (chars <= plain.chars) {  // every token below is plain text this set accepts
+        allow_plain(below, UINT32_MAX, allowed);
+        continue;
+      }
+      if (plain.exact && plain.chars > 0) {  // ... and accepts exactly those of at most plain.chars characters
+        allow_plain(below, prefix_chars + static_cast<uint32_t>(plain.chars), allowed);
+        continue;
+      }
+    }
     const uint32_t child_set = table_.step(set, edge.byte);
     if (child_set == StackSetTable::kDead) continue;
     const TokenVocabulary::TrieNode& child = vocab_->node(edge.child);
@@ -169,7 +213,8 @@ void Matcher::walk_trie(uint32_t node, uint32_t set, std::vector<uint8_t>& allow
     }
     for (uint32_t t = child.first_token; t < child.first_token + child.token_count; ++t)
       allowed[static_cast<size_t>(order[t])] = 1;
-    if (child.edge_count) walk_trie(edge.child, child_set, allowed);
+    if (child.edge_count)
+      walk_trie(edge.child, child_set, prefix_chars + ((edge.byte & 0xC0) != 0x80), allowed);
   }
 }
 

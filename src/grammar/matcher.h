@@ -1,6 +1,7 @@
 // One sequence's position in a grammar: the live parse stacks after the text so far, which tokens may come next
 // (a mask walked over the vocabulary's byte trie with memoized parse steps, pruning subtrees no parse accepts,
-// allowing whole subtrees that are safe, caching expensive masks by parse set), and advancing by a token.
+// allowing whole subtrees that are safe or plain text the parses accept, caching expensive masks by parse set),
+// and advancing by a token.
 // Owns: Matcher. Must not know: tokenizers, models, HTTP, sampling. Not thread-safe: one per sequence.
 #pragma once
 #include <cstdint>
@@ -9,6 +10,7 @@
 
 #include "grammar/grammar.h"
 #include "grammar/parse_stepper.h"
+#include "grammar/plain_depth.h"
 #include "grammar/stack_arena.h"
 #include "grammar/stack_set_table.h"
 #include "grammar/token_vocabulary.h"
@@ -33,7 +35,9 @@ class Matcher {
   };
   uint32_t current() const;  // the state's set id in the scratch table (rebuilt after a reset)
   uint32_t walk_bytes(const std::string& bytes) const;  // the set after `bytes`, or kDead
-  void walk_trie(uint32_t node, uint32_t set, std::vector<uint8_t>& allowed) const;
+  // prefix_chars: the characters (bytes that start one) on the path to `node`.
+  void walk_trie(uint32_t node, uint32_t set, uint32_t prefix_chars, std::vector<uint8_t>& allowed) const;
+  void allow_plain(const TokenVocabulary::TrieNode& child, uint32_t max_chars, std::vector<uint8_t>& allowed) const;
   void remember(uint32_t set, const std::vector<uint8_t>& allowed) const;
 
   std::shared_ptr<const Grammar> grammar_;
@@ -44,6 +48,7 @@ class Matcher {
   mutable StackArena arena_;
   mutable ParseStepper stepper_;
   mutable StackSetTable table_;
+  mutable PlainDepthTable ascii_depth_, utf8_depth_;  // over table_
   mutable uint32_t current_ = StackSetTable::kDead;
   // The last few masks by set id (a state recurs: inside a string, after each token of plain characters).
   struct CachedMask {
@@ -53,7 +58,9 @@ class Matcher {
   };
   mutable std::vector<CachedMask> cache_;
   mutable uint64_t clock_ = 0;
-  mutable size_t visited_ = 0;  // trie nodes the last walk stepped into
+  mutable std::vector<uint64_t> bulk_bits_;  // [ceil(vocab / 64)]: large subtrees allowed in this walk
+  mutable bool bulk_used_ = false;
+  mutable size_t visited_ = 0;  // work in the last walk: trie nodes stepped into + tokens allowed in bulk / 16
 };
 
 }  // namespace slimkv::grammar

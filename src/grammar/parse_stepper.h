@@ -28,6 +28,9 @@ class ParseStepper {
   // `out` = the parses of `in` after `byte` (cleared first). A GrammarError past kMaxStacks parses.
   void step(const StackSet& in, uint8_t byte, StackSet& out);
   ByteClass next_bytes(const StackSet& in) const;  // every byte some parse accepts next
+  // Whether the top of stack `h` (a byte-class element) accepts `byte`. step() depends only on which tops do.
+  bool top_accepts(int32_t h, uint8_t byte) const { return top_class(h).test(byte); }
+  const ByteClass& top_class(int32_t h) const { return g_.classes[g_.elements[arena_.node(h).pos].value]; }
   // The positions of stack `h` from the bottom up; and back (interned) from such a list.
   std::vector<uint32_t> materialize(int32_t h) const;
   int32_t import(const std::vector<uint32_t>& positions);

@@ -22,6 +22,7 @@ uint32_t StackSetTable::intern(StackSet set) {
   next_.push_back(stepper_.next_bytes(set));
   sets_.push_back(std::move(set));
   safe_.emplace_back();
+  by_signature_.emplace_back();
   row_.push_back(kNoRow);
   steps_.push_back(0);
   ids_.emplace(std::move(key), id);
@@ -30,9 +31,32 @@ uint32_t StackSetTable::intern(StackSet set) {
 
 uint32_t StackSetTable::compute_step(uint32_t id, uint8_t byte) {
   if (!next_[id].test(byte)) return kDead;
+  const std::vector<int32_t>& tops = sets_[id].tops;
+  const bool by_sig = tops.size() <= 64;
+  uint64_t sig = 0;
+  if (by_sig) {
+    for (size_t i = 0; i < tops.size(); ++i) sig |= uint64_t{stepper_.top_accepts(tops[i], byte)} << i;
+    for (const auto& [known, next] : by_signature_[id])
+      if (known == sig) return next;
+  }
   stepper_.step(sets_[id], byte, scratch_);
-  if (scratch_.dead()) return kDead;
-  return intern(scratch_);
+  const uint32_t next = scratch_.dead() ? kDead : intern(scratch_);
+  if (by_sig) by_signature_[id].push_back({sig, next});
+  return next;
+}
+
+// Every byte of [lo, hi] is accepted by the same tops of set `id` (so all step to one set).
+bool StackSetTable::uniform(uint32_t id, uint8_t lo, uint8_t hi) const {
+  for (int32_t h : sets_[id].tops) {
+    const ByteClass& c = stepper_.top_class(h);
+    const bool first = c.test(lo);
+    for (int w = lo >> 6; w <= hi >> 6; ++w) {  // the range's bits in each 64-bit word: all set or none
+      const int from = std::max<int>(lo, w * 64) - w * 64, to = std::min<int>(hi, w * 64 + 63) - w * 64;
+      const uint64_t m = (to == 63 ? ~uint64_t{0} : (uint64_t{1} << (to + 1)) - 1) & ~((uint64_t{1} << from) - 1);
+      if ((c.bits[static_cast<size_t>(w)] & m) != (first ? m : 0)) return false;
+    }
+  }
+  return true;
 }
 
 void StackSetTable::grow() {
@@ -59,7 +83,7 @@ void StackSetTable::fill_safe(uint32_t id, uint32_t depth) {
     std::vector<std::pair<uint32_t, int>> counts;
     std::array<uint32_t, 256> to{};
     for (int b = 0; b < 256; ++b) {
-      to[b] = next_[id].test(static_cast<uint8_t>(b)) ? step(id, static_cast<uint8_t>(b)) : kDead;
+      to[b] = next_[id].test(static_cast<uint8_t>(b)) ? compute_step(id, static_cast<uint8_t>(b)) : kDead;
       if (to[b] == kDead) continue;
       auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == to[b]; });
       if (it == counts.end()) counts.push_back({to[b], 1});
@@ -95,6 +119,7 @@ void StackSetTable::clear() {
   sets_.clear();
   next_.clear();
   safe_.clear();
+  by_signature_.clear();
   keys_.assign(4096, kNoKey);
   values_.assign(4096, 0);
   transition_count_ = 0;

@@ -2,6 +2,7 @@
 // set after each byte, the bytes it accepts, and its "safe classes": K_d = bytes such that every string of at most
 // d of them is accepted (inside a string of maxLength >= d, every plain character). A mask walk is then one table
 // lookup per trie node, and a whole subtree whose bytes are all in K_height is allowed without walking it.
+// A step depends only on which tops accept the byte: steps are computed once per such signature, not per byte.
 // Owns: StackSetTable. Must not know: tokens, vocabularies, masks.
 #pragma once
 #include <cstdint>
@@ -51,6 +52,8 @@ class StackSetTable {
   ByteClass safe_class(uint32_t id, uint32_t depth);
   size_t size() const { return sets_.size(); }
   void clear();
+  // Every byte of [lo, hi] is accepted by the same tops of set `id` (so all step to one set).
+  bool uniform(uint32_t id, uint8_t lo, uint8_t hi) const;
 
  private:
   static constexpr uint64_t kNoKey = UINT64_MAX;
@@ -77,6 +80,8 @@ class StackSetTable {
     std::array<ByteClass, kMaxSafeDepth + 1> k;  // k[0] = U(id)
   };
   void fill_safe(uint32_t id, uint32_t depth);
+  // per set: (signature = which of its first 64 tops accept a byte, successor) pairs seen so far
+  std::vector<std::vector<std::pair<uint64_t, uint32_t>>> by_signature_;
   std::vector<Safe> safe_;
   // Memoized transitions (set id, byte) -> set id or kDead: open addressing, linear probing.
   std::vector<uint64_t> keys_ = std::vector<uint64_t>(4096, kNoKey);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "grammar/plain_text.h"
 
 namespace slimkv::grammar {
 
@@ -21,8 +22,21 @@ TokenVocabulary::TokenVocabulary(std::vector<std::string> token_bytes, std::vect
     const std::string& y = bytes_[static_cast<size_t>(b)];
     return x != y ? x < y : a < b;
   });
+  for (int32_t id : order_) {
+    uint32_t chars = 0;
+    for (char c : bytes_[static_cast<size_t>(id)]) chars += (static_cast<uint8_t>(c) & 0xC0) != 0x80;
+    order_chars_.push_back(chars);
+  }
   build(0, order_.size(), 0);
   class_ids_.clear();
+  for (TrieNode& n : nodes_) {  // the large subtrees as bitsets: a mask ORs them in words, not token by token
+    if (n.subtree_end - n.first_token < kBitsetTokens) continue;
+    std::vector<uint64_t> bits((bytes_.size() + 63) / 64, 0);
+    for (uint32_t t = n.first_token; t < n.subtree_end; ++t)
+      bits[static_cast<size_t>(order_[t]) / 64] |= uint64_t{1} << (order_[t] % 64);
+    n.subtree_bits = static_cast<int32_t>(subtree_bits_.size());
+    subtree_bits_.push_back(std::move(bits));
+  }
 }
 
 uint32_t TokenVocabulary::class_index(const ByteClass& c) {
@@ -30,6 +44,16 @@ uint32_t TokenVocabulary::class_index(const ByteClass& c) {
   auto [it, inserted] = class_ids_.emplace(std::move(key), static_cast<uint32_t>(below_classes_.size()));
   if (inserted) below_classes_.push_back(c);
   return it->second;
+}
+
+// The most characters of order_[lo, hi) from byte depth - 1 on when all are plain text of the alphabet, or -1.
+int TokenVocabulary::subtree_plain_chars(size_t lo, size_t hi, size_t depth, PlainAlphabet alphabet) const {
+  int plain = 0;
+  for (size_t t = lo; t < hi && plain >= 0; ++t) {
+    const int c = plain_char_count(std::string_view(bytes_[static_cast<size_t>(order_[t])]).substr(depth - 1), alphabet);
+    plain = c < 0 ? -1 : std::max(plain, c);
+  }
+  return plain;
 }
 
 // The node for order_[lo, hi), which all share their first `depth` bytes: tokens of exactly that length sort
@@ -59,6 +83,10 @@ uint32_t TokenVocabulary::build(size_t lo, size_t hi, size_t depth) {
   nodes_[self].below_class = class_index(below);
   nodes_[self].subtree_end = static_cast<uint32_t>(hi);
   nodes_[self].height = height;
+  if (depth > 0) {
+    nodes_[self].plain_chars = subtree_plain_chars(lo, hi, depth, PlainAlphabet::kUtf8);
+    nodes_[self].ascii_chars = subtree_plain_chars(lo, hi, depth, PlainAlphabet::kAscii);
+  }
   nodes_[self].first_edge = static_cast<uint32_t>(edges_.size());
   nodes_[self].edge_count = static_cast<uint32_t>(edges.size());
   edges_.insert(edges_.end(), edges.begin(), edges.end());

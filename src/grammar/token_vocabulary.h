@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "grammar/grammar.h"
+#include "grammar/plain_text.h"
 
 namespace slimkv::grammar {
 
@@ -22,6 +23,11 @@ class TokenVocabulary {
     uint32_t subtree_end = 0;  // the subtree's tokens: token_order()[first_token, subtree_end)
     uint32_t below_class = 0;  // below_class(i): every byte on the edges below this node
     uint32_t height = 0;       // the longest path of bytes below this node
+    // Every token below, counted from the edge byte into this node, is plain text (grammar/plain_text.h) of at most
+    // this many characters; -1 when some is not (or at the root).
+    int32_t plain_chars = -1;
+    int32_t ascii_chars = -1;  // the same for plain ASCII text only
+    int32_t subtree_bits = -1;  // subtree_bits(i): its tokens as an id bitset (large subtrees only), or -1
   };
   struct Edge {
     uint8_t byte;
@@ -40,20 +46,28 @@ class TokenVocabulary {
   const TrieNode& node(uint32_t i) const { return nodes_[i]; }
   const Edge& edge(uint32_t i) const { return edges_[i]; }
   const std::vector<int32_t>& token_order() const { return order_; }
+  // The bytes of token_order()[t] that start a character (not 0x80..0xBF): its characters when it is plain text.
+  uint32_t order_chars(uint32_t t) const { return order_chars_[t]; }
   const ByteClass& below_class(uint32_t index) const { return below_classes_[index]; }
+  // [ceil(size() / 64)]: bit id set for every token of a subtree of at least kBitsetTokens tokens.
+  const std::vector<uint64_t>& subtree_bits(int32_t index) const { return subtree_bits_[static_cast<size_t>(index)]; }
+  static constexpr uint32_t kBitsetTokens = 4'096;
   size_t node_count() const { return nodes_.size(); }
   static constexpr uint32_t kRoot = 0;
 
  private:
   uint32_t build(size_t lo, size_t hi, size_t depth);
+  int subtree_plain_chars(size_t lo, size_t hi, size_t depth, PlainAlphabet alphabet) const;
   uint32_t class_index(const ByteClass& c);
   std::vector<std::string> bytes_;
   std::vector<int32_t> eos_ids_;
   std::vector<uint8_t> is_eos_;
   std::vector<int32_t> order_;  // trie tokens sorted by bytes
+  std::vector<uint32_t> order_chars_;  // [order_.size()]
   std::vector<TrieNode> nodes_;
   std::vector<Edge> edges_;
   std::vector<ByteClass> below_classes_;  // distinct classes of TrieNode::below_class
+  std::vector<std::vector<uint64_t>> subtree_bits_;  // TrieNode::subtree_bits
   std::unordered_map<std::string, uint32_t> class_ids_;
 };
 

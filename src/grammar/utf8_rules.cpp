@@ -45,15 +45,22 @@ std::vector<Seq> utf8_multibyte_seqs(GrammarBuilder& b) {
     c.set_range(static_cast<uint8_t>(lo), static_cast<uint8_t>(hi));
     return b.bytes(c);
   };
+  // The continuation bytes as shared tail rules, so that the parse after a lead byte is one of few states:
+  // fewer distinct parse sets for the mask walk to build (the language is the same).
   const Element c = range(0x80, 0xBF);
-  return {Seq{range(0xC2, 0xDF), c},
-          Seq{range(0xE0, 0xE0), range(0xA0, 0xBF), c},
-          Seq{range(0xE1, 0xEC), c, c},
-          Seq{range(0xED, 0xED), range(0x80, 0x9F), c},
-          Seq{range(0xEE, 0xEF), c, c},
-          Seq{range(0xF0, 0xF0), range(0x90, 0xBF), c, c},
-          Seq{range(0xF1, 0xF3), c, c, c},
-          Seq{range(0xF4, 0xF4), range(0x80, 0x8F), c, c}};
+  const Element tail1 = b.rule("utf8-tail1", {Seq{c}});
+  const Element tail2 = b.rule("utf8-tail2", {Seq{c, tail1}});
+  const Element tail3 = b.rule("utf8-tail3", {Seq{c, tail2}});
+  ByteClass lead3;  // E1..EC and EE..EF: any two continuation bytes
+  lead3.set_range(0xE1, 0xEC);
+  lead3.set_range(0xEE, 0xEF);
+  return {Seq{range(0xC2, 0xDF), tail1},
+          Seq{range(0xE0, 0xE0), range(0xA0, 0xBF), tail1},
+          Seq{b.bytes(lead3), tail2},
+          Seq{range(0xED, 0xED), range(0x80, 0x9F), tail1},
+          Seq{range(0xF0, 0xF0), range(0x90, 0xBF), tail2},
+          Seq{range(0xF1, 0xF3), tail3},
+          Seq{range(0xF4, 0xF4), range(0x80, 0x8F), tail2}};
 }
 
 std::string json_escape_codepoint(uint32_t cp) {
