@@ -208,6 +208,7 @@ void BpeTokenizer::encode_fragment(std::string_view text, bool at_start, std::ve
 
 void BpeTokenizer::encode_word(std::string_view word, std::vector<int32_t>& out, Scratch& sc) const {
   if (word.empty()) return;
+  if (cfg_.word_model) return cfg_.word_model->encode_word(word, out);
   if (cfg_.ignore_merges) {
     int32_t id = symbol(word);
     if (id >= 0 && id < vocab_size()) {
@@ -313,6 +314,13 @@ std::string BpeTokenizer::decode_token(int32_t prev_id, int32_t id) const {
         i += n;
       }
     }
+  }
+  if (!cfg_.decode_subword_prefix.empty()) {
+    const std::string& pre = cfg_.decode_subword_prefix;
+    const bool first = prev_id < 0 || prev_id == bos_id_;  // a skipped special token elsewhere: not first
+    if (!first && s.compare(0, pre.size(), pre) == 0) s.erase(0, pre.size());
+    else if (!first) s.insert(0, " ");
+    if (cfg_.decode_cleanup) s = wordpiece_cleanup(std::move(s));
   }
   if (cfg_.strip_leading_space && (prev_id < 0 || prev_id == bos_id_) && !s.empty() && s[0] == ' ') s.erase(0, 1);
   return s;

@@ -1,9 +1,11 @@
 // Merge-rank BPE (GPT-2, llama.cpp, HF): each pre-token word is split into characters and the adjacent pair with the
 // lowest merge rank merges first (leftmost on ties). Byte-level vocabularies (GGUF gpt2, tokenizer.json ByteLevel)
 // and SentencePiece-like tokenizer.json BPE (U+2581, <0xNN>). Owns: the encode pipeline, the GPT-2 byte mapping,
-// decoding. Must not know: file formats (the GGUF and tokenizer.json loaders fill BpeConfig).
+// decoding. A WordModel (Unigram, WordPiece) may replace the merges inside each word.
+// Must not know: file formats (the GGUF and tokenizer.json loaders fill BpeConfig).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -15,6 +17,7 @@
 #include "tokenizer/pretokenizer.h"
 #include "tokenizer/token_decoder.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/word_model.h"
 
 namespace slimkv {
 
@@ -38,6 +41,8 @@ struct BpeConfig {
   bool add_prefix_space = false;        // ByteLevel add_prefix_space: ' ' before a fragment not starting with one
   std::vector<SplitRule> pretokenizer;  // regex splits, in order; empty: each fragment is one word
   bool byte_level = true;               // map each byte through GPT-2 bytes_to_unicode before merging
+  std::shared_ptr<const WordModel> word_model;  // non-null: encodes each word instead of the merges (and the
+                                        // byte_fallback / unk / ignore_merges settings below)
   bool ignore_merges = false;           // a word that is itself a piece is emitted whole
   bool byte_fallback = false;           // a character without a piece becomes its <0xNN> pieces ...
   int32_t unk_id = -1;                  // ... else unk_id (one per run of them with fuse_unk); -1: dropped
@@ -51,6 +56,9 @@ struct BpeConfig {
   bool decode_byte_fallback = false;    // a <0xNN> piece decodes to that byte
   std::string decode_space_marker;      // replaced by ' ' ("▁")
   bool strip_leading_space = false;     // the first piece (prev_id -1 or BOS) loses one leading space
+  std::string decode_subword_prefix;    // non-empty: WordPiece — after the first piece (prev_id -1 or BOS), a
+                                        // piece loses this prefix, or else gets a space before it
+  bool decode_cleanup = false;          // WordPiece cleanup (wordpiece_cleanup) on each piece
   // Hugging Face's whole-sequence decode (decode(ids, DecodeOptions)); empty: the per-token rules above.
   std::vector<DecodeStep> decoders;
   bool clean_up_spaces = false;         // transformers' clean_up_tokenization_spaces

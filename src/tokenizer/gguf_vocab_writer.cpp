@@ -67,6 +67,7 @@ std::string pretokenizer_name_for(const std::vector<SplitRule>& rules) {
 }
 
 void write_bpe_vocab(GgufWriter& w, const BpeConfig& c) {
+  SLIMKV_CHECK(!c.word_model, "GGUF vocabulary: a Unigram or WordPiece tokenizer.json is not written as GGUF here");
   if (c.byte_level) {
     SLIMKV_CHECK(c.metaspace.empty() && !c.add_prefix_space, "GGUF vocabulary: a byte-level vocabulary with a "
                  "prefix space or Metaspace has no GGUF form");

@@ -1,16 +1,17 @@
-// Hugging Face tokenizer.json (BPE model) -> BpeConfig. Supports the shapes small Llama-style and GPT-2-style models
-// use: Prepend/Replace/NFC normalizers, ByteLevel/Split/Metaspace/Digits pre-tokenizers, ByteLevel/Replace/
-// ByteFallback/Fuse/Strip/Metaspace decoders, TemplateProcessing/Roberta/Bert post-processors. Anything else is a
-// clear Error. load_hf_tokenizer also reads a sibling tokenizer_config.json for bos/eos and add_bos/add_eos.
+// Hugging Face tokenizer.json (BPE, Unigram or WordPiece model) -> BpeConfig (with a WordModel for the last two).
+// Supports the shapes small Llama-, GPT-2-, T5- and BERT-style models use: Prepend/Replace/NFC/Bert normalizers,
+// ByteLevel/Split/Metaspace/Digits/Bert pre-tokenizers, ByteLevel/Replace/ByteFallback/Fuse/Strip/Metaspace/
+// WordPiece decoders, TemplateProcessing/Roberta/Bert post-processors. Anything else is a clear Error.
+// load_hf_tokenizer also reads a sibling tokenizer_config.json for bos/eos and add_bos/add_eos.
 #include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <zlib.h>
 
 #include "core/check.h"
 #include "core/mapped_file.h"
 #include "tokenizer/bpe_tokenizer.h"
+#include "tokenizer/hf_model_json.h"
 
 namespace slimkv {
 namespace {
@@ -22,13 +23,14 @@ struct Parse {
   const std::string& what;
   BpeConfig c;
   bool has_post_processor = false;
+  UnigramVocab unigram_vocab;  // read by unigram(); its model is built once the added tokens are known
   std::unordered_map<std::string, int32_t> ids;  // piece -> first id
   int64_t max_id = 0;  // ids must be below this: real files number their tokens densely
 
   void limit_ids(const json& root, const json& model) {
     const json* v = get(model, "vocab");
     const json* a = get(root, "added_tokens");
-    size_t n = (v && v->is_object() ? v->size() : 0) + (a && a->is_array() ? a->size() : 0);
+    size_t n = (v && (v->is_object() || v->is_array()) ? v->size() : 0) + (a && a->is_array() ? a->size() : 0);
     max_id = std::min<int64_t>(2 * static_cast<int64_t>(n) + 1024, int64_t{1} << 24);
   }
 
@@ -85,6 +87,13 @@ struct Parse {
       SLIMKV_CHECK(id >= 0 && id < max_id, "{}: vocab entry '{}' has id {} (out of range)", what, it.key(), id);
       place(static_cast<int32_t>(id), it.key(), kTokNormal, "vocab");
     }
+  }
+  void unigram(const json& model) {  // the pieces, numbered in order
+    unigram_vocab = unigram_vocab_from_json(model, what);
+    for (size_t i = 0; i < unigram_vocab.pieces.size(); ++i) {
+      place(static_cast<int32_t>(i), unigram_vocab.pieces[i], kTokNormal, "vocab");
+    }
+    c.unk_id = unigram_vocab.unk_id;
   }
   void place(int32_t id, const std::string& piece, int32_t type, const char* where) {
     if (static_cast<size_t>(id) >= c.pieces.size()) {
@@ -153,9 +162,17 @@ struct Parse {
       st.strip_left = boolean(n, "strip_left", true);
       st.strip_right = boolean(n, "strip_right", true);
       c.normalizer.push_back(st);
+    } else if (t == "BertNormalizer") {  // HF's order: clean, CJK, accents (default: as lowercase), lowercase
+      const bool lower = boolean(n, "lowercase", true);
+      if (boolean(n, "clean_text", true)) c.normalizer.push_back({K::kCleanText});
+      if (boolean(n, "handle_chinese_chars", true)) c.normalizer.push_back({K::kSpaceCjk});
+      if (boolean(n, "strip_accents", lower)) c.normalizer.insert(c.normalizer.end(), {{K::kNfd}, {K::kStripAccents}});
+      if (lower) c.normalizer.push_back({K::kLowercase});
+    } else if (t == "StripAccents") {
+      c.normalizer.push_back({K::kStripAccents});
     } else {
       fail("{}: normalizer '{}' is not supported (supported: Sequence, NFC, NFD, NFKC, NFKD, Lowercase, Strip, "
-           "Replace, Prepend)", what, t);
+           "Replace, Prepend, BertNormalizer, StripAccents)", what, t);
     }
   }
   // A pattern {"String": s} (literal) or {"Regex": r}: (text, is_regex).
@@ -198,6 +215,9 @@ struct Parse {
       c.pretokenizer.push_back({"\\w+|[^\\w\\s]+", SplitBehavior::kRemoved, /*invert=*/true});
     } else if (t == "WhitespaceSplit") {
       c.pretokenizer.push_back({"\\s+", SplitBehavior::kRemoved});
+    } else if (t == "BertPreTokenizer") {  // whitespace removed, then each punctuation character isolated
+      c.pretokenizer.push_back({"[\\s\\x{85}]+", SplitBehavior::kRemoved});
+      c.pretokenizer.push_back({"[\\p{P}!-/:-@\\[-`{-~]", SplitBehavior::kIsolated});
     } else if (t == "Punctuation") {
       c.pretokenizer.push_back({"\\p{P}", behavior(p)});
     } else if (t == "Metaspace") {
@@ -247,6 +267,12 @@ struct Parse {
       c.strip_leading_space = scheme != "never";
       DecodeStep st{DecodeStep::kMetaspace, c.decode_space_marker};
       st.prepend = scheme != "never";
+      c.decoders.push_back(st);
+    } else if (t == "WordPiece") {
+      DecodeStep st{DecodeStep::kWordPiece, get(d, "prefix") ? str(d, "prefix", "WordPiece decoder") : "##"};
+      st.cleanup = boolean(d, "cleanup", true);
+      c.decode_subword_prefix = st.pattern;
+      c.decode_cleanup = st.cleanup;
       c.decoders.push_back(st);
     } else if (t == "Fuse") {
       c.decoders.push_back({DecodeStep::kFuse});
@@ -320,22 +346,33 @@ std::unique_ptr<Tokenizer> build(std::string_view json_text, const std::string& 
     const json* model = ps.get(root, "model");
     SLIMKV_CHECK(model && model->is_object(), "{}: no 'model' object (not a tokenizer.json?)", what);
     std::string type = ps.get(*model, "type") ? ps.str(*model, "type", "model") : "BPE";
-    SLIMKV_CHECK(type == "BPE", "{}: tokenizer model '{}' is not supported (only BPE)", what, type);
+    const bool bpe = type == "BPE";
+    SLIMKV_CHECK(bpe || type == "Unigram" || type == "WordPiece",
+                 "{}: tokenizer model '{}' is not supported (BPE, Unigram or WordPiece)", what, type);
     for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
-      const json* v = ps.get(*model, key);
+      const json* v = bpe ? ps.get(*model, key) : nullptr;
       SLIMKV_CHECK(!v || (v->is_string() && v->get<std::string>().empty()), "{}: BPE '{}' is not supported", what,
                    key);
     }
     ps.limit_ids(root, *model);
-    ps.vocab(*model);
+    if (type == "Unigram") ps.unigram(*model);
+    else ps.vocab(*model);
     ps.added_tokens(root);
     for (size_t i = 0; i < c.pieces.size(); ++i) ps.ids.emplace(c.pieces[i], static_cast<int32_t>(i));
-    ps.merges(*model);
     c.byte_level = c.decode_byte_level = false;
-    c.byte_fallback = ps.boolean(*model, "byte_fallback", false);
-    c.fuse_unk = ps.boolean(*model, "fuse_unk", false);
-    c.ignore_merges = ps.boolean(*model, "ignore_merges", false);
-    if (ps.get(*model, "unk_token")) c.unk_id = ps.id_of(ps.str(*model, "unk_token", "model"), "unk_token");
+    if (type == "Unigram") c.word_model = unigram_model(std::move(ps.unigram_vocab), c.added);
+    if (type == "WordPiece") {
+      WordPieceVocab w = wordpiece_vocab_from_json(*model, what);
+      c.unk_id = w.unk_id;
+      c.word_model = wordpiece_model(std::move(w), c.added);
+    }
+    if (bpe) {
+      ps.merges(*model);
+      c.byte_fallback = ps.boolean(*model, "byte_fallback", false);
+      c.fuse_unk = ps.boolean(*model, "fuse_unk", false);
+      c.ignore_merges = ps.boolean(*model, "ignore_merges", false);
+      if (ps.get(*model, "unk_token")) c.unk_id = ps.id_of(ps.str(*model, "unk_token", "model"), "unk_token");
+    }
     if (const json* n = ps.get(root, "normalizer")) ps.normalizer(*n);
     if (const json* p = ps.get(root, "pre_tokenizer")) ps.pre_tokenizer(*p);
     if (const json* d = ps.get(root, "decoder")) ps.decoder(*d);
@@ -401,27 +438,6 @@ std::unique_ptr<Tokenizer> load_hf_tokenizer(const std::string& path) {
   json cfg = json::parse(cfg_text, nullptr, /*allow_exceptions=*/false);
   SLIMKV_CHECK(!cfg.is_discarded() && cfg.is_object(), "{}: not a valid JSON object", cfg_path.string());
   return build(text, file.string(), &cfg);
-}
-
-std::string read_maybe_gzip_file(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");  // reads a plain file as it is
-  SLIMKV_CHECK(f != nullptr, "{}: cannot open", path);
-  std::string out;
-  char buf[1 << 16];
-  for (;;) {
-    const int n = gzread(f, buf, sizeof(buf));
-    if (n < 0) {
-      int code = 0;
-      std::string msg = gzerror(f, &code);
-      gzclose(f);
-      fail("{}: cannot read ({})", path, msg);
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
-    SLIMKV_CHECK(out.size() <= (size_t{1} << 31), "{}: over 2 GiB uncompressed", path);
-  }
-  gzclose(f);
-  return out;
 }
 
 }  // namespace slimkv

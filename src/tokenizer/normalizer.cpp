@@ -36,12 +36,65 @@ std::string lowercase(std::string_view text) {
   for (size_t i = 0; i < text.size();) {
     size_t n = 0;
     const uint32_t cp = utf8_decode_at(text, i, n);
+    i += n;
+    if (cp == 0x130) {  // Rust's char::to_lowercase: the one character whose lowercase is two
+      out += "i\xCC\x87";
+      continue;
+    }
     utf8proc_uint8_t buf[4];
     const auto len = utf8proc_encode_char(utf8proc_tolower(static_cast<utf8proc_int32_t>(cp)), buf);
     out.append(reinterpret_cast<const char*>(buf), static_cast<size_t>(len));
+  }
+  return out;
+}
+
+bool is_cjk(uint32_t cp) {  // BERT's _is_chinese_char
+  return (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0x3400 && cp <= 0x4DBF) || (cp >= 0x20000 && cp <= 0x2A6DF) ||
+         (cp >= 0x2A700 && cp <= 0x2B73F) || (cp >= 0x2B740 && cp <= 0x2B81F) || (cp >= 0x2B820 && cp <= 0x2CEAF) ||
+         (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0x2F800 && cp <= 0x2FA1F);
+}
+
+// Rebuilds text character by character: f(code point, its bytes, out) appends what replaces it.
+template <class F>
+std::string map_chars(std::string_view text, F&& f) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    size_t n = 0;
+    const uint32_t cp = utf8_decode_at(text, i, n);
+    f(cp, text.substr(i, n), out);
     i += n;
   }
   return out;
+}
+
+std::string strip_marks(std::string_view text) {
+  return map_chars(text, [](uint32_t cp, std::string_view ch, std::string& out) {
+    if (utf8proc_category(static_cast<utf8proc_int32_t>(cp)) != UTF8PROC_CATEGORY_MN) out += ch;
+  });
+}
+
+std::string clean_text(std::string_view text) {  // BertNormalizer: Rust's is_other = Cn, Cc, Cf, Co, Cs
+  return map_chars(text, [](uint32_t cp, std::string_view ch, std::string& out) {
+    const auto cat = utf8proc_category(static_cast<utf8proc_int32_t>(cp));
+    const bool tab_or_newline = cp == '\t' || cp == '\n' || cp == '\r';
+    const bool other = cat == UTF8PROC_CATEGORY_CN || (cat >= UTF8PROC_CATEGORY_CC && cat <= UTF8PROC_CATEGORY_CO);
+    if (cp == 0 || cp == 0xFFFD || (other && !tab_or_newline)) return;
+    if (tab_or_newline || is_unicode_whitespace(cp)) out += ' ';
+    else out += ch;
+  });
+}
+
+std::string space_cjk(std::string_view text) {
+  return map_chars(text, [](uint32_t cp, std::string_view ch, std::string& out) {
+    if (!is_cjk(cp)) {
+      out += ch;
+      return;
+    }
+    out += ' ';
+    out += ch;
+    out += ' ';
+  });
 }
 
 std::string strip(std::string_view text, bool left, bool right) {
@@ -130,6 +183,9 @@ std::string Normalizer::apply(std::string_view text) const {
       case NormalizeStep::kReplace:
         s = st.regex ? replace_regex(s, regexes_[i]->code, st.content) : replace_all(s, st.pattern, st.content);
         break;
+      case NormalizeStep::kStripAccents: s = strip_marks(s); break;
+      case NormalizeStep::kCleanText: s = clean_text(s); break;
+      case NormalizeStep::kSpaceCjk: s = space_cjk(s); break;
       case NormalizeStep::kPrepend:
         if (!s.empty()) s.insert(0, st.content);
         break;

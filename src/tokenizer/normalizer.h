@@ -1,5 +1,6 @@
 // Hugging Face normalizers as an ordered list of steps applied to each stretch of text between added tokens:
-// Unicode forms (NFC / NFD / NFKC / NFKD, by utf8proc), Lowercase, Strip, Replace (a string or a regex), Prepend.
+// Unicode forms (NFC / NFD / NFKC / NFKD, by utf8proc), Lowercase, Strip, Replace (a string or a regex), Prepend,
+// StripAccents and BertNormalizer's clean_text / handle_chinese_chars.
 // Owns: the steps and their compiled regexes. Must not know: tokenizer.json (the loader builds the steps) or models.
 #pragma once
 #include <memory>
@@ -10,7 +11,12 @@
 namespace slimkv {
 
 struct NormalizeStep {
-  enum Kind { kNfc, kNfd, kNfkc, kNfkd, kLowercase, kStrip, kReplace, kPrepend } kind;
+  enum Kind {
+    kNfc, kNfd, kNfkc, kNfkd, kLowercase, kStrip, kReplace, kPrepend,
+    kStripAccents,  // drop nonspacing marks (Mn); after kNfd this strips accents
+    kCleanText,     // drop NUL, U+FFFD and other (C*) characters but \t \n \r; whitespace becomes ' '
+    kSpaceCjk,      // a space on either side of each CJK ideograph (BertNormalizer handle_chinese_chars)
+  } kind;
   std::string pattern;         // kReplace: the text to find (a PCRE2 regex when `regex`)
   bool regex = false;
   std::string content;         // kReplace: the replacement; kPrepend: the prefix

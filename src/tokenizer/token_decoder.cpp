@@ -135,11 +135,27 @@ std::string run_decoders(const std::vector<DecodeStep>& steps, std::vector<std::
           tokens[i] = replace_all(tokens[i], st.pattern, i == 0 && st.prepend ? "" : " ");
         }
         break;
+      case DecodeStep::kWordPiece:
+        for (size_t i = 0; i < tokens.size(); ++i) {
+          std::string& t = tokens[i];
+          if (i > 0) t = t.compare(0, st.pattern.size(), st.pattern) == 0
+                             ? t.substr(st.pattern.size()) : " " + t;
+          if (st.cleanup) t = wordpiece_cleanup(std::move(t));
+        }
+        break;
     }
   }
   std::string out;
   for (const std::string& t : tokens) out += t;
   return out;
+}
+
+std::string wordpiece_cleanup(std::string s) {
+  static const std::pair<const char*, const char*> kRules[] = {
+      {" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"}, {" n't", "n't"},
+      {" 'm", "'m"}, {" do not", " don't"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
+  for (const auto& [from, to] : kRules) s = replace_all(s, from, to);
+  return s;
 }
 
 std::string clean_up_tokenization(std::string s) {

@@ -68,8 +68,8 @@ std::unique_ptr<Tokenizer> llama2c_tokenizer_from_bytes(std::span<const uint8_t>
                                                         const std::string& what);
 // The vocabulary stored in a GGUF file (tokenizer.ggml.model = llama | gpt2).
 std::unique_ptr<Tokenizer> tokenizer_from_gguf(const GgufFile& gguf);
-// A Hugging Face tokenizer.json (BPE model): the file, its gzipped copy, or a folder holding either; a
-// tokenizer_config.json beside it sets BOS / EOS, add_bos / add_eos and clean_up_tokenization_spaces.
+// A Hugging Face tokenizer.json (BPE, Unigram or WordPiece model): the file, its gzipped copy, or a folder holding
+// either; a tokenizer_config.json beside it sets BOS / EOS, add_bos / add_eos and clean_up_tokenization_spaces.
 std::unique_ptr<Tokenizer> load_hf_tokenizer(const std::string& path);
 // A file's bytes, gunzipped when it is gzip (a plain file as it is).
 std::string read_maybe_gzip_file(const std::string& path);

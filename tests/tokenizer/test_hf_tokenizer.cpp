@@ -114,7 +114,7 @@ TEST(HfTokenizer, BadInputIsAnError) {
   EXPECT_THROW(hf_tokenizer_from_json("\x01\x02garbage\xFF", "garbage.json"), Error);
   EXPECT_THROW(hf_tokenizer_from_json("[1, 2, 3]", "array.json"), Error);
   EXPECT_THROW(hf_tokenizer_from_json(R"({"model": 5})", "model.json"), Error);
-  EXPECT_THROW(hf_tokenizer_from_json(R"({"model": {"type": "Unigram", "vocab": [["a", 0.0]]}})", "uni.json"), Error);
+  EXPECT_THROW(hf_tokenizer_from_json(R"({"model": {"type": "Unigram", "vocab": [["a"]]}})", "uni.json"), Error);
   EXPECT_THROW(hf_tokenizer_from_json(R"({"model": {"type": "BPE", "vocab": {"a": "x"}}})", "id.json"), Error);
   EXPECT_THROW(hf_tokenizer_from_json(R"({"model": {"type": "BPE", "vocab": {"a": -1}}})", "neg.json"), Error);
   EXPECT_THROW(hf_tokenizer_from_json(R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 0}}})", "dup.json"), Error);
@@ -131,11 +131,11 @@ TEST(HfTokenizer, BadInputIsAnError) {
   EXPECT_THROW(hf_tokenizer_from_json(R"({"model": {"type": "BPE", "vocab": {"a": 0}},
                                           "normalizer": {"type": "Precompiled"}})", "pc.json"), Error);
   try {
-    hf_tokenizer_from_json(R"({"model": {"type": "WordPiece", "vocab": {"a": 0}}})", "wp.json");
+    hf_tokenizer_from_json(R"({"model": {"type": "WordLevel", "vocab": {"a": 0}}})", "wl.json");
     FAIL() << "no error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("wp.json"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("WordPiece"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("wl.json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("WordLevel"), std::string::npos) << e.what();
   }
   EXPECT_THROW(load_hf_tokenizer("/nonexistent/tokenizer.json"), Error);
 }
