@@ -18,7 +18,7 @@ struct EvalFlags {
   ModelFlags model;
   std::string data, passkey, passkey_out;
   std::vector<std::string> configs;
-  int32_t ctx = 0, max_tokens = 4096, max_passkey = 30, block_size = 16;
+  int32_t ctx = 0, max_tokens = 4096, max_passkey = 30, block_size = 16, prefill_chunk = 0;
   bool json = false;
 };
 
@@ -79,7 +79,7 @@ int run_eval(const EvalFlags& f) {
   std::vector<int32_t> ids = model->tokenizer->encode(read_text_file(f.data), true);
   if (static_cast<int32_t>(ids.size()) > f.max_tokens) ids.resize(f.max_tokens);
   ThreadPool pool(resolve_threads(f.model.threads));
-  QualityEvaluator ev(*model, &pool, ids, ctx, f.passkey, f.max_passkey, f.block_size);
+  QualityEvaluator ev(*model, &pool, ids, ctx, f.passkey, f.max_passkey, f.block_size, f.prefill_chunk);
   std::vector<QualityResult> results = {ev.baseline()};
   for (const auto& path : f.configs) {
     const CompressionConfig cc = CompressionConfig::from_json_file(path);
@@ -125,6 +125,10 @@ void add_eval_command(CLI::App& app, std::vector<Command>& out) {
   sub->add_option("--max-tokens", f->max_tokens, "Tokens of the text to score")->check(CLI::Range(2, 1 << 30));
   sub->add_option("--block-size", f->block_size, "KV block tokens: the eviction granularity (default 16)")
       ->check(CLI::Range(1, 256));
+  sub->add_option("--prefill-chunk", f->prefill_chunk,
+                  "Score each window as serving prefills it, in chunks of N tokens (0: token by token, compression "
+                  "acting from the first token); passkey prompts use N, else 512")
+      ->check(CLI::Range(0, 1 << 24));
   sub->add_flag("--json", f->json, "Print JSON");
   out.push_back({sub, [f] { return run_eval(*f); }});
 }

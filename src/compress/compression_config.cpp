@@ -111,6 +111,9 @@ void CompressionConfig::validate(const std::vector<KvLayerSpec>& layers) const {
                    "--kv-recent-window {}", kv_sparse_layer_topk[l], l, kv_sink_tokens, kv_recent_window);
     }
   }
+  SLIMKV_CHECK(kv_evict_during_prefill >= 0 && kv_evict_during_prefill <= (1 << 24),
+               "--kv-evict-during-prefill must be >= 0 tokens (got {})", kv_evict_during_prefill);
+  SLIMKV_CHECK(kv_evict_during_prefill == 0 || dynamic(), "--kv-evict-during-prefill needs --kv-sparse-mode dynamic");
   if (dynamic()) {
     SLIMKV_CHECK(kv_recent_window >= 1, "--kv-sparse-mode dynamic needs --kv-recent-window W >= 1");
     SLIMKV_CHECK(kv_sparse_topk >= kv_sink_tokens + kv_recent_window,
@@ -224,7 +227,7 @@ KvLayout CompressionConfig::layout(const std::vector<KvLayerSpec>& specs, int32_
     if (sparse() && kv_recent_window > 0) {
       g.spec = KvGroupSpec::window(kv_recent_window, kv_sink_tokens);
     } else if (dynamic() && topk[l] > 0) {
-      g.spec = KvGroupSpec::dynamic_topk(topk[l], kv_sink_tokens, kv_recent_window, merge());
+      g.spec = KvGroupSpec::dynamic_topk(topk[l], kv_sink_tokens, kv_recent_window, merge(), prefill_evict_tokens());
     }
   }
   out.assign_groups();
@@ -243,6 +246,7 @@ std::string CompressionConfig::fingerprint() const {  // what the stored bytes d
                                               kv_evict_policy.name(), kv_sparse_schedule.name(),
                                               fmt::join(kv_sparse_layer_topk, ","))
                                 : "";
+  if (prefill_evict_tokens() > 0) sparse_part += fmt::format(" prefill_evict={}", prefill_evict_tokens());
   return fmt::format("kv dtype={} rotation={}{}{}", kv_dtype_name(dtype()), rotate(), ranks, sparse_part);
 }
 
@@ -331,6 +335,9 @@ const std::vector<CompressionField>& compression_fields() {
                       "0.5x at the last) | auto (from the calibration file's attention profile, --kv-calibration)"),
         SLIMKV_INTS(kv_sparse_layer_topk,
                     "Explicit per-layer budgets k1,k2,... (one per layer; overrides --kv-sparse-schedule)"),
+        SLIMKV_INT(kv_evict_during_prefill,
+                   "Dynamic mode: evict every N prompt tokens too (a sequence holds at most top-K + N tokens); "
+                   "0: after the whole prompt"),
     };
     return f;
   }();

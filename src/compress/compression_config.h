@@ -74,6 +74,11 @@ struct CompressionConfig {
                                                // (auto: from the calibration's attention profile; resolved into
                                                // kv_sparse_layer_topk when a model's layout is made)
   std::vector<int32_t> kv_sparse_layer_topk;   // --kv-sparse-layer-topk k1,k2,..: explicit per-layer budgets
+  int32_t kv_evict_during_prefill = 0;  // --kv-evict-during-prefill N (dynamic): every N prompt tokens the last
+                                        // recent-window queries score the cache and blocks past the budget go,
+                                        // so a sequence holds at most the budget + N tokens; prefill chunks end
+                                        // at those points (the same evictions whatever the schedule). 0: the
+                                        // prompt is scored whole first (SnapKV)
 
   // Throws one clear Error per contradiction against the model's per-layer KV specs.
   void validate(const std::vector<KvLayerSpec>& layers) const;
@@ -87,6 +92,7 @@ struct CompressionConfig {
   bool sparse() const { return enabled && kv_sparse_mode == KvSparseMode::Static; }  // the position-window mask
   bool dynamic() const { return enabled && kv_sparse_mode == KvSparseMode::Dynamic; }
   bool merge() const { return dynamic() && kv_evict_policy == KvEvictPolicy::Merge; }
+  int32_t prefill_evict_tokens() const { return dynamic() ? kv_evict_during_prefill : 0; }
   int32_t sink_tokens() const { return sparse() ? kv_sink_tokens : 0; }
   int32_t window_tokens() const { return sparse() ? kv_recent_window : 0; }
   int32_t rank_k(int32_t layer, int32_t head_dim) const;

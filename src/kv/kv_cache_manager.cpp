@@ -264,10 +264,13 @@ void KvCacheManager::cache_full_blocks(SeqKv& seq, std::span<const int32_t> toke
 }
 
 void KvCacheManager::evict_least_attended(SeqKv& seq, int32_t num_computed, int32_t num_prompt) {
-  if (num_computed < num_prompt) return;  // the prompt is scored whole first (SnapKV-style)
   for (int32_t g = 0; g < num_groups() && g < static_cast<int32_t>(seq.groups.size()); ++g) {
     if (!tables_[g]->evicts_by_attention()) continue;
     const KvGroupSpec& s = groups_[g];
+    // Within the prompt only at its eviction points (multiples of dyn_prefill_evict_tokens): the prompt is otherwise
+    // scored whole first (SnapKV).
+    const int32_t every = s.dyn_prefill_evict_tokens;
+    if (num_computed < num_prompt && (every <= 0 || num_computed % every != 0)) continue;
     GroupKv& gk = seq.groups[g];
     const int64_t lo = static_cast<int64_t>(num_computed) + 1 - s.dyn_window_tokens;  // next query's window start
     const int64_t first = (s.dyn_sink_tokens + block_size_ - 1) / block_size_;
@@ -294,6 +297,16 @@ void KvCacheManager::evict_least_attended(SeqKv& seq, int32_t num_computed, int3
     num_evicted_ += static_cast<int64_t>(drop.size());
     gpool(g).release(drop);
   }
+}
+
+int32_t KvCacheManager::prefill_chunk_limit(int32_t num_computed, int32_t num_prompt) const {
+  int32_t limit = INT32_MAX;
+  if (num_computed >= num_prompt) return limit;
+  for (const KvGroupSpec& s : groups_) {
+    const int32_t every = s.dynamic() ? s.dyn_prefill_evict_tokens : 0;
+    if (every > 0) limit = std::min(limit, (num_computed / every + 1) * every - num_computed);
+  }
+  return limit;
 }
 
 bool KvCacheManager::ensure_summary_block(SeqKv& seq, int32_t group) {

@@ -89,9 +89,13 @@ class KvCacheManager {
   // state's filled snapshot, under its prefix's hash; a hit's snapshot once read is let go), then frees, in
   // windowed groups, the blocks no future query can see: wholly after the sinks and before the window.
   void cache_full_blocks(SeqKv& seq, std::span<const int32_t> tokens, int32_t num_computed_tokens);
-  // Dynamic retention (groups with a dynamic spec): after the prompt, keep the sink blocks, the window, and the
-  // most-attended other blocks up to the group's top-K tokens; evict (free) the least attended. Ties: older first.
+  // Dynamic retention (groups with a dynamic spec): after the prompt (after each chunk of it with
+  // dyn_prefill_evict), keep the sink blocks, the window, and the most-attended other blocks up to the group's
+  // top-K tokens; evict (free) the least attended. Ties: older first.
   void evict_least_attended(SeqKv& seq, int32_t num_computed_tokens, int32_t num_prompt_tokens);
+  // The most tokens the next prefill chunk may take so that it ends at the next eviction point of a group that
+  // evicts in prefill (then every schedule evicts at the same points); INT32_MAX when none applies.
+  int32_t prefill_chunk_limit(int32_t num_computed_tokens, int32_t num_prompt_tokens) const;
   // Merge policy: called with each evicted block (logical index, id, mean attention) before it is released.
   struct Evicted {
     int32_t logical;

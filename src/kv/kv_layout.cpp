@@ -17,7 +17,8 @@ KvGroupSpec KvGroupSpec::window(int32_t window, int32_t sinks) {
   return s;
 }
 
-KvGroupSpec KvGroupSpec::dynamic_topk(int32_t topk, int32_t sinks, int32_t window, bool merge) {
+KvGroupSpec KvGroupSpec::dynamic_topk(int32_t topk, int32_t sinks, int32_t window, bool merge,
+                                      int32_t prefill_evict_tokens) {
   SLIMKV_CHECK(topk > 0, "KV group: a dynamic top-{} budget", topk);
   KvGroupSpec s;
   s.kind = KvGroupKind::DynamicTopK;
@@ -25,6 +26,7 @@ KvGroupSpec KvGroupSpec::dynamic_topk(int32_t topk, int32_t sinks, int32_t windo
   s.dyn_sink_tokens = sinks;
   s.dyn_window_tokens = window;
   s.dyn_merge = merge;
+  s.dyn_prefill_evict_tokens = prefill_evict_tokens;
   return s;
 }
 
@@ -51,8 +53,11 @@ std::string KvGroupSpec::describe() const {
       return sink_tokens > 0 ? fmt::format("window {} + {} sinks", window_tokens, sink_tokens)
                              : fmt::format("sliding window {}", window_tokens);
     case KvGroupKind::DynamicTopK:
-      return fmt::format("dynamic top-{} (sinks {}, recent {}{})", dyn_topk_tokens, dyn_sink_tokens,
-                         dyn_window_tokens, dyn_merge ? ", merge" : "");
+      return fmt::format("dynamic top-{} (sinks {}, recent {}{}{})", dyn_topk_tokens, dyn_sink_tokens,
+                         dyn_window_tokens, dyn_merge ? ", merge" : "",
+                         dyn_prefill_evict_tokens > 0 ? fmt::format(", evicting every {} prompt tokens",
+                                                                    dyn_prefill_evict_tokens)
+                                                      : std::string());
   }
   return "?";
 }

@@ -53,13 +53,16 @@ struct KvGroupSpec {
   int32_t dyn_sink_tokens = 0;    // this many tokens
   int32_t dyn_window_tokens = 0;
   bool dyn_merge = false;         // evicted blocks fold into a summary block
+  int32_t dyn_prefill_evict_tokens = 0;  // > 0: also evicts each time this many prompt tokens are computed (else
+                                         // only once the whole prompt is)
   int32_t entry_tokens = 0;       // Entries: blocks hold entries of this many tokens each (entry e of a sequence
                                   // is complete once token (e + 1) * entry_tokens - 1 is computed)
   int32_t pool = 0;               // the block pool its blocks come from (KvLayout: one per record size when the
                                   // layout mixes record sizes, as natively compressed streams do; else 0)
   static KvGroupSpec full() { return {}; }
   static KvGroupSpec window(int32_t window_tokens, int32_t sink_tokens = 0);
-  static KvGroupSpec dynamic_topk(int32_t topk_tokens, int32_t sink_tokens, int32_t window_tokens, bool merge);
+  static KvGroupSpec dynamic_topk(int32_t topk_tokens, int32_t sink_tokens, int32_t window_tokens, bool merge,
+                                  int32_t prefill_evict_tokens = 0);
   static KvGroupSpec entries(int32_t entry_tokens);
   static KvGroupSpec recurrent();
   bool windowed() const { return kind == KvGroupKind::Window; }

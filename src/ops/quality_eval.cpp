@@ -9,7 +9,6 @@
 
 #include "model/kv_streams.h"
 #include "model/kv_projection.h"
-#include "runner/generator.h"
 #include "runner/sequence_forward.h"
 #include "runner/teacher_forced.h"
 
@@ -36,9 +35,10 @@ std::string first_digits(const std::string& s) {
 }  // namespace
 
 QualityEvaluator::QualityEvaluator(const Model& model, ThreadPool* pool, std::vector<int32_t> ids, int32_t ctx,
-                                   std::string passkey, int32_t max_passkey, int32_t block_size)
+                                   std::string passkey, int32_t max_passkey, int32_t block_size,
+                                   int32_t prefill_chunk)
     : model_(model), pool_(pool), ctx_(ctx), passkey_(std::move(passkey)), max_passkey_(max_passkey),
-      block_size_(block_size) {
+      block_size_(block_size), prefill_chunk_(prefill_chunk) {
   SLIMKV_CHECK(ids.size() >= 2, "too little text to evaluate ({} tokens)", ids.size());
   windows_ = split_windows(ids, ctx_, model.tokenizer->bos_id());  // as `perplexity`
   CompressionConfig off;
@@ -77,7 +77,9 @@ QualityResult QualityEvaluator::run(const std::string& name, const CompressionCo
   for (size_t w = 0; w < windows_.size(); ++w) {
     const auto& win = windows_[w];
     TeacherForcedRun run(model_, pool_, cc, ctx_, block_size_);
-    for (size_t t = 0; t < win.size(); ++t) run.step(win[t], logits.data() + t * V);
+    if (prefill_chunk_ > 0) run.prefill(win, prefill_chunk_, true, logits.data());
+    else
+      for (size_t t = 0; t < win.size(); ++t) run.step(win[t], logits.data() + t * V);
     tokens += static_cast<int64_t>(win.size());
     if (is_baseline) base_logits_[w].assign(logits.begin(), logits.begin() + win.size() * V);
     for (size_t t = 0; t + 1 < win.size(); ++t) {
@@ -116,13 +118,17 @@ void QualityEvaluator::run_passkey(const CompressionConfig& cc, QualityResult& r
     PasskeyCase pc;
     pc.prompt_ids = model_.tokenizer->encode(j["prompt"].get<std::string>(), true);
     if (static_cast<int32_t>(pc.prompt_ids.size()) + 8 > model_.config.max_seq_len) continue;
-    GenerateOptions o;
-    o.max_new_tokens = 8;
-    o.compression = cc;
-    generate(model_, pool_, pc.prompt_ids, o, [&](int32_t id) {
+    // Serving's schedule: the prompt in prefill chunks (retention after the prompt, or between chunks where the
+    // config evicts in prefill), then 8 greedy tokens one at a time.
+    const int32_t prompt_n = static_cast<int32_t>(pc.prompt_ids.size());
+    TeacherForcedRun run(model_, pool_, cc, prompt_n + 8, block_size_);
+    std::vector<float> logits(static_cast<size_t>(model_.config.vocab_size));
+    run.prefill(pc.prompt_ids, prefill_chunk_ > 0 ? prefill_chunk_ : kPasskeyChunk, false, logits.data());
+    for (int k = 0; k < 8; ++k) {
+      const int32_t id = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
       pc.out_ids.push_back(id);
-      return true;
-    });
+      if (k + 1 < 8) run.step(id, logits.data());
+    }
     std::vector<int32_t> all = pc.prompt_ids;
     all.insert(all.end(), pc.out_ids.begin(), pc.out_ids.end());
     const std::string text = model_.tokenizer->decode(all).substr(model_.tokenizer->decode(pc.prompt_ids).size());

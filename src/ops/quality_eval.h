@@ -1,7 +1,8 @@
 // Quality of a KV compression configuration against the full cache on the same token windows, tokenizer and greedy
 // sampling (seed 5.1): KL divergence of next-token distributions, top-1 agreement, perplexity and its change,
 // passkey accuracy, physical KV bytes per token, tokens/s. The baseline runs once; compression acts while each
-// window advances (token by token through the engine's KV path). Used by `eval` and `tune`.
+// window advances (token by token through the engine's KV path, or in serving's prefill chunks). Used by `eval`
+// and `tune`.
 // Must not know: command lines or report formats.
 #pragma once
 #include <string>
@@ -33,9 +34,14 @@ struct QualityResult {
 class QualityEvaluator {
  public:
   // ids: the scored text's tokens; ctx: window length. passkey: JSONL path (may be empty).
-  // block_size: KV block tokens (eviction granularity), as the engine's --block-size.
+  // block_size: KV block tokens (eviction granularity), as the engine's --block-size. prefill_chunk: 0 scores each
+  // window token by token (compression acts from the first token, as in decode); N > 0 prefills each window in
+  // chunks of N tokens as serving does (retention acts between chunks only where the config evicts in prefill).
+  // Passkey prompts are always prefilled in chunks (N, or kPasskeyChunk), then answered greedily token by token.
   QualityEvaluator(const Model& model, ThreadPool* pool, std::vector<int32_t> ids, int32_t ctx,
-                   std::string passkey = "", int32_t max_passkey = 30, int32_t block_size = 16);
+                   std::string passkey = "", int32_t max_passkey = 30, int32_t block_size = 16,
+                   int32_t prefill_chunk = 0);
+  static constexpr int32_t kPasskeyChunk = 512;  // the server's default --max-num-batched-tokens
   const QualityResult& baseline() const { return baseline_; }
   size_t num_windows() const { return windows_.size(); }
   int32_t ctx() const { return ctx_; }
@@ -53,6 +59,7 @@ class QualityEvaluator {
   std::string passkey_;
   int32_t max_passkey_;
   int32_t block_size_;
+  int32_t prefill_chunk_;
   QualityResult baseline_;
 };
 

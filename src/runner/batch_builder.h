@@ -13,7 +13,8 @@ namespace slimkv {
 // groups: the KV groups' specs (KvLayout::groups). Windowed and full groups list every block up to the chunk's end
 // (-1 entries behind a window are never read: the kernel's window skips them); a dynamic group (retention) lists
 // live blocks only (its summary block first), gives each token its visible row count, and tracks attention
-// importance for tokens of the last dyn_window_tokens prompt positions and every later token.
+// importance for tokens of the last dyn_window_tokens prompt positions and every later token (and, evicting in
+// prefill, for the last dyn_window_tokens tokens before each eviction point).
 void build_forward_batch(const SchedOutput& out, int32_t block_size, const std::vector<KvGroup>& groups,
                          ForwardBatch& batch);
 // One full-attention group: what single-sequence tools and tests use.

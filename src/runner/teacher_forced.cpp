@@ -1,5 +1,7 @@
 #include "runner/teacher_forced.h"
 
+#include <algorithm>
+
 #include "model/kv_projection.h"
 #include "model/summary_merger.h"
 #include "runner/batch_builder.h"
@@ -51,6 +53,38 @@ void TeacherForcedRun::step(int32_t token, float* logits) {
   }
   mgr_.cache_full_blocks(seq_, tokens_, n);
   mgr_.evict_least_attended(seq_, n, 1);
+}
+
+void TeacherForcedRun::prefill(std::span<const int32_t> prompt, int32_t chunk_tokens, bool all_logits, float* logits) {
+  SLIMKV_CHECK(!prompt.empty() && chunk_tokens > 0, "prefill: {} tokens in chunks of {}", prompt.size(), chunk_tokens);
+  const int32_t start = num_tokens(), n = static_cast<int32_t>(prompt.size());
+  const size_t vocab = static_cast<size_t>(fwd_.model().config.vocab_size);
+  tokens_.insert(tokens_.end(), prompt.begin(), prompt.end());
+  for (int32_t i = 0, len = 0; i < n; i += len) {
+    len = std::min({chunk_tokens, n - i, mgr_.prefill_chunk_limit(start + i, start + n)});
+    const int32_t end = start + i + len;
+    SLIMKV_CHECK(mgr_.allocate_slots(seq_, end), "teacher-forced run: KV capacity exceeded at {} tokens", end);
+    SchedOutput out;
+    ScheduledChunk c;
+    c.start_pos = start + i;
+    c.token_ids = std::span<const int32_t>(tokens_).subspan(static_cast<size_t>(start + i), static_cast<size_t>(len));
+    c.groups = seq_.groups;
+    c.samples = i + len == n;
+    c.num_prompt_tokens = start + n;
+    out.chunks.push_back(c);
+    build_forward_batch(out, block_size_, layout_.groups, batch_);
+    batch_.logits_rows.clear();
+    if (all_logits)
+      for (int32_t t = 0; t < len; ++t) batch_.logits_rows.push_back(t);
+    else if (c.samples)
+      batch_.logits_rows.push_back(len - 1);
+    fwd_.forward(batch_, kv_, all_logits ? logits + static_cast<size_t>(i) * vocab : logits);
+    for (int32_t g = 0; g < layout_.num_groups(); ++g) {
+      if (layout_.groups[g].spec.dynamic()) accumulate_importance(batch_, g, fwd_.page_importance(g), 0, seq_.groups[g]);
+    }
+    mgr_.cache_full_blocks(seq_, tokens_, end);
+    mgr_.evict_least_attended(seq_, end, start + n);
+  }
 }
 
 }  // namespace slimkv

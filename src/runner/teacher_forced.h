@@ -1,4 +1,4 @@
-// One sequence fed token by token through the engine's KV path (blocks from a KvCacheManager, compression,
+// One sequence fed token by token (or in prefill chunks) through the engine's KV path (blocks from a KvCacheManager, compression,
 // sparse retention with eviction), returning each position's logits: what `eval` scores, so compression acts
 // while the window advances exactly as in decode. Must not know: requests, sampling or the scheduler's policy.
 #pragma once
@@ -16,6 +16,11 @@ class TeacherForcedRun {
                    int32_t block_size = 16);
   // Appends `token` at the next position and writes its logits [vocab].
   void step(int32_t token, float* logits);
+  // Appends `prompt` at the next positions in chunks of chunk_tokens, as serving's chunked prefill runs it: each
+  // chunk's attention feeds retention, blocks are cached, and retention acts after each chunk (evicting only once
+  // the prompt is computed unless the config evicts in prefill). logits: [prompt.size(), vocab] with all_logits,
+  // else [vocab] of the last token.
+  void prefill(std::span<const int32_t> prompt, int32_t chunk_tokens, bool all_logits, float* logits);
   int32_t num_tokens() const { return static_cast<int32_t>(tokens_.size()); }
   int32_t live_blocks() const { return mgr_.num_used_blocks(); }
   int64_t kv_bytes_per_token() const { return layout_.bytes_per_token(); }

@@ -73,7 +73,8 @@ SchedOutput Scheduler::schedule(double now_ms) {
   // 1. Running requests, oldest first (decodes are 1 token each, so they go ahead of long prefills).
   for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
     Request* r = running_[i];
-    const int32_t n = std::min(r->num_tokens() - r->num_computed_tokens, budget);
+    const int32_t n = std::min({r->num_tokens() - r->num_computed_tokens, budget,
+                                kv_.prefill_chunk_limit(r->num_computed_tokens, r->num_prompt_tokens)});
     if (n <= 0) continue;
     bool ok = false;
     while (!(ok = kv_.allocate_slots(r->kv, r->num_computed_tokens + n, nullptr, 0, state_snapshot_tokens(*r)))) {
@@ -91,7 +92,8 @@ SchedOutput Scheduler::schedule(double now_ms) {
          static_cast<int32_t>(running_.size()) < cfg_.max_num_seqs) {
     Request* r = waiting_.front();
     PrefixHit hit = kv_.find_cached_prefix(r->tokens);
-    const int32_t n = std::min(r->num_tokens() - hit.num_tokens, budget);
+    const int32_t n = std::min({r->num_tokens() - hit.num_tokens, budget,
+                                kv_.prefill_chunk_limit(hit.num_tokens, r->num_prompt_tokens)});
     if (!kv_.allocate_slots(r->kv, hit.num_tokens + n, &hit, 0, state_snapshot_tokens(*r))) break;
     r->num_computed_tokens = hit.num_tokens;
     if (r->num_cached_tokens < 0) r->num_cached_tokens = hit.num_tokens;

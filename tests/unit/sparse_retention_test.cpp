@@ -129,6 +129,42 @@ TEST(DynamicRetention, MergingIntoSummariesKeepsBatchedEqualToSingleAndFreesEver
   }
 }
 
+TEST(DynamicRetention, EvictingDuringPrefillBoundsThePeakWhateverTheSchedule) {
+  // Long prompts, a 64-token budget, evictions every 64 prompt tokens: a sequence never holds more than the budget
+  // plus one interval (+ partial blocks), where evicting after the prompt holds the whole prompt first; the
+  // evictions fall at the same positions whatever the chunking, so batched == single still holds.
+  SKIP_IF_MISSING(k260);
+  auto m = load(k260);
+  std::vector<std::vector<int32_t>> ps;
+  for (int i = 0; i < 4; ++i) {
+    std::vector<int32_t> p = {1};
+    for (int j = 0; j < 380 + 11 * i; ++j) p.push_back(3 + (j * 31 + i * 7) % 509);
+    ps.push_back(p);
+  }
+  for (const char* policy : {"drop", "merge"}) {
+    EngineConfig c = dynamic_cfg(4, 24, 64, 128);
+    c.compress.kv_evict_policy = policy;
+    c.compress.kv_evict_during_prefill = 64;
+    auto batched = run(*m, c, ps, 30);
+    EXPECT_GT(batched.evicted_blocks, 0) << policy;
+    for (size_t i = 0; i < ps.size(); ++i) {
+      EngineConfig one = c;
+      one.sched.max_num_seqs = 1;
+      one.sched.max_num_batched_tokens = 13;  // chunks end at 13-token steps and at the eviction points
+      one.cache.enable_prefix_caching = false;
+      EXPECT_EQ(run(*m, one, {ps[i]}, 30).tokens[0], batched.tokens[i]) << policy << " prompt " << i;
+    }
+    EngineConfig single = c;
+    single.sched.max_num_seqs = 1;
+    const int32_t bounded = run(*m, single, {ps[3]}, 8).peak_blocks;
+    EngineConfig after = single;
+    after.compress.kv_evict_during_prefill = 0;
+    const int32_t whole = run(*m, after, {ps[3]}, 8).peak_blocks;
+    EXPECT_LE(bounded, (64 + 64) / 8 + 3) << policy;  // budget + one interval, a partial block, a summary
+    EXPECT_GT(whole, 2 * bounded) << policy;          // the whole prompt first (most of its 52 blocks)
+  }
+}
+
 TEST(DynamicRetention, ABudgetCoveringTheContextChangesNothing) {
   SKIP_IF_MISSING(k260);
   auto m = load(k260);
