@@ -18,6 +18,8 @@ KvDtype CompressionConfig::dtype() const {
     case KvCacheDtype::F16: return KvDtype::F16;
     case KvCacheDtype::Int8: return KvDtype::Int8;
     case KvCacheDtype::Int4: return KvDtype::Int4;
+    case KvCacheDtype::Tq4: return KvDtype::Tq4;
+    case KvCacheDtype::Tq3: return KvDtype::Tq3;
   }
   return KvDtype::F32;
 }
@@ -27,7 +29,7 @@ bool CompressionConfig::rotate() const {
   if (kv_quant_rotation == KvRotation::None) return false;
   if (kv_quant_rotation == KvRotation::Hadamard) return true;
   KvDtype d = dtype();
-  return d == KvDtype::Int8 || d == KvDtype::Int4;  // auto
+  return d == KvDtype::Int8 || d == KvDtype::Int4 || d == KvDtype::Tq4 || d == KvDtype::Tq3;  // auto
 }
 
 bool CompressionConfig::low_rank() const {
@@ -313,7 +315,8 @@ const std::vector<CompressionField>& compression_fields() {
             c.enabled = t == "on";
           },
           [](const CompressionConfig& c) { return std::string(c.enabled ? "on" : "off"); }},
-        SLIMKV_CHOICE(kv_cache_dtype, KvCacheDtype, "KV storage dtype: auto|f32|f16|int8|int4"),
+        SLIMKV_CHOICE(kv_cache_dtype, KvCacheDtype,
+                      "KV storage dtype: auto|f32|f16|int8|int4|tq4|tq3 (tq: rotation + a Lloyd-Max codebook)"),
         SLIMKV_CHOICE(kv_quant_rotation, KvRotation,
                       "Rotation before quantizing: auto|hadamard|none (auto: hadamard for int8/int4)"),
         SLIMKV_INT(kv_compression_rank, "Low-rank K/V latent size per head"),

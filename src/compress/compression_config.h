@@ -13,7 +13,7 @@
 
 namespace slimkv {
 
-enum class KvCacheDtype : uint8_t { Auto, F32, F16, Int8, Int4 };  // auto = f32
+enum class KvCacheDtype : uint8_t { Auto, F32, F16, Int8, Int4, Tq4, Tq3 };  // auto = f32
 enum class KvRotation : uint8_t { Auto, Hadamard, None };           // auto: hadamard for int8 / int4
 enum class KvSparseMode : uint8_t { Off, Static, Dynamic };
 enum class KvEvictPolicy : uint8_t { Drop, Merge };
@@ -22,9 +22,10 @@ enum class KvSparseSchedule : uint8_t { Uniform, Pyramid, Auto };
 template <>
 struct ChoiceNames<KvCacheDtype> {
   static constexpr const char* flag = "--kv-cache-dtype";
-  static constexpr std::array<std::pair<KvCacheDtype, const char*>, 5> names = {
+  static constexpr std::array<std::pair<KvCacheDtype, const char*>, 7> names = {
       {{KvCacheDtype::Auto, "auto"}, {KvCacheDtype::F32, "f32"}, {KvCacheDtype::F16, "f16"},
-       {KvCacheDtype::Int8, "int8"}, {KvCacheDtype::Int4, "int4"}}};
+       {KvCacheDtype::Int8, "int8"}, {KvCacheDtype::Int4, "int4"}, {KvCacheDtype::Tq4, "tq4"},
+       {KvCacheDtype::Tq3, "tq3"}}};
 };
 template <>
 struct ChoiceNames<KvRotation> {
@@ -54,7 +55,8 @@ struct ChoiceNames<KvSparseSchedule> {
 
 struct CompressionConfig {
   bool enabled = true;                   // --kv-cache-compression on|off (off: plain f32 cache, bit-identical)
-  Choice<KvCacheDtype> kv_cache_dtype = KvCacheDtype::Auto;  // --kv-cache-dtype auto|f32|f16|int8|int4 (auto = f32)
+  Choice<KvCacheDtype> kv_cache_dtype = KvCacheDtype::Auto;  // --kv-cache-dtype auto|f32|f16|int8|int4|tq4|tq3
+                                                             // (auto = f32)
   Choice<KvRotation> kv_quant_rotation = KvRotation::Auto;    // --kv-quant-rotation auto|hadamard|none
   int32_t kv_compression_rank = 0;       // --kv-compression-rank R: latent size of K and V per head (0 = full)
   int32_t kv_compression_rank_k = 0;     // --kv-compression-rank-k: keys only (overrides R)

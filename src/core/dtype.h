@@ -93,7 +93,10 @@ static_assert(dtype_activations_line_up(), "activation blocks must line up with 
 // How one KV head's row (head_dim values of one token) is stored in the KV cache.
 //   F32: head_dim floats. F16: head_dim halves. Int8 / Int4: an fp16 scale, then head_dim signed values
 //   (int4: two per byte, low nibble first, stored +8), symmetric absmax quantization per token and head.
-enum class KvDtype : uint8_t { F32, F16, Int8, Int4 };
+//   Tq4 / Tq3 (TurboQuant-style, after the rotation): an fp16 RMS of the row, then each value's index into the
+//   Lloyd-Max codebook of the unit normal (the rotated coordinates' distribution), 16 or 8 levels; tq4 two a
+//   byte low nibble first, tq3 packed little-endian 3 bits each.
+enum class KvDtype : uint8_t { F32, F16, Int8, Int4, Tq4, Tq3 };
 
 constexpr int64_t kv_head_record_bytes(KvDtype t, int64_t head_dim) {
   switch (t) {
@@ -101,6 +104,8 @@ constexpr int64_t kv_head_record_bytes(KvDtype t, int64_t head_dim) {
     case KvDtype::F16: return head_dim * 2;
     case KvDtype::Int8: return 2 + head_dim;
     case KvDtype::Int4: return 2 + (head_dim + 1) / 2;
+    case KvDtype::Tq4: return 2 + (head_dim + 1) / 2;
+    case KvDtype::Tq3: return 2 + (3 * head_dim + 7) / 8;
   }
   return 0;
 }
@@ -116,6 +121,8 @@ constexpr std::string_view kv_dtype_name(KvDtype t) {
     case KvDtype::F16: return "f16";
     case KvDtype::Int8: return "int8";
     case KvDtype::Int4: return "int4";
+    case KvDtype::Tq4: return "tq4";
+    case KvDtype::Tq3: return "tq3";
   }
   return "?";
 }

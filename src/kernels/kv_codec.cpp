@@ -30,7 +30,53 @@ float sign_of(int32_t i) {  // fixed pseudo-random signs (splitmix64 of the inde
   return ((z ^ (z >> 31)) & 1) ? -1.0f : 1.0f;
 }
 
+// Lloyd-Max quantizers of the unit normal (the MSE-optimal levels for N(0, 1)): 16 and 8 levels, ascending.
+constexpr float kTq4Levels[16] = {-2.7326f, -2.0690f, -1.6181f, -1.2562f, -0.9424f, -0.6568f, -0.3881f, -0.1284f,
+                                  0.1284f,  0.3881f,  0.6568f,  0.9424f,  1.2562f,  1.6181f,  2.0690f,  2.7326f};
+constexpr float kTq3Levels[8] = {-2.1520f, -1.3439f, -0.7560f, -0.2451f, 0.2451f, 0.7560f, 1.3439f, 2.1520f};
+
+int nearest_level(float v, const float* levels, int n) {  // levels ascending: the first midpoint above v
+  int i = 0;
+  while (i + 1 < n && v > 0.5f * (levels[i] + levels[i + 1])) ++i;
+  return i;
+}
+
+// TurboQuant-style rows: the row's RMS as fp16, then each value / RMS as its nearest codebook level's index.
+void encode_tq(const float* x, int32_t hd, int bits, uint8_t* dst) {
+  double ss = 0;
+  for (int32_t i = 0; i < hd; ++i) ss += static_cast<double>(x[i]) * x[i];
+  const uint16_t r16 = fp32_to_fp16(static_cast<float>(std::sqrt(ss / std::max(1, hd))));
+  const float rms = fp16_to_fp32(r16);  // quantize against the scale actually stored
+  const float inv = rms > 0 ? 1.0f / rms : 0.0f;
+  std::memcpy(dst, &r16, 2);
+  uint8_t* q = dst + 2;
+  std::memset(q, 0, static_cast<size_t>(kv_head_record_bytes(bits == 4 ? KvDtype::Tq4 : KvDtype::Tq3, hd) - 2));
+  for (int32_t i = 0; i < hd; ++i) {
+    const int idx = bits == 4 ? nearest_level(x[i] * inv, kTq4Levels, 16) : nearest_level(x[i] * inv, kTq3Levels, 8);
+    const int32_t bit = i * bits;  // little-endian bit stream
+    q[bit / 8] |= static_cast<uint8_t>(idx << (bit % 8));
+    if (bit % 8 + bits > 8) q[bit / 8 + 1] |= static_cast<uint8_t>(idx >> (8 - bit % 8));
+  }
+}
+
+void decode_tq(const uint8_t* src, int32_t hd, int bits, float* out) {
+  uint16_t r16;
+  std::memcpy(&r16, src, 2);
+  const float rms = fp16_to_fp32(r16);
+  const uint8_t* q = src + 2;
+  const float* levels = bits == 4 ? kTq4Levels : kTq3Levels;
+  const int mask = (1 << bits) - 1;
+  for (int32_t i = 0; i < hd; ++i) {
+    const int32_t bit = i * bits;
+    int v = q[bit / 8] >> (bit % 8);
+    if (bit % 8 + bits > 8) v |= q[bit / 8 + 1] << (8 - bit % 8);
+    out[i] = rms * levels[v & mask];
+  }
+}
+
 }  // namespace
+
+const float* tq4_levels() { return kTq4Levels; }
 
 void hadamard_rotate(float* x, int32_t n) {
   SLIMKV_CHECK(is_power_of_two(n), "Hadamard rotation needs a power-of-two head dim (got {})", n);
@@ -81,6 +127,8 @@ void encode_kv_head(const float* x, int32_t hd, KvDtype dtype, uint8_t* dst) {
       }
       return;
     }
+    case KvDtype::Tq4: return encode_tq(x, hd, 4, dst);
+    case KvDtype::Tq3: return encode_tq(x, hd, 3, dst);
   }
 }
 
@@ -112,6 +160,8 @@ void decode_kv_head(const uint8_t* src, int32_t hd, KvDtype dtype, float* out) {
       }
       return;
     }
+    case KvDtype::Tq4: return decode_tq(src, hd, 4, out);
+    case KvDtype::Tq3: return decode_tq(src, hd, 3, out);
   }
 }
 

@@ -12,6 +12,8 @@ namespace slimkv {
 // dst: kv_head_record_bytes(dtype, head_dim) bytes.
 void encode_kv_head(const float* x, int32_t head_dim, KvDtype dtype, uint8_t* dst);
 void decode_kv_head(const uint8_t* src, int32_t head_dim, KvDtype dtype, float* out);
+// The 16 Lloyd-Max levels of the unit normal that tq4 indexes (ascending), for vectorised decoders.
+const float* tq4_levels();
 
 // A record of two parts, [0, split) and [split, head_dim), each encoded (and scaled) on its own
 // (kv_record_bytes); split 0 = encode_kv_head / decode_kv_head.

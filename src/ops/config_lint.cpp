@@ -47,8 +47,9 @@ std::vector<Finding> lint_config(const EngineConfig& cfg, const ModelConfig& m) 
                  "model's", fmt::format("keep it at or below the model's {}", m.dsv4.index_topk),
                  fmt::format("--kv-sparse-topk {}", c.kv_sparse_topk)});
   }
-  if (c.dtype() == KvDtype::Int4 && m.head_dim < 32) {
-    f.push_back({"quality drop risk", "int4 with per-head scales needs wide heads",
+  const KvDtype d = c.dtype();
+  if ((d == KvDtype::Int4 || d == KvDtype::Tq4 || d == KvDtype::Tq3) && m.head_dim < 32) {
+    f.push_back({"quality drop risk", fmt::format("{} with per-head scales needs wide heads", kv_dtype_name(d)),
                  "use int8 for this model (int4 measured KL 0.5 at head dim 8)", fmt::format("head dim {}", m.head_dim)});
   }
   return f;

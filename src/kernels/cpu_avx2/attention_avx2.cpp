@@ -8,6 +8,7 @@
 
 #include "kernels/cpu_avx2/simd_avx2.h"
 #include "kernels/dot.h"
+#include "kernels/kv_codec.h"
 
 namespace slimkv {
 
@@ -155,6 +156,25 @@ inline void decode_row(const uint8_t* src, int32_t hd, KvDtype dt, float* out) {
     }
     return;
   }
+  if (dt == KvDtype::Tq4) {  // 16 codebook levels: two 8-lane permutes, chosen by the index's top bit
+    const float* lv = tq4_levels();
+    const __m256 lo = _mm256_loadu_ps(lv), hi = _mm256_loadu_ps(lv + 8);
+    uint16_t r16;
+    std::memcpy(&r16, src, 2);
+    const __m256 rms = _mm256_set1_ps(_cvtsh_ss(r16));
+    const __m256i shifts = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+    for (int32_t i = 0; i < hd; i += 8) {
+      uint32_t w;
+      std::memcpy(&w, src + 2 + i / 2, 4);
+      const __m256i idx = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int32_t>(w)), shifts),
+                                           _mm256_set1_epi32(0xF));
+      const __m256 top = _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28));  // bit 3 -> the sign bit: blend mask
+      const __m256 v = _mm256_blendv_ps(_mm256_permutevar8x32_ps(lo, idx), _mm256_permutevar8x32_ps(hi, idx), top);
+      _mm256_storeu_ps(out + i, _mm256_mul_ps(rms, v));
+    }
+    return;
+  }
+  if (dt == KvDtype::Tq3) return decode_kv_head(src, hd, dt, out);  // 3-bit fields straddle bytes: scalar
   uint16_t d16;
   std::memcpy(&d16, src, 2);
   const __m256 d = _mm256_set1_ps(_cvtsh_ss(d16));
