@@ -165,6 +165,10 @@ void CompressionConfig::validate(const std::vector<KvLayerSpec>& layers) const {
                   : std::vector<int32_t>{rank_k(l, ls.head_dim_k), rank_v(l, ls.head_dim_v)};
     for (int32_t r : parts) {
       SLIMKV_CHECK(d != KvDtype::Int4 || r % 2 == 0, "--kv-cache-dtype int4 needs even row sizes (got {})", r);
+      // tq's codebook is the rotated coordinates' (clipped at 2.7 RMS): unrotated outlier channels would clip
+      SLIMKV_CHECK((d != KvDtype::Tq4 && d != KvDtype::Tq3) || (is_power_of_two(r) && rotate()),
+                   "--kv-cache-dtype {} needs the Hadamard rotation (power-of-two row sizes, not "
+                   "--kv-quant-rotation none); layer {} has rows of {}", kv_dtype_name(d), l, r);
       SLIMKV_CHECK(kv_quant_rotation != KvRotation::Hadamard || is_power_of_two(r),
                    "--kv-quant-rotation hadamard needs power-of-two row sizes (layer {} has {})", l, r);
     }

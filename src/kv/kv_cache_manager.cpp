@@ -78,6 +78,10 @@ PrefixHit KvCacheManager::find_cached_prefix(std::span<const int32_t> tokens) co
   PrefixHit hit;
   hit.num_query_tokens = static_cast<int32_t>(tokens.size());
   if (!caching_) return hit;
+  // A group that evicts in prefill holds a prompt's blocks only until its next eviction point: a hit would bring
+  // back blocks a cold run evicts (or merged), so such layouts never hit.
+  for (const KvGroupSpec& s : groups_)
+    if (s.dynamic() && s.dyn_prefill_evict_tokens > 0) return hit;
   const int64_t max_blocks = (static_cast<int64_t>(tokens.size()) - 1) / block_size_;  // keep >= 1 to compute
   const int32_t G = num_groups();
   std::vector<BlockHash> hashes;
@@ -281,9 +285,14 @@ void KvCacheManager::evict_least_attended(SeqKv& seq, int32_t num_computed, int3
     }
     if (static_cast<int64_t>(cand.size()) <= budget) continue;
     if (gk.importance.size() < gk.blocks.size()) gk.importance.resize(gk.blocks.size(), 0.0f);
-    // Mean attention per query that could see the block (accumulated sums favour old blocks, H2O's bias).
+    // Mean attention per query that could see the block (accumulated sums favour old blocks, H2O's bias); when
+    // evicting in prefill, per query that scored it (the prompt's tracked positions, then every decode query).
     auto score = [&](int64_t b) {
-      return gk.importance[b] / static_cast<float>(std::max<int64_t>(1, num_computed - b * block_size_));
+      const int64_t from = b * block_size_;
+      const int64_t queries = s.dyn_prefill_evict_tokens > 0
+                                  ? tracked_queries(s, from, num_computed, num_prompt)
+                                  : num_computed - from;
+      return gk.importance[b] / static_cast<float>(std::max<int64_t>(1, queries));
     };
     std::stable_sort(cand.begin(), cand.end(), [&](int64_t a, int64_t b) { return score(a) < score(b); });
     std::vector<BlockId> drop;
@@ -297,6 +306,21 @@ void KvCacheManager::evict_least_attended(SeqKv& seq, int32_t num_computed, int3
     num_evicted_ += static_cast<int64_t>(drop.size());
     gpool(g).release(drop);
   }
+}
+
+// Positions in [from, to) whose queries add to importance (batch_builder's token_track): the last
+// dyn_window_tokens before the prompt's end and everything after, and the last dyn_window_tokens before each
+// eviction point (multiples of dyn_prefill_evict_tokens).
+int64_t KvCacheManager::tracked_queries(const KvGroupSpec& s, int64_t from, int64_t to, int64_t num_prompt) {
+  const int64_t every = s.dyn_prefill_evict_tokens, window = std::min<int64_t>(s.dyn_window_tokens, every);
+  const int64_t tail = std::max<int64_t>(from, num_prompt - s.dyn_window_tokens);  // tracked from here on
+  const auto before = [&](int64_t x) {  // tracked by the eviction-point rule in [0, x)
+    return (x / every) * window + std::max<int64_t>(0, x % every - (every - window));
+  };
+  int64_t n = std::max<int64_t>(0, to - tail);
+  const int64_t mid = std::min(to, tail);
+  if (every > 0 && mid > from) n += before(mid) - before(from);
+  return n;
 }
 
 int32_t KvCacheManager::prefill_chunk_limit(int32_t num_computed, int32_t num_prompt) const {

@@ -74,12 +74,15 @@ TEST_P(PerDtype, PhysicalBytesPerTokenShrinkAndMoreBlocksFitTheSameMemory) {
   Engine plain(*m, cfg_with("f32"));
   Engine comp(*m, cfg_with(GetParam()));
   const double ratio = static_cast<double>(comp.kv_layout().bytes_per_token()) / plain.kv_layout().bytes_per_token();
-  const double expected = GetParam() == "f16" ? 0.5 : GetParam() == "int8" ? 10.0 / 32 : 6.0 / 32;  // head dim 8
+  const double expected = GetParam() == "f16"   ? 0.5
+                          : GetParam() == "int8" ? 10.0 / 32
+                          : GetParam() == "tq3"  ? 5.0 / 32  // a 2-byte RMS + 3 bytes of 3-bit indices
+                                                 : 6.0 / 32;  // head dim 8
   EXPECT_NEAR(ratio, expected, 1e-9);
   EXPECT_NEAR(static_cast<double>(comp.kv_manager().num_blocks()) / plain.kv_manager().num_blocks(), 1 / ratio, 0.01);
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, PerDtype, ::testing::Values("f16", "int8", "int4"));
+INSTANTIATE_TEST_SUITE_P(Dtypes, PerDtype, ::testing::Values("f16", "int8", "int4", "tq4", "tq3"));
 
 TEST(Compression, QuantizedCacheTracksTheFullCacheOnRealText) {
   SKIP_IF_MISSING(k260);
@@ -113,9 +116,12 @@ TEST(Compression, ConfigErrorsAreClear) {
       EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
     }
   };
-  expect_refused([] { cfg_with("int3"); }, "--kv-cache-dtype must be one of auto, f32, f16, int8, int4 (got 'int3')");
+  expect_refused([] { cfg_with("int3"); }, "--kv-cache-dtype must be one of auto, f32, f16, int8, int4, tq4, tq3 (got 'int3')");
   EngineConfig c = cfg_with("int8");
   expect_refused([&] { c.compress.kv_quant_rotation = "walsh"; }, "--kv-quant-rotation must be one of");
+  EngineConfig unrotated = cfg_with("tq3");
+  unrotated.compress.kv_quant_rotation = "none";
+  expect_error(unrotated, "--kv-cache-dtype tq3 needs the Hadamard rotation");
   std::string path = ::testing::TempDir() + "/kvcfg_" + std::to_string(::getpid()) + ".json";
   std::ofstream(path) << R"({"kv_cache_dtype": "int8", "kv_sparse_budget": 3})";
   c = cfg_with("f32");

@@ -377,7 +377,8 @@ void attend_group_decoded_wide(const float* q, int32_t num_q, int64_t q_stride, 
 
 void attend_group_avx2(const float* q, int32_t num_q, int64_t q_stride, const PagedKv& kv, int64_t num_ctx,
                        float scale, float* scores, int64_t s_stride, float* out, int64_t o_stride) {
-  const bool vec8 = kv.k_dim % 8 == 0 && kv.v_dim % 8 == 0 && kv.k_dim <= 1024 && kv.v_dim <= 1024;
+  const bool vec8 = kv.k_dim % 8 == 0 && kv.v_dim % 8 == 0 && kv.k_split % 8 == 0 && kv.k_dim <= 1024 &&
+                    kv.v_dim <= 1024;
   // f16 / int8 / int4 rows, low-rank latents, or a sparse (sinks + window) row set: one head, one row at a time.
   // (Keys and values of different sizes share the group walk when the values are whole 128-column chunks: MLA.)
   const bool wide_v = kv.k_dim != kv.v_dim && kv.v_dim % 128 == 0 && kv.k_dim % 8 == 0;
