@@ -10,12 +10,16 @@ namespace slimkv {
 
 namespace {
 
-std::vector<int32_t> pool_blocks(const KvLayout& layout, int32_t capacity_tokens) {  // one sequence, + a spare per group
+// One sequence, + a spare per group. A windowed or retaining group frees blocks only after a step, so a prefill
+// chunk first needs its own blocks on top of what it keeps: every group may hold the whole capacity at once.
+std::vector<int32_t> pool_blocks(const KvLayout& layout, int32_t capacity_tokens) {
   std::vector<int32_t> out;
+  const int64_t whole = (static_cast<int64_t>(capacity_tokens) + layout.block_size_tokens - 1) / layout.block_size_tokens;
   for (int32_t p = 0; p < layout.num_pools(); ++p) {
     int32_t groups = 0;
     for (int32_t g = 0; g < layout.num_groups(); ++g) groups += layout.group_pool(g) == p;
-    out.push_back(static_cast<int32_t>(layout.blocks_for_sequence(capacity_tokens, 1, p)) + groups);
+    const int64_t need = std::max<int64_t>(layout.blocks_for_sequence(capacity_tokens, 1, p), whole * groups);
+    out.push_back(static_cast<int32_t>(need) + groups);
   }
   return out;
 }

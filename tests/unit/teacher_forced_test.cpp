@@ -71,5 +71,19 @@ TEST(TeacherForced, RetentionActsInPrefillOnlyWhereTheConfigSays) {
   EXPECT_LE(live_in, 64 / 8 + 1);
 }
 
+TEST(TeacherForced, AWindowedCachePrefillsChunksLargerThanItsWindow) {
+  // A chunk's blocks are allocated before the window frees the old ones: the run's pool must hold both.
+  SKIP_IF_MISSING(k260);
+  auto m = load(k260);
+  CompressionConfig cc;
+  cc.kv_sparse_mode = "static";
+  cc.kv_recent_window = 32;
+  const auto prompt = long_prompt(400);
+  std::vector<float> logits(static_cast<size_t>(m->config.vocab_size));
+  TeacherForcedRun run(*m, nullptr, cc, 410, 8);
+  EXPECT_NO_THROW(run.prefill(prompt, 128, false, logits.data()));
+  EXPECT_LE(run.live_blocks(), 32 / 8 + 3);
+}
+
 }  // namespace
 }  // namespace slimkv::test

@@ -89,10 +89,25 @@ def prep(args):
 STAGES = [128, 256, 512, 1024, 2048, 4096, 8192]  # stage 0: the induction stage (copying before lookup)
 
 
-def lr_at(step, args):
+def lr_at(step, args, elapsed_s=0.0):
     if step < args.warmup:  # step counts from the run's start, or from a resumed weights-only checkpoint
         return args.lr * (step + 1) / args.warmup
-    return args.lr  # constant after warm-up: the curriculum decides how long each length trains
+    # constant after warm-up (the curriculum decides how long each length trains), then, with --cooldown-min, a
+    # linear decay to a tenth over the budget's last minutes
+    left_min = args.budget_min - elapsed_s / 60
+    if args.cooldown_min > 0 and left_min < args.cooldown_min:
+        return args.lr * (0.1 + 0.9 * max(0.0, left_min) / args.cooldown_min)
+    return args.lr
+
+
+def step_length(state, args, rng):
+    """The sequence length of one step: the stage's, except at the target length with --final-mix, where a quarter of
+    the steps train at a quarter of it and a quarter at half (shorter contexts stay learned)."""
+    length = STAGES[state["stage"]]
+    if args.final_mix and length >= args.target and state["stage"] >= 2:
+        r = rng.random()
+        return STAGES[state["stage"] - 2] if r < 0.25 else STAGES[state["stage"] - 1] if r < 0.5 else length
+    return length
 
 
 def repeat_accuracy(model, gen, length, n):
@@ -151,7 +166,7 @@ def train(args):
     t0, elapsed0 = time.time(), state["elapsed"]
     rng = random.Random(args.seed * 1000003 + state["step"])
     while True:
-        length = STAGES[state["stage"]]
+        length = step_length(state, args, rng)
         elapsed = elapsed0 + time.time() - t0
         if elapsed > args.budget_min * 60:
             print("train: wall-clock budget spent")
@@ -160,7 +175,7 @@ def train(args):
         x, y, w = gen.batch(rng, batch, length, gen.MIX[("induction", "first")[state["stage"]]
                                                        if state["stage"] < 2 else "later"])
         for g in opt.param_groups:
-            g["lr"] = lr_at(state["step"] - state.get("warm_from", 0), args)
+            g["lr"] = lr_at(state["step"] - state.get("warm_from", 0), args, elapsed)
         logits = model(x)
         loss = (F.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1), reduction="none") *
                 w.reshape(-1)).sum() / w.sum()
@@ -172,6 +187,7 @@ def train(args):
         rec = {"step": state["step"], "len": length, "loss": round(loss.item(), 4),
                "min": round((elapsed0 + time.time() - t0) / 60, 2)}
         if state["step"] % args.eval_every == 0:
+            length = STAGES[state["stage"]]
             n_eval = max(6, args.eval_n * 256 // length)
             rec["repeat_acc"] = round(repeat_accuracy(model, gen, length, n_eval), 4)
             rec["needle_acc"] = evaluate(model, gen, length, n_eval)
@@ -290,6 +306,8 @@ def main():
     ap.add_argument("--advance-at", type=float, default=0.9)
     ap.add_argument("--ckpt-every", type=int, default=50)
     ap.add_argument("--budget-min", type=float, default=240)
+    ap.add_argument("--cooldown-min", type=float, default=0, help="train: decay the learning rate over the budget's last minutes")
+    ap.add_argument("--final-mix", action="store_true", help="train: at the target length, also train at 1/4 and 1/2 of it")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=1234)
     args = ap.parse_args()
