@@ -64,7 +64,7 @@ TEST_F(ServerFields, AStopStringFinishIsCountedAsStop) {
   const std::string stop_series = "slimkv:request_success_total{model_name=\"stories260K\",finished_reason=\"stop\"}";
   // The engine records a choice cancelled by its stop string when it next steps: wait for it (a loaded machine).
   std::string after = server_->get("/metrics");
-  for (int i = 0; i < 100 && fields_metric(after, stop_series) - fields_metric(before, stop_series) < 1; ++i) {
+  for (int i = 0; i < 500 && fields_metric(after, stop_series) - fields_metric(before, stop_series) < 1; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     after = server_->get("/metrics");
   }
