@@ -35,7 +35,7 @@ const std::array<uint64_t, 256>& spread_table() {
   return t;
 }
 
-// allowed[i] |= bit i of `bits`, eight bytes at a time (allowed holds 0 / 1).
+// allowed[i] = bit i of `bits`, eight bytes at a time.
 void expand_bits(const std::vector<uint64_t>& bits, std::vector<uint8_t>& allowed) {
   const auto& spread = spread_table();
   const size_t n = allowed.size();
@@ -46,15 +46,9 @@ void expand_bits(const std::vector<uint64_t>& bits, std::vector<uint8_t>& allowe
       const size_t at = w * 64 + k * 8;
       if (at >= n) break;
       const uint64_t bytes = spread[(word >> (8 * k)) & 0xFF];
-      if (!bytes) continue;
-      if (at + 8 <= n) {
-        uint64_t old;
-        std::memcpy(&old, &allowed[at], 8);
-        old |= bytes;
-        std::memcpy(&allowed[at], &old, 8);
-      } else {
-        for (size_t j = 0; at + j < n; ++j) allowed[at + j] |= static_cast<uint8_t>((bytes >> (8 * j)) & 1);
-      }
+      if (at + 8 <= n) std::memcpy(&allowed[at], &bytes, 8);
+      else
+        for (size_t j = 0; at + j < n; ++j) allowed[at + j] = static_cast<uint8_t>((bytes >> (8 * j)) & 1);
     }
   }
 }
@@ -139,9 +133,7 @@ void Matcher::fill_mask(std::vector<uint8_t>& allowed) const {
   if (state_.complete)
     for (int32_t id : vocab_->eos_ids()) allowed[static_cast<size_t>(id)] = 1;
   visited_ = 0;
-  bulk_used_ = false;
   walk_trie(TokenVocabulary::kRoot, set, 0, allowed);
-  if (bulk_used_) expand_bits(bulk_bits_, allowed);
   if (visited_ >= kRememberVisited) remember(set, allowed);
 }
 
@@ -160,19 +152,12 @@ void Matcher::remember(uint32_t set, const std::vector<uint8_t>& allowed) const 
   for (size_t i = 0; i < allowed.size(); ++i) slot->bits[i / 64] |= uint64_t{allowed[i] != 0} << (i % 64);
 }
 
-// The tokens below `child` of at most max_chars characters (counted from the root).
-void Matcher::allow_plain(const TokenVocabulary::TrieNode& child, uint32_t max_chars,
-                          std::vector<uint8_t>& allowed) const {
+// The tokens of `node`'s subtree with at most max_chars characters (counted from the root; UINT32_MAX: all).
+void Matcher::allow_subtree(const TokenVocabulary::TrieNode& node, uint32_t max_chars,
+                            std::vector<uint8_t>& allowed) const {
   const auto& order = vocab_->token_order();
-  visited_ += 1 + (child.subtree_end - child.first_token) / 16;
-  if (max_chars == UINT32_MAX && child.subtree_bits >= 0) {
-    const std::vector<uint64_t>& bits = vocab_->subtree_bits(child.subtree_bits);
-    if (!bulk_used_) bulk_bits_.assign(bits.size(), 0);
-    bulk_used_ = true;
-    for (size_t w = 0; w < bits.size(); ++w) bulk_bits_[w] |= bits[w];
-    return;
-  }
-  for (uint32_t t = child.first_token; t < child.subtree_end; ++t)
+  visited_ += 1 + (node.subtree_end - node.first_token) / 16;
+  for (uint32_t t = node.first_token; t < node.subtree_end; ++t)
     if (vocab_->order_chars(t) <= max_chars) allowed[static_cast<size_t>(order[t])] = 1;
 }
 
@@ -193,27 +178,26 @@ void Matcher::walk_trie(uint32_t node, uint32_t set, uint32_t prefix_chars, std:
       const int chars = ascii ? below.ascii_chars : below.plain_chars;
       const PlainDepth plain = (ascii ? ascii_depth_ : utf8_depth_).depth(set, std::min(chars, kPlainLookahead));
       if (chars <= plain.chars) {  // every token below is plain text this set accepts
-        allow_plain(below, UINT32_MAX, allowed);
+        allow_subtree(below, UINT32_MAX, allowed);
         continue;
       }
       if (plain.exact && plain.chars > 0) {  // ... and accepts exactly those of at most plain.chars characters
-        allow_plain(below, prefix_chars + static_cast<uint32_t>(plain.chars), allowed);
+        allow_subtree(below, prefix_chars + static_cast<uint32_t>(plain.chars), allowed);
         continue;
       }
     }
     const uint32_t child_set = table_.step(set, edge.byte);
     if (child_set == StackSetTable::kDead) continue;
-    const TokenVocabulary::TrieNode& child = vocab_->node(edge.child);
     ++visited_;
-    if (child.height > 0 && child.height <= StackSetTable::kMaxSafeDepth &&
-        child.subtree_end - child.first_token >= kSafeSubtreeTokens &&
-        subset(vocab_->below_class(child.below_class), table_.safe_class(child_set, child.height))) {
-      for (uint32_t t = child.first_token; t < child.subtree_end; ++t) allowed[static_cast<size_t>(order[t])] = 1;
+    if (below.height > 0 && below.height <= StackSetTable::kMaxSafeDepth &&
+        below.subtree_end - below.first_token >= kSafeSubtreeTokens &&
+        subset(vocab_->below_class(below.below_class), table_.safe_class(child_set, below.height))) {
+      allow_subtree(below, UINT32_MAX, allowed);
       continue;
     }
-    for (uint32_t t = child.first_token; t < child.first_token + child.token_count; ++t)
+    for (uint32_t t = below.first_token; t < below.first_token + below.token_count; ++t)
       allowed[static_cast<size_t>(order[t])] = 1;
-    if (child.edge_count)
+    if (below.edge_count)
       walk_trie(edge.child, child_set, prefix_chars + ((edge.byte & 0xC0) != 0x80), allowed);
   }
 }

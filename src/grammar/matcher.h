@@ -37,7 +37,7 @@ class Matcher {
   uint32_t walk_bytes(const std::string& bytes) const;  // the set after `bytes`, or kDead
   // prefix_chars: the characters (bytes that start one) on the path to `node`.
   void walk_trie(uint32_t node, uint32_t set, uint32_t prefix_chars, std::vector<uint8_t>& allowed) const;
-  void allow_plain(const TokenVocabulary::TrieNode& child, uint32_t max_chars, std::vector<uint8_t>& allowed) const;
+  void allow_subtree(const TokenVocabulary::TrieNode& node, uint32_t max_chars, std::vector<uint8_t>& allowed) const;
   void remember(uint32_t set, const std::vector<uint8_t>& allowed) const;
 
   std::shared_ptr<const Grammar> grammar_;
@@ -58,8 +58,6 @@ class Matcher {
   };
   mutable std::vector<CachedMask> cache_;
   mutable uint64_t clock_ = 0;
-  mutable std::vector<uint64_t> bulk_bits_;  // [ceil(vocab / 64)]: large subtrees allowed in this walk
-  mutable bool bulk_used_ = false;
   mutable size_t visited_ = 0;  // work in the last walk: trie nodes stepped into + tokens allowed in bulk / 16
 };
 

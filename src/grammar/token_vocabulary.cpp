@@ -29,14 +29,6 @@ TokenVocabulary::TokenVocabulary(std::vector<std::string> token_bytes, std::vect
   }
   build(0, order_.size(), 0);
   class_ids_.clear();
-  for (TrieNode& n : nodes_) {  // the large subtrees as bitsets: a mask ORs them in words, not token by token
-    if (n.subtree_end - n.first_token < kBitsetTokens) continue;
-    std::vector<uint64_t> bits((bytes_.size() + 63) / 64, 0);
-    for (uint32_t t = n.first_token; t < n.subtree_end; ++t)
-      bits[static_cast<size_t>(order_[t]) / 64] |= uint64_t{1} << (order_[t] % 64);
-    n.subtree_bits = static_cast<int32_t>(subtree_bits_.size());
-    subtree_bits_.push_back(std::move(bits));
-  }
 }
 
 uint32_t TokenVocabulary::class_index(const ByteClass& c) {

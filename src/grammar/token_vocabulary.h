@@ -27,7 +27,6 @@ class TokenVocabulary {
     // this many characters; -1 when some is not (or at the root).
     int32_t plain_chars = -1;
     int32_t ascii_chars = -1;  // the same for plain ASCII text only
-    int32_t subtree_bits = -1;  // subtree_bits(i): its tokens as an id bitset (large subtrees only), or -1
   };
   struct Edge {
     uint8_t byte;
@@ -49,9 +48,6 @@ class TokenVocabulary {
   // The bytes of token_order()[t] that start a character (not 0x80..0xBF): its characters when it is plain text.
   uint32_t order_chars(uint32_t t) const { return order_chars_[t]; }
   const ByteClass& below_class(uint32_t index) const { return below_classes_[index]; }
-  // [ceil(size() / 64)]: bit id set for every token of a subtree of at least kBitsetTokens tokens.
-  const std::vector<uint64_t>& subtree_bits(int32_t index) const { return subtree_bits_[static_cast<size_t>(index)]; }
-  static constexpr uint32_t kBitsetTokens = 4'096;
   size_t node_count() const { return nodes_.size(); }
   static constexpr uint32_t kRoot = 0;
 
@@ -67,7 +63,6 @@ class TokenVocabulary {
   std::vector<TrieNode> nodes_;
   std::vector<Edge> edges_;
   std::vector<ByteClass> below_classes_;  // distinct classes of TrieNode::below_class
-  std::vector<std::vector<uint64_t>> subtree_bits_;  // TrieNode::subtree_bits
   std::unordered_map<std::string, uint32_t> class_ids_;
 };
 

@@ -81,7 +81,7 @@ PrefixHit KvCacheManager::find_cached_prefix(std::span<const int32_t> tokens) co
   // A group that evicts in prefill holds a prompt's blocks only until its next eviction point: a hit would bring
   // back blocks a cold run evicts (or merged), so such layouts never hit.
   for (const KvGroupSpec& s : groups_)
-    if (s.dynamic() && s.dyn_prefill_evict_tokens > 0) return hit;
+    if (s.prefill_evict_every() > 0) return hit;
   const int64_t max_blocks = (static_cast<int64_t>(tokens.size()) - 1) / block_size_;  // keep >= 1 to compute
   const int32_t G = num_groups();
   std::vector<BlockHash> hashes;
@@ -273,7 +273,7 @@ void KvCacheManager::evict_least_attended(SeqKv& seq, int32_t num_computed, int3
     const KvGroupSpec& s = groups_[g];
     // Within the prompt only at its eviction points (multiples of dyn_prefill_evict_tokens): the prompt is otherwise
     // scored whole first (SnapKV).
-    const int32_t every = s.dyn_prefill_evict_tokens;
+    const int32_t every = s.prefill_evict_every();
     if (num_computed < num_prompt && (every <= 0 || num_computed % every != 0)) continue;
     GroupKv& gk = seq.groups[g];
     const int64_t lo = static_cast<int64_t>(num_computed) + 1 - s.dyn_window_tokens;  // next query's window start
@@ -289,9 +289,7 @@ void KvCacheManager::evict_least_attended(SeqKv& seq, int32_t num_computed, int3
     // evicting in prefill, per query that scored it (the prompt's tracked positions, then every decode query).
     auto score = [&](int64_t b) {
       const int64_t from = b * block_size_;
-      const int64_t queries = s.dyn_prefill_evict_tokens > 0
-                                  ? tracked_queries(s, from, num_computed, num_prompt)
-                                  : num_computed - from;
+      const int64_t queries = every > 0 ? tracked_queries(s, from, num_computed, num_prompt) : num_computed - from;
       return gk.importance[b] / static_cast<float>(std::max<int64_t>(1, queries));
     };
     std::stable_sort(cand.begin(), cand.end(), [&](int64_t a, int64_t b) { return score(a) < score(b); });
@@ -312,7 +310,7 @@ void KvCacheManager::evict_least_attended(SeqKv& seq, int32_t num_computed, int3
 // dyn_window_tokens before the prompt's end and everything after, and the last dyn_window_tokens before each
 // eviction point (multiples of dyn_prefill_evict_tokens).
 int64_t KvCacheManager::tracked_queries(const KvGroupSpec& s, int64_t from, int64_t to, int64_t num_prompt) {
-  const int64_t every = s.dyn_prefill_evict_tokens, window = std::min<int64_t>(s.dyn_window_tokens, every);
+  const int64_t every = s.prefill_evict_every(), window = std::min<int64_t>(s.dyn_window_tokens, every);
   const int64_t tail = std::max<int64_t>(from, num_prompt - s.dyn_window_tokens);  // tracked from here on
   const auto before = [&](int64_t x) {  // tracked by the eviction-point rule in [0, x)
     return (x / every) * window + std::max<int64_t>(0, x % every - (every - window));
@@ -327,7 +325,7 @@ int32_t KvCacheManager::prefill_chunk_limit(int32_t num_computed, int32_t num_pr
   int32_t limit = INT32_MAX;
   if (num_computed >= num_prompt) return limit;
   for (const KvGroupSpec& s : groups_) {
-    const int32_t every = s.dynamic() ? s.dyn_prefill_evict_tokens : 0;
+    const int32_t every = s.prefill_evict_every();
     if (every > 0) limit = std::min(limit, (num_computed / every + 1) * every - num_computed);
   }
   return limit;

@@ -68,6 +68,8 @@ struct KvGroupSpec {
   bool windowed() const { return kind == KvGroupKind::Window; }
   bool compressed() const { return kind == KvGroupKind::Entries; }
   bool dynamic() const { return kind == KvGroupKind::DynamicTopK; }
+  // Evictions within a prompt every this many tokens (0: none before the prompt is computed).
+  int32_t prefill_evict_every() const { return dynamic() ? dyn_prefill_evict_tokens : 0; }
   bool recurrent_state() const { return kind == KvGroupKind::Recurrent; }
   // Records a sequence of num_tokens computed tokens holds in this table (complete entries only; a recurrent state
   // counts as one record: its one block).

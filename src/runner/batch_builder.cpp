@@ -121,7 +121,7 @@ void build_forward_batch(const SchedOutput& out, int32_t block_size, const std::
           a.token_ctx.push_back(live_before[pos / block_size] * block_size + pos % block_size + 1);
           // the prompt's last dyn_window_tokens queries and every later one score the cache (SnapKV); evicting in
           // prefill, each chunk's last dyn_window_tokens queries too
-          const int32_t every = spec.dyn_prefill_evict_tokens;  // the last queries before each eviction point
+          const int32_t every = spec.prefill_evict_every();  // the last queries before each eviction point
           const bool chunk_tail = every > 0 && pos % every >= every - spec.dyn_window_tokens;
           a.token_track.push_back(pos >= c.num_prompt_tokens - spec.dyn_window_tokens || chunk_tail ? 1 : 0);
         }

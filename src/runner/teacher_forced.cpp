@@ -40,23 +40,7 @@ TeacherForcedRun::TeacherForcedRun(const Model& model, ThreadPool* pool, const C
 
 void TeacherForcedRun::step(int32_t token, float* logits) {
   tokens_.push_back(token);
-  const int32_t n = num_tokens();
-  SLIMKV_CHECK(mgr_.allocate_slots(seq_, n), "teacher-forced run: KV capacity exceeded at {} tokens", n);
-  SchedOutput out;
-  ScheduledChunk c;
-  c.start_pos = n - 1;
-  c.token_ids = std::span<const int32_t>(tokens_).subspan(n - 1, 1);
-  c.groups = seq_.groups;
-  c.samples = true;
-  c.num_prompt_tokens = 1;  // everything after BOS is decode: retention acts from the start
-  out.chunks.push_back(c);
-  build_forward_batch(out, block_size_, layout_.groups, batch_);
-  fwd_.forward(batch_, kv_, logits);
-  for (int32_t g = 0; g < layout_.num_groups(); ++g) {
-    if (layout_.groups[g].spec.dynamic()) accumulate_importance(batch_, g, fwd_.page_importance(g), 0, seq_.groups[g]);
-  }
-  mgr_.cache_full_blocks(seq_, tokens_, n);
-  mgr_.evict_least_attended(seq_, n, 1);
+  run_chunk(num_tokens() - 1, 1, /*num_prompt=*/1, false, logits);  // after BOS all is decode: retention acts at once
 }
 
 void TeacherForcedRun::prefill(std::span<const int32_t> prompt, int32_t chunk_tokens, bool all_logits, float* logits) {
@@ -66,29 +50,34 @@ void TeacherForcedRun::prefill(std::span<const int32_t> prompt, int32_t chunk_to
   tokens_.insert(tokens_.end(), prompt.begin(), prompt.end());
   for (int32_t i = 0, len = 0; i < n; i += len) {
     len = std::min({chunk_tokens, n - i, mgr_.prefill_chunk_limit(start + i, start + n)});
-    const int32_t end = start + i + len;
-    SLIMKV_CHECK(mgr_.allocate_slots(seq_, end), "teacher-forced run: KV capacity exceeded at {} tokens", end);
-    SchedOutput out;
-    ScheduledChunk c;
-    c.start_pos = start + i;
-    c.token_ids = std::span<const int32_t>(tokens_).subspan(static_cast<size_t>(start + i), static_cast<size_t>(len));
-    c.groups = seq_.groups;
-    c.samples = i + len == n;
-    c.num_prompt_tokens = start + n;
-    out.chunks.push_back(c);
-    build_forward_batch(out, block_size_, layout_.groups, batch_);
-    batch_.logits_rows.clear();
-    if (all_logits)
-      for (int32_t t = 0; t < len; ++t) batch_.logits_rows.push_back(t);
-    else if (c.samples)
-      batch_.logits_rows.push_back(len - 1);
-    fwd_.forward(batch_, kv_, all_logits ? logits + static_cast<size_t>(i) * vocab : logits);
-    for (int32_t g = 0; g < layout_.num_groups(); ++g) {
-      if (layout_.groups[g].spec.dynamic()) accumulate_importance(batch_, g, fwd_.page_importance(g), 0, seq_.groups[g]);
-    }
-    mgr_.cache_full_blocks(seq_, tokens_, end);
-    mgr_.evict_least_attended(seq_, end, start + n);
+    run_chunk(start + i, len, start + n, all_logits, all_logits ? logits + static_cast<size_t>(i) * vocab : logits);
   }
+}
+
+// tokens_[from, from + len) through the model as one scheduled chunk (the last row's logits, or every row's with
+// all_logits, into dst), then what the engine does after a step: importance, the prefix cache, retention.
+void TeacherForcedRun::run_chunk(int32_t from, int32_t len, int32_t num_prompt, bool all_logits, float* dst) {
+  const int32_t end = from + len;
+  SLIMKV_CHECK(mgr_.allocate_slots(seq_, end), "teacher-forced run: KV capacity exceeded at {} tokens", end);
+  SchedOutput out;
+  ScheduledChunk c;
+  c.start_pos = from;
+  c.token_ids = std::span<const int32_t>(tokens_).subspan(static_cast<size_t>(from), static_cast<size_t>(len));
+  c.groups = seq_.groups;
+  c.samples = end == num_tokens();
+  c.num_prompt_tokens = num_prompt;
+  out.chunks.push_back(c);
+  build_forward_batch(out, block_size_, layout_.groups, batch_);
+  if (all_logits) {
+    batch_.logits_rows.clear();
+    for (int32_t t = 0; t < len; ++t) batch_.logits_rows.push_back(t);
+  }
+  fwd_.forward(batch_, kv_, dst);
+  for (int32_t g = 0; g < layout_.num_groups(); ++g) {
+    if (layout_.groups[g].spec.dynamic()) accumulate_importance(batch_, g, fwd_.page_importance(g), 0, seq_.groups[g]);
+  }
+  mgr_.cache_full_blocks(seq_, tokens_, end);
+  mgr_.evict_least_attended(seq_, end, num_prompt);
 }
 
 }  // namespace slimkv

@@ -26,6 +26,7 @@ class TeacherForcedRun {
   int64_t kv_bytes_per_token() const { return layout_.bytes_per_token(); }
 
  private:
+  void run_chunk(int32_t from, int32_t len, int32_t num_prompt, bool all_logits, float* dst);
   DecoderForward fwd_;
   CompressionConfig cc_;
   int32_t block_size_;
