@@ -158,7 +158,7 @@ int run_native_plan(const PlanFlags& f, const NativeKvShape& s) {
   }
   if (s.name.rfind("deepseek-v4-", 0) == 0) {  // V4-Flash / V4-Pro against V3.2 and a GQA-8 model of their depth
     const std::string model = s.name == "deepseek-v4-pro" ? "V4-Pro" : "V4-Flash";
-    for (const std::string other : {std::string("deepseek-v3.2"), fmt::format("gqa8-{}l-bf16", s.num_layers)}) {
+    for (const std::string& other : {std::string("deepseek-v3.2"), fmt::format("gqa8-{}l-bf16", s.num_layers)}) {
       const NativeKvShape o = native_kv_preset(other);
       const double ratio = static_cast<double>(s.context_bytes(ctx)) / static_cast<double>(o.context_bytes(ctx));
       j["vs"][other] = {{"bytes", o.context_bytes(ctx) * f.in.batch}, {"ratio", ratio}};

@@ -122,6 +122,7 @@ int run_serve(ServeFlags f) {
   ServerMetrics metrics;
   EngineService service(*engine, f.server.max_queue);
   service.set_after_step([&metrics](Engine& e, const std::vector<const Request*>& done) { metrics.on_step(e, done); });
+  service.set_on_restated([&metrics](FinishReason from, FinishReason to) { metrics.restate(from, to); });
   ServeContext ctx;
   ctx.model = model.get();
   ctx.service = &service;

@@ -67,6 +67,7 @@ std::variant<std::shared_ptr<Job>, Refusal> EngineService::submit(JobSpec spec) 
       }
       const RequestId id = std::get<RequestId>(r);
       job->ids_.push_back(id);
+      job->finish_.push_back(FinishReason::None);
       routes_[id] = {job, static_cast<int32_t>(i)};
     }
     job->num_open_ = static_cast<int32_t>(job->ids_.size());
@@ -77,8 +78,18 @@ std::variant<std::shared_ptr<Job>, Refusal> EngineService::submit(JobSpec spec) 
 
 void EngineService::cancel_choice(Job& job, int32_t choice) {
   auto lk = caller_lock();
-  // a choice ends here on a stop string: a finished request ("stop"), not an abort, in the metrics
-  if (routes_.count(job.ids_.at(choice))) engine_.abort(job.ids_[choice], FinishReason::Stop);
+  // a choice ends here on a stop string: a finished request ("stop"), not an abort, in the metrics — also when the
+  // engine ran ahead of the session and had already finished it for another reason
+  if (routes_.count(job.ids_.at(choice))) {
+    engine_.abort(job.ids_[choice], FinishReason::Stop);
+  } else {
+    std::lock_guard jl(job.m_);
+    const FinishReason was = job.finish_.at(choice);
+    if (was != FinishReason::None && was != FinishReason::Stop) {
+      job.finish_[choice] = FinishReason::Stop;
+      if (on_restated_) on_restated_(was, FinishReason::Stop);
+    }
+  }
   drain_finished();
 }
 
@@ -150,6 +161,7 @@ void EngineService::drain_finished() {
       ev.num_cached_tokens = std::max(0, r->num_cached_tokens);
       ev.num_output_tokens = r->num_output_tokens();
       job.queue_.push_back(std::move(ev));
+      job.finish_.at(it->second.choice) = r->finish;
       --job.num_open_;
       job.cv_.notify_all();
     }

@@ -43,6 +43,7 @@ class Job {
   std::condition_variable cv_;
   std::vector<ChoiceEvent> queue_;
   std::vector<RequestId> ids_;          // [choices]
+  std::vector<FinishReason> finish_;    // [choices] the engine's finish reason, None while open
   int32_t num_open_ = 0;
 };
 
@@ -73,6 +74,9 @@ class EngineService {
   void inspect(const std::function<void(Engine&)>& f);
   // Called on the engine thread after every step, under the lock, with the requests that finished.
   void set_after_step(std::function<void(Engine&, const std::vector<const Request*>&)> f) { after_step_ = std::move(f); }
+  // Called, under the lock, when a choice the engine had already finished (e.g. "length") turns out to have ended on
+  // a stop string its session found later: the finish as the client sees it replaces the engine's.
+  void set_on_restated(std::function<void(FinishReason from, FinishReason to)> f) { on_restated_ = std::move(f); }
 
  private:
   void loop();
@@ -93,6 +97,7 @@ class EngineService {
   };
   std::unordered_map<RequestId, Route> routes_;
   std::function<void(Engine&, const std::vector<const Request*>&)> after_step_;
+  std::function<void(FinishReason, FinishReason)> on_restated_;
   std::thread thread_;
 };
 

@@ -40,6 +40,11 @@ void ServerMetrics::on_step(Engine& engine, const std::vector<const Request*>& f
   for (const Request* r : finished) ++finished_by_reason_[finish_reason_name(r->finish)];
 }
 
+void ServerMetrics::restate(FinishReason from, FinishReason to) {
+  --finished_by_reason_[finish_reason_name(from)];
+  ++finished_by_reason_[finish_reason_name(to)];
+}
+
 void ServerMetrics::write(PromWriter& w, const std::string& p, const Engine& engine, const PromLabels& labels) const {
   const Metrics& m = engine.metrics();
   auto one = [&](const std::string& name, const char* type, const char* help, double v) {

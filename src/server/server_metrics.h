@@ -17,6 +17,8 @@ class ServerMetrics {
   ServerMetrics();
   // Engine thread, under the engine lock: takes the engine's new latency samples (and clears them).
   void on_step(Engine& engine, const std::vector<const Request*>& finished);
+  // Under the engine lock: one finished request counted as `from` ended, as its client saw it, as `to`.
+  void restate(FinishReason from, FinishReason to);
   // Under the engine lock: the exposition text.
   std::string render(const Engine& engine, const std::string& model_name, bool vllm_names) const;
 

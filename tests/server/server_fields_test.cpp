@@ -8,9 +8,6 @@
 
 #include "server/server_process.h"
 
-#include <chrono>
-#include <thread>
-
 namespace slimkv::test {
 namespace {
 
@@ -62,15 +59,27 @@ TEST_F(ServerFields, AStopStringFinishIsCountedAsStop) {
     if (path == "/v1/completions") EXPECT_EQ(r["choices"][0]["finish_reason"], "stop") << r.dump();
   }
   const std::string stop_series = "slimkv:request_success_total{model_name=\"stories260K\",finished_reason=\"stop\"}";
-  // The engine records a choice cancelled by its stop string when it next steps: wait for it (a loaded machine).
-  std::string after = server_->get("/metrics");
-  for (int i = 0; i < 500 && fields_metric(after, stop_series) - fields_metric(before, stop_series) < 1; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    after = server_->get("/metrics");
-  }
   const std::string abort_series = "slimkv:request_success_total{model_name=\"stories260K\",finished_reason=\"abort\"}";
+  const std::string length_series =
+      "slimkv:request_success_total{model_name=\"stories260K\",finished_reason=\"length\"}";
+  // The response is sent after the stop string's accounting: the count is there at once.
+  std::string after = server_->get("/metrics");
   EXPECT_GE(fields_metric(after, stop_series) - fields_metric(before, stop_series), 1) << after;
   EXPECT_EQ(fields_metric(after, abort_series), fields_metric(before, abort_series)) << "no abort counted";
+  // The engine ahead of the session: with max_tokens ending on the token that completes the stop string, the engine
+  // finishes the request ("length") in the same step that emits the token, before its session finds the string.
+  // The client sees "stop", and so must /metrics (it counted "length").
+  for (int max_tokens = 1; max_tokens <= 40; ++max_tokens) {
+    const std::string was = server_->get("/metrics");
+    const json r = ok({{"prompt", "Once upon a time"}, {"max_tokens", max_tokens}, {"temperature", 0}, {"stop", stop}});
+    if (r["choices"][0]["finish_reason"] != "stop") continue;
+    const std::string now = server_->get("/metrics");
+    EXPECT_EQ(fields_metric(now, stop_series) - fields_metric(was, stop_series), 1) << now;
+    EXPECT_EQ(fields_metric(now, length_series), fields_metric(was, length_series)) << now;
+    EXPECT_EQ(fields_metric(now, abort_series), fields_metric(was, abort_series)) << now;
+    return;
+  }
+  ADD_FAILURE() << "no max_tokens up to 40 reached the stop string " << stop;
 }
 
 TEST_F(ServerFields, TheProbesIgnoredFieldsAreHonoured) {
