@@ -1,5 +1,5 @@
 // `slimkv bench offline --context-len L --batch B --output-len O [--config A.json ...]`: long-context decode, the
-// uncompressed baseline and every config in the same run. Depth is reached by real prefill (default) or by
+// baseline (an f16 cache; MLA: the f32 latent cache) and every config in the same run. Depth is reached by real prefill (default) or by
 // `--fill synthetic` (caches filled with seeded N(0,1) K/V through each layout's encoder: decode at 32K in
 // minutes on 2 cores; labelled in the output). Reports decode tokens/s (aggregate), ms per step, peak KV bytes,
 // peak RSS, the ratios to the baseline and the sparse-index share of decode (profiler).
@@ -110,6 +110,12 @@ int run_long_context(const LongContextFlags& f, const ModelFlags& mf, EngineConf
     model->config.max_seq_len = std::max(model->config.max_seq_len, f.context_len + f.output_len + 8);
   } else {
     model = load_model_from_flags(mf);
+    const int32_t need = f.context_len + f.output_len + 8;
+    if (need > model->config.max_seq_len) {  // as llama.cpp's -c beyond n_ctx_train: runs, with a warning
+      std::fprintf(stderr, "warning: context %d is beyond the model's trained %d tokens: speed and bytes only, its "
+                           "outputs are not meaningful there\n", f.context_len, model->config.max_seq_len);
+      model->config.max_seq_len = need;
+    }
   }
   SLIMKV_CHECK(f.fill == "real" || f.fill == "synthetic", "--fill {}: expected real or synthetic", f.fill);
   SLIMKV_CHECK(f.context_len >= 2 && f.batch >= 1 && f.output_len >= 1, "--context-len, --batch, --output-len");
@@ -130,8 +136,12 @@ int run_long_context(const LongContextFlags& f, const ModelFlags& mf, EngineConf
       au.mla_attention = "auto";
       runs.emplace_back("baseline (f32 latent cache), auto attention", au);
     }
-  } else {
-    runs.emplace_back("baseline (f32 cache)", off);
+  } else {  // f16 is the baseline compression is compared with (as llama.cpp's and vLLM's default caches)
+    EngineConfig f16 = base;
+    f16.compress = CompressionConfig{};
+    f16.compress.kv_cache_dtype = KvCacheDtype::F16;
+    f16.kv_config_file.clear();
+    runs.emplace_back("baseline (f16 cache)", f16);
   }
   for (const auto& path : f.configs) {
     EngineConfig c = base;

@@ -30,25 +30,31 @@ float sign_of(int32_t i) {  // fixed pseudo-random signs (splitmix64 of the inde
   return ((z ^ (z >> 31)) & 1) ? -1.0f : 1.0f;
 }
 
-// Lloyd-Max quantizers of the unit normal (the MSE-optimal levels for N(0, 1)): 16 and 8 levels, ascending.
-constexpr float kTq4Levels[16] = {-2.7326f, -2.0690f, -1.6181f, -1.2562f, -0.9424f, -0.6568f, -0.3881f, -0.1284f,
-                                  0.1284f,  0.3881f,  0.6568f,  0.9424f,  1.2562f,  1.6181f,  2.0690f,  2.7326f};
-constexpr float kTq3Levels[8] = {-2.1520f, -1.3439f, -0.7560f, -0.2451f, 0.2451f, 0.7560f, 1.3439f, 2.1520f};
+// Lloyd-Max quantizers of the unit normal (the MSE-optimal levels for N(0, 1)), ascending, snapped to integers on
+// a grid where the outermost level is 127: a row is stored as d = RMS * unit (fp16) and each value's level index,
+// and decodes to d * level, so attention can score its codes in integer dot products (int8 VNNI) exactly.
+// tq4: ±{0.1284, 0.3881, 0.6568, 0.9424, 1.2562, 1.6181, 2.0690, 2.7326} * 127 / 2.7326 -> ±{6, 18, 31, 44, 58,
+// 75, 96, 127} (the largest shift 0.010 in units of the normal: under a tenth of tq4's own RMS error); tq3:
+// ±{0.2451, 0.7560, 1.3439, 2.1520} * 127 / 2.1520 -> ±{14, 45, 79, 127}.
+constexpr int8_t kTq4Levels[16] = {-127, -96, -75, -58, -44, -31, -18, -6, 6, 18, 31, 44, 58, 75, 96, 127};
+constexpr int8_t kTq3Levels[8] = {-127, -79, -45, -14, 14, 45, 79, 127};
+constexpr float kTq4Unit = 2.7326f / 127.0f, kTq3Unit = 2.1520f / 127.0f;  // the normal's units per grid step
 
-int nearest_level(float v, const float* levels, int n) {  // levels ascending: the first midpoint above v
+int nearest_level(float v, const int8_t* levels, int n) {  // levels ascending: the first midpoint above v
   int i = 0;
-  while (i + 1 < n && v > 0.5f * (levels[i] + levels[i + 1])) ++i;
+  while (i + 1 < n && v > 0.5f * static_cast<float>(levels[i] + levels[i + 1])) ++i;
   return i;
 }
 
-// TurboQuant-style rows: the row's RMS as fp16, then each value / RMS as its nearest codebook level's index.
+// TurboQuant-style rows: d = the row's RMS in grid units (fp16), then each value / d as its nearest level's index.
 void encode_tq(const float* x, int32_t hd, int bits, uint8_t* dst) {
   double ss = 0;
   for (int32_t i = 0; i < hd; ++i) ss += static_cast<double>(x[i]) * x[i];
-  const uint16_t r16 = fp32_to_fp16(static_cast<float>(std::sqrt(ss / std::max(1, hd))));
-  const float rms = fp16_to_fp32(r16);  // quantize against the scale actually stored
-  const float inv = rms > 0 ? 1.0f / rms : 0.0f;
-  std::memcpy(dst, &r16, 2);
+  const float rms = static_cast<float>(std::sqrt(ss / std::max(1, hd)));
+  const uint16_t d16 = fp32_to_fp16(rms * (bits == 4 ? kTq4Unit : kTq3Unit));
+  const float d = fp16_to_fp32(d16);  // quantize against the scale actually stored
+  const float inv = d > 0 ? 1.0f / d : 0.0f;
+  std::memcpy(dst, &d16, 2);
   uint8_t* q = dst + 2;
   std::memset(q, 0, static_cast<size_t>(kv_head_record_bytes(bits == 4 ? KvDtype::Tq4 : KvDtype::Tq3, hd) - 2));
   for (int32_t i = 0; i < hd; ++i) {
@@ -60,23 +66,36 @@ void encode_tq(const float* x, int32_t hd, int bits, uint8_t* dst) {
 }
 
 void decode_tq(const uint8_t* src, int32_t hd, int bits, float* out) {
-  uint16_t r16;
-  std::memcpy(&r16, src, 2);
-  const float rms = fp16_to_fp32(r16);
+  uint16_t d16;
+  std::memcpy(&d16, src, 2);
+  const float d = fp16_to_fp32(d16);
   const uint8_t* q = src + 2;
-  const float* levels = bits == 4 ? kTq4Levels : kTq3Levels;
+  const int8_t* levels = bits == 4 ? kTq4Levels : kTq3Levels;
   const int mask = (1 << bits) - 1;
   for (int32_t i = 0; i < hd; ++i) {
     const int32_t bit = i * bits;
     int v = q[bit / 8] >> (bit % 8);
     if (bit % 8 + bits > 8) v |= q[bit / 8 + 1] << (8 - bit % 8);
-    out[i] = rms * levels[v & mask];
+    out[i] = d * static_cast<float>(levels[v & mask]);
   }
 }
 
 }  // namespace
 
-const float* tq4_levels() { return kTq4Levels; }
+const int8_t* tq4_levels() { return kTq4Levels; }
+
+float round_query_to_int8_grid(float* q, int32_t n) {
+  float amax = 0;
+  for (int32_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(q[i]));
+  if (amax == 0) return 0;
+  const float d = amax / 127.0f, id = 127.0f / amax;
+  for (int32_t i = 0; i < n; ++i) q[i] = d * std::nearbyint(q[i] * id);
+  return d;
+}
+
+bool kv_dtype_has_integer_codes(KvDtype dtype) {
+  return dtype == KvDtype::Int8 || dtype == KvDtype::Int4 || dtype == KvDtype::Tq4 || dtype == KvDtype::Tq3;
+}
 
 void hadamard_rotate(float* x, int32_t n) {
   SLIMKV_CHECK(is_power_of_two(n), "Hadamard rotation needs a power-of-two head dim (got {})", n);

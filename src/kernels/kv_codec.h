@@ -12,8 +12,15 @@ namespace slimkv {
 // dst: kv_head_record_bytes(dtype, head_dim) bytes.
 void encode_kv_head(const float* x, int32_t head_dim, KvDtype dtype, uint8_t* dst);
 void decode_kv_head(const uint8_t* src, int32_t head_dim, KvDtype dtype, float* out);
-// The 16 Lloyd-Max levels of the unit normal that tq4 indexes (ascending), for vectorised decoders.
-const float* tq4_levels();
+// The 16 integer levels tq4 indexes (ascending; a value decodes to the row's scale times its level), for vectorised
+// decoders.
+const int8_t* tq4_levels();
+// int8 / int4 / tq4 / tq3: every stored value is the row's scale times a small integer.
+bool kv_dtype_has_integer_codes(KvDtype dtype);
+// Attention over rows with integer codes scores a query on the int8 grid (as llama.cpp quantizes q for its
+// quantized caches): q <- d * round(q / d) with d = max|q| / 127, in place; returns d (0 for a zero q). The
+// kernels may then compute its dot products in integers (int8 VNNI), exactly.
+float round_query_to_int8_grid(float* q, int32_t n);
 
 // A record of two parts, [0, split) and [split, head_dim), each encoded (and scaled) on its own
 // (kv_record_bytes); split 0 = encode_kv_head / decode_kv_head.

@@ -80,7 +80,9 @@ void PagedAttention::run(const float* q, const LayerKv& layer, const AttentionDi
   const int32_t chunk = std::min(group, kMaxAttendGroup), chunks_per_kv = (group + chunk - 1) / chunk;
   const int64_t n = static_cast<int64_t>(m.token_pos.size()) * dims.num_kv_heads * chunks_per_kv;
   const bool direct_out = !layer.rotate && layer.v_proj == nullptr;
-  const bool transform_q = layer.k_proj != nullptr || layer.rotate;
+  // Keys with integer codes in one part: the query is scored on the int8 grid (kv_codec.h), every ISA alike.
+  const bool grid_q = kv_dtype_has_integer_codes(layer.dtype) && layer.k_split == 0;
+  const bool transform_q = layer.k_proj != nullptr || layer.rotate || grid_q;
   auto body = [&](int64_t i0, int64_t i1, int32_t thread) {
     float* scores = scores_.data() + static_cast<size_t>(thread) * max_chunk_ * max_ctx_;  // [chunk, max_ctx]
     float* qr = qbuf_.data() + static_cast<size_t>(thread) * max_chunk_ * 1024;  // [chunk, 1024] query, stored basis
@@ -126,6 +128,7 @@ void PagedAttention::run(const float* q, const LayerKv& layer, const AttentionDi
             std::copy(src, src + hd, dst);
           }
           if (layer.rotate) hadamard_rotate_record(dst, layer.k_dim, layer.k_split);  // (Hq)·(Hk) = q·k
+          if (grid_q) round_query_to_int8_grid(dst, layer.k_dim);
         }
         qh = qr;
         q_stride = 1024;

@@ -112,8 +112,8 @@ TEST(KvCodec, RotationSpreadsAnOutlierSoInt4ErrorDrops) {
 
 TEST(KvCodec, AttentionOverQuantizedRowsEqualsAttentionOverDecodedRows) {
   const int ctx = 21, bs = 8;
-  for (int hd : {16, 48, 64})  // the register-accumulator paths (and 8-row key groups plus a tail)
-  for (KvDtype dt : {KvDtype::F32, KvDtype::F16, KvDtype::Int8, KvDtype::Int4}) {
+  for (int hd : {16, 48, 64, 128})  // the register-accumulator paths (and 8-row key groups plus a tail)
+  for (KvDtype dt : {KvDtype::F32, KvDtype::F16, KvDtype::Int8, KvDtype::Int4, KvDtype::Tq4}) {
     const int64_t rec = kv_head_record_bytes(dt, hd);
     std::vector<int32_t> ids = {2, 0, 1};
     std::vector<uint8_t> k(3 * bs * rec), v(3 * bs * rec);
@@ -126,6 +126,8 @@ TEST(KvCodec, AttentionOverQuantizedRowsEqualsAttentionOverDecodedRows) {
       decode_kv_head(v.data() + r * rec, hd, dt, vd.data() + r * hd);
     }
     auto q = randn(hd, 7);
+    // integer codes: the query on the int8 grid, as PagedAttention passes it (the AVX-512 kernel scores in integers)
+    if (kv_dtype_has_integer_codes(dt)) round_query_to_int8_grid(q.data(), hd);
     std::vector<float> s1(ctx), s2(ctx), o1(hd), o2(hd);
     PagedKv quant{k.data(), v.data(), ids.data(), bs, rec, rec, dt, hd, hd};
     PagedKv plain{reinterpret_cast<const uint8_t*>(kd.data()), reinterpret_cast<const uint8_t*>(vd.data()), ids.data(),
@@ -144,7 +146,7 @@ TEST(KvCodec, GroupedQueryHeadsGetExactlyTheSingleHeadResult) {
   // and a sparse window, and for contexts that end inside a page.
   const int bs = 8, pages = 40;
   for (int hd : {16, 48, 64, 40})
-  for (KvDtype dt : {KvDtype::F32, KvDtype::F16, KvDtype::Int8, KvDtype::Int4})
+  for (KvDtype dt : {KvDtype::F32, KvDtype::F16, KvDtype::Int8, KvDtype::Int4, KvDtype::Tq4})
   for (int num_q : {1, 2, 4, 5}) {
     const int64_t rec = kv_head_record_bytes(dt, hd);
     std::vector<int32_t> ids(pages);

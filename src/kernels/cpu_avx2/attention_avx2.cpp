@@ -157,11 +157,12 @@ inline void decode_row(const uint8_t* src, int32_t hd, KvDtype dt, float* out) {
     return;
   }
   if (dt == KvDtype::Tq4) {  // 16 codebook levels: two 8-lane permutes, chosen by the index's top bit
-    const float* lv = tq4_levels();
-    const __m256 lo = _mm256_loadu_ps(lv), hi = _mm256_loadu_ps(lv + 8);
+    const __m128i lv = _mm_loadu_si128(reinterpret_cast<const __m128i*>(tq4_levels()));
+    const __m256 lo = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lv));
+    const __m256 hi = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lv, 8)));
     uint16_t r16;
     std::memcpy(&r16, src, 2);
-    const __m256 rms = _mm256_set1_ps(_cvtsh_ss(r16));
+    const __m256 scale_d = _mm256_set1_ps(_cvtsh_ss(r16));
     const __m256i shifts = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
     for (int32_t i = 0; i < hd; i += 8) {
       uint32_t w;
@@ -170,7 +171,7 @@ inline void decode_row(const uint8_t* src, int32_t hd, KvDtype dt, float* out) {
                                            _mm256_set1_epi32(0xF));
       const __m256 top = _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28));  // bit 3 -> the sign bit: blend mask
       const __m256 v = _mm256_blendv_ps(_mm256_permutevar8x32_ps(lo, idx), _mm256_permutevar8x32_ps(hi, idx), top);
-      _mm256_storeu_ps(out + i, _mm256_mul_ps(rms, v));
+      _mm256_storeu_ps(out + i, _mm256_mul_ps(scale_d, v));
     }
     return;
   }
