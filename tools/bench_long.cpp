@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -41,10 +42,22 @@ struct LongRow {
   nlohmann::json decode_shares;  // share of decode time per kernel family
 };
 
+// Tokens each sequence may generate: output_len + 1, and with real (chunked) prefill one more per step of the fill
+// (sequences that have their prompt decode while the others still prefill; a step prefills at most its token budget
+// less the decoding sequences).
+int32_t decode_room_tokens(const LongContextFlags& f, int32_t max_num_batched_tokens) {
+  const int64_t per_step = std::max(1, max_num_batched_tokens - f.batch);
+  const int64_t fill_steps = f.fill == "real" ? static_cast<int64_t>(f.batch) * f.context_len / per_step + f.batch + 1 : 0;
+  return static_cast<int32_t>(std::min<int64_t>(f.output_len + 1 + fill_steps, 1 << 24));
+}
+
 LongRow run_one(const Model& model, EngineConfig cfg, const std::string& name, const LongContextFlags& f) {
   cfg.cache.enable_prefix_caching = false;  // synthetic rows are not the tokens' K/V; real prompts are all distinct
   cfg.sched.max_num_seqs = std::max(cfg.sched.max_num_seqs, f.batch);
-  if (cfg.sched.max_model_len == 0) cfg.sched.max_model_len = std::min(model.config.max_seq_len, f.context_len + f.output_len + 1);
+  if (cfg.sched.max_model_len == 0) {
+    cfg.sched.max_model_len = std::min(model.config.max_seq_len,
+                                       f.context_len + decode_room_tokens(f, cfg.sched.max_num_batched_tokens));
+  }
   reset_peak_rss();
   const int64_t rss0 = proc_status_kb("VmRSS:");
   Engine engine(model, cfg);
@@ -53,9 +66,13 @@ LongRow run_one(const Model& model, EngineConfig cfg, const std::string& name, c
   row.kv_bytes_per_token = engine.kv_layout().bytes_per_token();
   std::mt19937_64 rng(f.seed);
   RequestParams p;
-  p.max_tokens = f.output_len + 1;  // + the token the first step samples
+  // Real prefill is chunked: sequences that have their prompt decode while the others still prefill, so they get
+  // room for every step of the fill (at most one prompt chunk a step) beside the measured ones; the measurement
+  // starts when every sequence has its first token, runs output_len steps, then aborts what is left.
+  p.max_tokens = std::min(decode_room_tokens(f, cfg.sched.max_num_batched_tokens), cfg.sched.max_model_len - f.context_len);
   p.ignore_eos = true;
   const auto t0 = std::chrono::steady_clock::now();
+  std::vector<RequestId> ids;
   for (int32_t b = 0; b < f.batch; ++b) {
     std::vector<int32_t> prompt = {1};
     while (static_cast<int32_t>(prompt.size()) < f.context_len) {
@@ -65,23 +82,28 @@ LongRow run_one(const Model& model, EngineConfig cfg, const std::string& name, c
                                    : engine.add_request(prompt, p);
     SLIMKV_CHECK(std::holds_alternative<RequestId>(r), "{}: sequence {} refused: {}", name, b,
                  std::get<std::string>(r));
+    ids.push_back(std::get<RequestId>(r));
   }
   // Until every sequence has its first token (prefill, or the last prompt token after a synthetic fill).
-  while (engine.metrics().generation_tokens < f.batch) engine.step();
+  std::set<RequestId> started;
+  while (static_cast<int32_t>(started.size()) < f.batch) {
+    SLIMKV_CHECK(engine.has_unfinished(), "{}: a sequence finished before every one had started", name);
+    for (const StepEvent& e : engine.step()) {
+      if (e.token >= 0) started.insert(e.id);
+    }
+  }
   row.fill_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   row.peak_kv_bytes = engine.peak_kv_bytes();
   Profiler prof;
   Profiler::install(&prof);
   const auto t1 = std::chrono::steady_clock::now();
-  int64_t steps = 0;
-  const int64_t tokens0 = engine.metrics().generation_tokens;
-  while (engine.has_unfinished()) {
+  int64_t steps = 0, tokens = 0;
+  for (; steps < f.output_len && engine.has_unfinished(); ++steps) {
     if (engine.metrics().num_running == f.batch) {  // all still running: the blocks they hold now
       row.end_kv_bytes_per_seq = engine.kv_bytes_in_use() / f.batch;
       row.end_record_bytes_per_seq = engine.record_bytes_in_use() / f.batch;
     }
-    engine.step();
-    ++steps;
+    for (const StepEvent& e : engine.step()) tokens += e.token >= 0;
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
   Profiler::install(nullptr);
@@ -93,10 +115,12 @@ LongRow run_one(const Model& model, EngineConfig cfg, const std::string& name, c
   for (int k = 0; k < static_cast<int>(ProfKind::kCount); ++k) {
     row.decode_shares[prof_kind_name(static_cast<ProfKind>(k))] = d.total_s > 0 ? d.seconds[k] / d.total_s : 0;
   }
-  row.decode_tps = static_cast<double>(engine.metrics().generation_tokens - tokens0) / secs;
+  row.decode_tps = static_cast<double>(tokens) / secs;
   row.ms_per_step = 1000 * secs / std::max<int64_t>(1, steps);
   row.peak_kv_bytes = std::max(row.peak_kv_bytes, engine.peak_kv_bytes());
   row.peak_rss_mib = static_cast<double>(proc_status_kb("VmHWM:") - rss0) / 1024.0;
+  for (RequestId id : ids) engine.abort(id);
+  engine.take_finished();
   return row;
 }
 
@@ -107,13 +131,16 @@ int run_long_context(const LongContextFlags& f, const ModelFlags& mf, EngineConf
   if (!f.synthetic.empty()) {
     model = make_synthetic_model(f.synthetic, parse_dtype(f.dtype), f.seed + 1);
     // Random weights have no trained context: stretch the shape's to the benchmark's (RoPE tables follow).
-    model->config.max_seq_len = std::max(model->config.max_seq_len, f.context_len + f.output_len + 8);
+    model->config.max_seq_len = std::max(model->config.max_seq_len,
+                                         f.context_len + decode_room_tokens(f, base.sched.max_num_batched_tokens) + 8);
   } else {
     model = load_model_from_flags(mf);
-    const int32_t need = f.context_len + f.output_len + 8;
+    const int32_t need = f.context_len + decode_room_tokens(f, base.sched.max_num_batched_tokens) + 8;
     if (need > model->config.max_seq_len) {  // as llama.cpp's -c beyond n_ctx_train: runs, with a warning
-      std::fprintf(stderr, "warning: context %d is beyond the model's trained %d tokens: speed and bytes only, its "
-                           "outputs are not meaningful there\n", f.context_len, model->config.max_seq_len);
+      std::fprintf(stderr, "warning: sequences run to %d tokens (context %d, then decode; with real prefill the first "
+                           "to finish their prompt decode while the others prefill), beyond the model's trained %d: "
+                           "speed and bytes only, its outputs are not meaningful there\n",
+                   need - 8, f.context_len, model->config.max_seq_len);
       model->config.max_seq_len = need;
     }
   }

@@ -24,12 +24,21 @@ KvDtype CompressionConfig::dtype() const {
   return KvDtype::F32;
 }
 
+KvDtype CompressionConfig::v_dtype() const {
+  if (!enabled || kv_cache_dtype_v == KvCacheDtype::Auto) return dtype();
+  CompressionConfig values = *this;
+  values.kv_cache_dtype = static_cast<KvCacheDtype>(kv_cache_dtype_v);
+  return values.dtype();
+}
+
 bool CompressionConfig::rotate() const {
   if (!enabled) return false;
   if (kv_quant_rotation == KvRotation::None) return false;
   if (kv_quant_rotation == KvRotation::Hadamard) return true;
-  KvDtype d = dtype();
-  return d == KvDtype::Int8 || d == KvDtype::Int4 || d == KvDtype::Tq4 || d == KvDtype::Tq3;  // auto
+  auto quantized = [](KvDtype d) {
+    return d == KvDtype::Int8 || d == KvDtype::Int4 || d == KvDtype::Tq4 || d == KvDtype::Tq3;
+  };
+  return quantized(dtype()) || quantized(v_dtype());  // auto: one rotation for the layer's keys and values
 }
 
 bool CompressionConfig::low_rank() const {
@@ -38,11 +47,12 @@ bool CompressionConfig::low_rank() const {
 }
 
 bool CompressionConfig::changes_cache() const {
-  return enabled && (dtype() != KvDtype::F32 || rotate() || low_rank() || sparse() || dynamic());
+  return enabled && (dtype() != KvDtype::F32 || v_dtype() != KvDtype::F32 || rotate() || low_rank() || sparse() ||
+                     dynamic());
 }
 
 bool CompressionConfig::changes_bytes(KvDtype baseline) const {
-  return enabled && (dtype() != baseline || low_rank() || sparse() || dynamic());
+  return enabled && (dtype() != baseline || v_dtype() != baseline || low_rank() || sparse() || dynamic());
 }
 
 int32_t CompressionConfig::rank_k(int32_t layer, int32_t hd) const {
@@ -73,7 +83,6 @@ void CompressionConfig::validate(int32_t num_layers, int32_t head_dim) const {
 
 void CompressionConfig::validate(const std::vector<KvLayerSpec>& layers) const {
   const int32_t num_layers = static_cast<int32_t>(layers.size());
-  const KvDtype d = dtype();
   if (!enabled) return;
   // natively compressed streams (DeepSeek-V4's entries; its indexer keys and compressor state come with them)
   const bool native = std::any_of(layers.begin(), layers.end(), [](const KvLayerSpec& l) {
@@ -160,15 +169,19 @@ void CompressionConfig::validate(const std::vector<KvLayerSpec>& layers) const {
     // An MLA record is stored as two parts (latent, rope key), each scaled and rotated on its own.
     const KvLayerSpec& ls = layers[l];
     if (ls.state_floats > 0) continue;  // a recurrent state is never transformed
+    SLIMKV_CHECK(!ls.v_in_k || v_dtype() == dtype(), "--kv-cache-dtype-v: layer {} keeps its values inside the key "
+                 "record (a latent cache), so they share the keys' dtype", l);
     const std::vector<int32_t> parts =
         ls.v_in_k ? std::vector<int32_t>{ls.head_dim_v, ls.head_dim_k - ls.head_dim_v}
                   : std::vector<int32_t>{rank_k(l, ls.head_dim_k), rank_v(l, ls.head_dim_v)};
-    for (int32_t r : parts) {
-      SLIMKV_CHECK(d != KvDtype::Int4 || r % 2 == 0, "--kv-cache-dtype int4 needs even row sizes (got {})", r);
+    for (size_t part = 0; part < parts.size(); ++part) {
+      const int32_t r = parts[part];
+      const KvDtype pd = !ls.v_in_k && part == 1 ? v_dtype() : dtype();  // this part's dtype
+      SLIMKV_CHECK(pd != KvDtype::Int4 || r % 2 == 0, "--kv-cache-dtype int4 needs even row sizes (got {})", r);
       // tq's codebook is the rotated coordinates' (clipped at 2.7 RMS): unrotated outlier channels would clip
-      SLIMKV_CHECK((d != KvDtype::Tq4 && d != KvDtype::Tq3) || (is_power_of_two(r) && rotate()),
+      SLIMKV_CHECK((pd != KvDtype::Tq4 && pd != KvDtype::Tq3) || (is_power_of_two(r) && rotate()),
                    "--kv-cache-dtype {} needs the Hadamard rotation (power-of-two row sizes, not "
-                   "--kv-quant-rotation none); layer {} has rows of {}", kv_dtype_name(d), l, r);
+                   "--kv-quant-rotation none); layer {} has rows of {}", kv_dtype_name(pd), l, r);
       SLIMKV_CHECK(kv_quant_rotation != KvRotation::Hadamard || is_power_of_two(r),
                    "--kv-quant-rotation hadamard needs power-of-two row sizes (layer {} has {})", l, r);
     }
@@ -221,13 +234,14 @@ KvLayout CompressionConfig::layout(const std::vector<KvLayerSpec>& specs, int32_
     KvLayerGeometry& g = out.layers[l];
     if (specs[l].kind == KvRecordKind::State) continue;  // a compressor's or a recurrent state stays exact (F32)
     g.dtype = dtype();
+    g.v_dtype = v_dtype();
     g.k_dim = rank_k(l, g.head_dim_k);
     g.v_dim = rank_v(l, g.head_dim_v);
     // auto rotation only where it applies (an MLA record rotates its latent and rope key apart: both powers of two)
     g.rotate = rotate() && (g.k_split() > 0 ? is_power_of_two(g.k_split()) && is_power_of_two(g.k_dim - g.k_split())
                                             : is_power_of_two(g.k_dim) && is_power_of_two(g.v_dim));
     if (specs[l].kind == KvRecordKind::IndexKeys && (g.dtype == KvDtype::F32 || g.dtype == KvDtype::F16)) {
-      g.dtype = KvDtype::F16;  // indexer keys are F16 unless the cache is narrower
+      g.dtype = g.v_dtype = KvDtype::F16;  // indexer keys are F16 unless the cache is narrower
     }
     if (specs[l].window_tokens > 0 || specs[l].entry_tokens > 1) continue;  // windows / entries are the model's
     if (sparse() && kv_recent_window > 0) {
@@ -253,7 +267,8 @@ std::string CompressionConfig::fingerprint() const {  // what the stored bytes d
                                               fmt::join(kv_sparse_layer_topk, ","))
                                 : "";
   if (prefill_evict_tokens() > 0) sparse_part += fmt::format(" prefill_evict={}", prefill_evict_tokens());
-  return fmt::format("kv dtype={} rotation={}{}{}", kv_dtype_name(dtype()), rotate(), ranks, sparse_part);
+  const std::string v_part = v_dtype() != dtype() ? fmt::format(" v_dtype={}", kv_dtype_name(v_dtype())) : "";
+  return fmt::format("kv dtype={}{} rotation={}{}{}", kv_dtype_name(dtype()), v_part, rotate(), ranks, sparse_part);
 }
 
 namespace {
@@ -321,6 +336,9 @@ const std::vector<CompressionField>& compression_fields() {
           [](const CompressionConfig& c) { return std::string(c.enabled ? "on" : "off"); }},
         SLIMKV_CHOICE(kv_cache_dtype, KvCacheDtype,
                       "KV storage dtype: auto|f32|f16|int8|int4|tq4|tq3 (tq: rotation + a Lloyd-Max codebook)"),
+        SLIMKV_CHOICE(kv_cache_dtype_v, KvCacheDtype,
+                      "Values' storage dtype where it differs from the keys' (asymmetric bits): auto (= "
+                      "--kv-cache-dtype)|f32|f16|int8|int4|tq4|tq3"),
         SLIMKV_CHOICE(kv_quant_rotation, KvRotation,
                       "Rotation before quantizing: auto|hadamard|none (auto: hadamard for int8/int4)"),
         SLIMKV_INT(kv_compression_rank, "Low-rank K/V latent size per head"),
@@ -419,7 +437,9 @@ std::string describe_plan(const KvLayout& layout) {
     total += g.bytes_per_token();
     f16 += base;
     out += fmt::format("{:>5}  {:>5}  {:>5}  {:>6}  {:>6}  {:>8}  {:>11}  {:>5.1f}%  {}\n", l, g.group,
-                       kv_dtype_name(g.dtype), g.k_dim, g.v_dim, g.rotate ? "hadamard" : "none", g.bytes_per_token(),
+                       g.v_dtype == g.dtype ? std::string(kv_dtype_name(g.dtype))
+                                            : fmt::format("{}/{}", kv_dtype_name(g.dtype), kv_dtype_name(g.v_dtype)),
+                       g.k_dim, g.v_dim, g.rotate ? "hadamard" : "none", g.bytes_per_token(),
                        100.0 * g.bytes_per_token() / base, g.spec.describe());
   }
   out += fmt::format("total  {} bytes/token = {:.1f}% of f16 ({} bytes/token)", total, 100.0 * total / f16, f16);

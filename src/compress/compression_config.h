@@ -57,6 +57,8 @@ struct CompressionConfig {
   bool enabled = true;                   // --kv-cache-compression on|off (off: plain f32 cache, bit-identical)
   Choice<KvCacheDtype> kv_cache_dtype = KvCacheDtype::Auto;  // --kv-cache-dtype auto|f32|f16|int8|int4|tq4|tq3
                                                              // (auto = f32)
+  Choice<KvCacheDtype> kv_cache_dtype_v = KvCacheDtype::Auto;  // --kv-cache-dtype-v: the values' dtype where it
+                                                               // differs from the keys' (auto: --kv-cache-dtype)
   Choice<KvRotation> kv_quant_rotation = KvRotation::Auto;    // --kv-quant-rotation auto|hadamard|none
   int32_t kv_compression_rank = 0;       // --kv-compression-rank R: latent size of K and V per head (0 = full)
   int32_t kv_compression_rank_k = 0;     // --kv-compression-rank-k: keys only (overrides R)
@@ -99,7 +101,8 @@ struct CompressionConfig {
   int32_t window_tokens() const { return sparse() ? kv_recent_window : 0; }
   int32_t rank_k(int32_t layer, int32_t head_dim) const;
   int32_t rank_v(int32_t layer, int32_t head_dim) const;
-  KvDtype dtype() const;
+  KvDtype dtype() const;    // the keys' (and by default the values') storage dtype
+  KvDtype v_dtype() const;  // the values'
   bool rotate() const;
   // The per-layer storage and block-table plan for a model: a transform of its specs (dtype, rank, rotation on
   // every layer; static or dynamic retention on the full-attention layers, which keep their own block tables),

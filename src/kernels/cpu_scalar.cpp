@@ -73,7 +73,7 @@ void attend(const float* q, const PagedKv& kv, int64_t num_ctx, float scale, flo
   }
   for (int32_t d = 0; d < kv.v_dim; ++d) out[d] = 0;
   for (int64_t t = 0; t < num_ctx; ++t) {
-    decode_kv_head(kv.v_row(t), kv.v_dim, kv.dtype, row);
+    decode_kv_head(kv.v_row(t), kv.v_dim, kv.value_dtype(), row);
     axpy(scores[t] / sum, row, out, kv.v_dim);
   }
 }

@@ -3,6 +3,7 @@
 // Must not know: tensors, layers or threads.
 #pragma once
 #include <cstdint>
+#include <optional>
 
 #include "core/dtype.h"
 #include "kernels/isa.h"
@@ -28,7 +29,7 @@ struct PagedKv {
   const int32_t* block_ids = nullptr;
   int32_t block_size = 1;
   int64_t k_row_bytes = 0, v_row_bytes = 0;  // bytes between consecutive tokens' rows within a block
-  KvDtype dtype = KvDtype::F32;
+  KvDtype dtype = KvDtype::F32;  // keys' storage dtype (and the values' unless v_dtype is set)
   int32_t k_dim = 0, v_dim = 0;  // values per stored key / value row of this head
   int32_t k_split = 0;           // key rows of two parts, each with its own scale (kv_record_bytes); 0 = one part
   // Sparse retention: rows [0, sink_tokens) are positions [0, sink_tokens); row i >= sink_tokens is position
@@ -37,6 +38,8 @@ struct PagedKv {
   int64_t window_begin = 0;
   const float* row_bias = nullptr;  // added to the scores of rows [0, num_bias_rows) (merged summaries)
   int32_t num_bias_rows = 0;
+  std::optional<KvDtype> v_dtype = std::nullopt;  // values' dtype where it differs from the keys' (asymmetric bits)
+  KvDtype value_dtype() const { return v_dtype.value_or(dtype); }
   int64_t position(int64_t t) const { return t < sink_tokens ? t : window_begin + (t - sink_tokens); }
   const uint8_t* k_row(int64_t t) const {
     const int64_t p = position(t);

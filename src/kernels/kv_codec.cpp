@@ -84,11 +84,11 @@ void decode_tq(const uint8_t* src, int32_t hd, int bits, float* out) {
 
 const int8_t* tq4_levels() { return kTq4Levels; }
 
-float round_query_to_int8_grid(float* q, int32_t n) {
+float round_query_to_grid(float* q, int32_t n) {
   float amax = 0;
   for (int32_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(q[i]));
   if (amax == 0) return 0;
-  const float d = amax / 127.0f, id = 127.0f / amax;
+  const float d = amax / static_cast<float>(kQueryGridMax), id = static_cast<float>(kQueryGridMax) / amax;
   for (int32_t i = 0; i < n; ++i) q[i] = d * std::nearbyint(q[i] * id);
   return d;
 }

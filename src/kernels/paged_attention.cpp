@@ -56,7 +56,7 @@ void PagedAttention::plan(const PagedBatchMeta& meta, int32_t max_group, int32_t
     qbuf_.resize(threads * max_chunk_ * 1024);
     latbuf_.resize(threads * max_chunk_ * 1024);
   }
-  page_importance_.assign(meta.kv_indices.size(), 0.0f);
+  page_importance_.assign(meta.kv_indices.size(), 0.0);
 }
 
 void PagedAttention::run(const float* q, const LayerKv& layer, const AttentionDims& dims, float* out, ThreadPool* pool,
@@ -80,7 +80,7 @@ void PagedAttention::run(const float* q, const LayerKv& layer, const AttentionDi
   const int32_t chunk = std::min(group, kMaxAttendGroup), chunks_per_kv = (group + chunk - 1) / chunk;
   const int64_t n = static_cast<int64_t>(m.token_pos.size()) * dims.num_kv_heads * chunks_per_kv;
   const bool direct_out = !layer.rotate && layer.v_proj == nullptr;
-  // Keys with integer codes in one part: the query is scored on the int8 grid (kv_codec.h), every ISA alike.
+  // Keys with integer codes in one part: the query is scored on the integer grid (kv_codec.h), every ISA alike.
   const bool grid_q = kv_dtype_has_integer_codes(layer.dtype) && layer.k_split == 0;
   const bool transform_q = layer.k_proj != nullptr || layer.rotate || grid_q;
   auto body = [&](int64_t i0, int64_t i1, int32_t thread) {
@@ -101,6 +101,7 @@ void PagedAttention::run(const float* q, const LayerKv& layer, const AttentionDi
       kv.k_row_bytes = layer.k_head_bytes;
       kv.v_row_bytes = layer.v_head_bytes;
       kv.dtype = layer.dtype;
+      kv.v_dtype = layer.v_dtype;
       kv.k_dim = layer.k_dim;
       kv.v_dim = layer.v_dim;
       kv.k_split = layer.k_split;
@@ -128,7 +129,7 @@ void PagedAttention::run(const float* q, const LayerKv& layer, const AttentionDi
             std::copy(src, src + hd, dst);
           }
           if (layer.rotate) hadamard_rotate_record(dst, layer.k_dim, layer.k_split);  // (Hq)·(Hk) = q·k
-          if (grid_q) round_query_to_int8_grid(dst, layer.k_dim);
+          if (grid_q) round_query_to_grid(dst, layer.k_dim);
         }
         qh = qr;
         q_stride = 1024;

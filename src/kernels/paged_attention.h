@@ -3,6 +3,7 @@
 // Must not know: requests, the scheduler or how blocks are allocated.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/thread_pool.h"
@@ -48,20 +49,24 @@ class PagedAttention {
     const uint8_t* v = nullptr;
     int32_t k_dim = 0, v_dim = 0;  // stored values per head (head_dim, or low-rank latent sizes)
     int64_t k_head_bytes = 0, v_head_bytes = 0, k_head_stride_bytes = 0, v_head_stride_bytes = 0;
-    KvDtype dtype = KvDtype::F32;
+    KvDtype dtype = KvDtype::F32;    // keys' (and values' unless v_dtype is set)
     bool rotate = false;             // rows were stored after hadamard_rotate: rotate q, un-rotate the output
     const float* k_proj = nullptr;   // low-rank keys: [num_kv_heads, k_dim, head_dim] (latent = P k), or null
     const float* v_proj = nullptr;   // low-rank values: [num_kv_heads, v_dim, head_dim], or null
     int32_t sink_tokens = 0;         // static sparse retention (StreamingLLM): a query at position p sees
     int32_t window_tokens = 0;       // [0, sink_tokens) and its last window_tokens positions; 0 = everything
     int32_t k_split = 0;             // two-part key records (MLA: latent | rope key; kv_record_bytes); 0 = one
+    std::optional<KvDtype> v_dtype = std::nullopt;  // values' dtype where it differs from the keys' (asymmetric bits)
   };
   // q: [T, num_heads * head_dim_k]; out: [T, num_heads * head_dim_v].
   void run(const float* q, const LayerKv& layer, const AttentionDims& dims, float* out, ThreadPool* pool,
            Isa isa = active_isa());
   // Attention probability mass received by each page entry, summed over the layers run since plan(), heads and
   // tracked queries (summed in a fixed order: the result does not depend on threads or batching).
-  const std::vector<float>& page_importance() const { return page_importance_; }
+  // Doubles: a block's importance is summed over steps whose query sets depend on the schedule (chunking, batching);
+  // in double the grouping's rounding stays far below what the float score used for eviction can show, so every
+  // schedule evicts and merges the same blocks with the same weights.
+  const std::vector<double>& page_importance() const { return page_importance_; }
 
  private:
   const PagedBatchMeta* meta_ = nullptr;
@@ -71,7 +76,7 @@ class PagedAttention {
   std::vector<float> scores_;  // [num_threads, chunk_heads, max_ctx]
   std::vector<float> qbuf_, latbuf_;  // [num_threads, chunk_heads, 1024] queries / outputs in the stored basis
   std::vector<float> probs_;   // [T * num_heads, max_ctx] tracked queries' probabilities (dynamic retention)
-  std::vector<float> page_importance_;
+  std::vector<double> page_importance_;
 };
 
 }  // namespace slimkv

@@ -284,13 +284,13 @@ void KvCacheManager::evict_least_attended(SeqKv& seq, int32_t num_computed, int3
       if (gk.blocks[b] >= 0) cand.push_back(b);
     }
     if (static_cast<int64_t>(cand.size()) <= budget) continue;
-    if (gk.importance.size() < gk.blocks.size()) gk.importance.resize(gk.blocks.size(), 0.0f);
+    if (gk.importance.size() < gk.blocks.size()) gk.importance.resize(gk.blocks.size(), 0.0);
     // Mean attention per query that could see the block (accumulated sums favour old blocks, H2O's bias); when
     // evicting in prefill, per query that scored it (the prompt's tracked positions, then every decode query).
     auto score = [&](int64_t b) {
       const int64_t from = b * block_size_;
       const int64_t queries = every > 0 ? tracked_queries(s, from, num_computed, num_prompt) : num_computed - from;
-      return gk.importance[b] / static_cast<float>(std::max<int64_t>(1, queries));
+      return static_cast<float>(gk.importance[b] / static_cast<double>(std::max<int64_t>(1, queries)));
     };
     std::stable_sort(cand.begin(), cand.end(), [&](int64_t a, int64_t b) { return score(a) < score(b); });
     std::vector<BlockId> drop;

@@ -19,7 +19,8 @@ namespace slimkv {
 
 struct GroupKv {                      // one group's block table of one sequence
   std::vector<BlockId> blocks;        // token i lives in blocks[i / block_size]; -1 = freed (behind a window) or evicted
-  std::vector<float> importance;      // [logical blocks] attention mass received (dynamic retention)
+  std::vector<double> importance;     // [logical blocks] attention mass received (dynamic retention; double: see
+                                      // PagedAttention::page_importance)
   BlockId summary_block = -1;         // merge policy: a block whose rows are summaries of evicted blocks
   std::vector<float> summary_count;   // [block_size] tokens each summary row stands for (0 = empty row)
   std::vector<float> summary_weight;  // [block_size] importance weight folded into each summary row

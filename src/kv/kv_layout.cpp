@@ -69,7 +69,7 @@ KvLayout KvLayout::uniform(int32_t num_layers, int32_t num_kv_heads, int32_t hea
   KvLayerGeometry g;
   g.num_kv_heads = num_kv_heads;
   g.head_dim_k = g.head_dim_v = g.k_dim = g.v_dim = head_dim;
-  g.dtype = dtype;
+  g.dtype = g.v_dtype = dtype;
   g.rotate = rotate;
   l.layers.assign(num_layers, g);
   l.assign_groups();
@@ -97,7 +97,7 @@ KvLayout KvLayout::from_specs(const std::vector<KvLayerSpec>& specs, int32_t blo
       g.v_in_k = true;  // no V region
     }
     g.kind = s.kind;
-    if (s.kind == KvRecordKind::IndexKeys) g.dtype = KvDtype::F16;  // as llama.cpp stores indexer keys
+    if (s.kind == KvRecordKind::IndexKeys) g.dtype = g.v_dtype = KvDtype::F16;  // as llama.cpp stores indexer keys
     l.layers.push_back(g);
   }
   l.assign_groups();

@@ -86,7 +86,8 @@ struct KvLayerGeometry {
   int32_t head_dim_k = 0, head_dim_v = 0;  // the model's
   int32_t k_dim = 0;         // values stored per head and token for keys: head_dim_k, or a low-rank latent size
   int32_t v_dim = 0;         // ... for values
-  KvDtype dtype = KvDtype::F32;
+  KvDtype dtype = KvDtype::F32;    // keys' storage dtype (and the values' unless v_dtype differs)
+  KvDtype v_dtype = KvDtype::F32;  // values' storage dtype (asymmetric bits: keys 8 / values 4, ...)
   bool rotate = false;       // rows stored after a fixed randomized Hadamard rotation per head
   bool v_in_k = false;       // no V rows: the value is the first v_dim values of the K record (KvLayerSpec)
   KvRecordKind kind = KvRecordKind::Attention;
@@ -96,12 +97,13 @@ struct KvLayerGeometry {
   // MLA records are two parts, scaled (and rotated) on their own: the latent (the value) and the rope key.
   int32_t k_split() const { return v_in_k && v_dim < k_dim ? v_dim : 0; }
   int64_t k_head_bytes() const { return kv_record_bytes(dtype, k_dim, k_split()); }
-  int64_t v_head_bytes() const { return v_in_k ? 0 : kv_head_record_bytes(dtype, v_dim); }  // stored V bytes
+  int64_t v_head_bytes() const { return v_in_k ? 0 : kv_head_record_bytes(v_dtype, v_dim); }  // stored V bytes
+  KvDtype record_dtype(int which) const { return which == 0 ? dtype : v_dtype; }  // 0: keys, 1: values
   int64_t k_row_bytes() const { return k_head_bytes() * num_kv_heads; }  // one token's keys, all KV heads
   int64_t v_row_bytes() const { return v_head_bytes() * num_kv_heads; }
   int64_t bytes_per_token() const { return k_row_bytes() + v_row_bytes(); }
   bool low_rank() const { return k_dim != head_dim_k || v_dim != head_dim_v; }
-  bool is_plain_f32() const { return dtype == KvDtype::F32 && !rotate && !low_rank(); }
+  bool is_plain_f32() const { return dtype == KvDtype::F32 && v_dtype == KvDtype::F32 && !rotate && !low_rank(); }
   bool same_record(const KvLayerGeometry& o) const {
     return num_kv_heads == o.num_kv_heads && k_head_bytes() == o.k_head_bytes() && v_head_bytes() == o.v_head_bytes() &&
            v_in_k == o.v_in_k;

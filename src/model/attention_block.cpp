@@ -21,6 +21,7 @@ PagedAttention::LayerKv DecoderForward::layer_kv(int32_t l) const {
     lk.v_head_stride_bytes = lk.k_head_stride_bytes;
   }
   lk.k_split = g.k_split();
+  if (g.v_dtype != g.dtype) lk.v_dtype = g.v_dtype;
   lk.sink_tokens = g.spec.sink_tokens;  // a window (sliding-window layer or static retention); 0 = every row
   lk.window_tokens = g.spec.window_tokens;
   if (!kv_proj_.empty()) {

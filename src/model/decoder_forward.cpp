@@ -70,7 +70,7 @@ void DecoderForward::write_kv(KvStorage& kv, int32_t l, int64_t slot, const floa
       const int32_t split = which == 0 ? g.k_split() : 0;  // two-part records: each part scaled (rotated) apart
       if (g.rotate) hadamard_rotate_record(head_.data(), dim, split);
       uint8_t* dst = which == 0 ? kv.k_head(l, slot, h) : kv.v_head(l, slot, h);
-      encode_kv_record(head_.data(), dim, split, g.dtype, dst);
+      encode_kv_record(head_.data(), dim, split, g.record_dtype(which), dst);
     }
   }
 }

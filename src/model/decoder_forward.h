@@ -47,7 +47,7 @@ class DecoderForward {
 
   const Model& model() const { return model_; }
   // Attention mass per page entry of group g's page table, summed since the step's plan (dynamic retention).
-  const std::vector<float>& page_importance(int32_t g) const { return attention_[g].page_importance(); }
+  const std::vector<double>& page_importance(int32_t g) const { return attention_[g].page_importance(); }
   // The KV layout this model needs under a compression config (default: full f32 K and V rows, model windows).
   KvLayout kv_layout(int32_t block_size_tokens, const CompressionConfig& cc = CompressionConfig{}) const;
   // Low-rank bases per layer (empty vectors = full rank), used when writing and reading the cache.

@@ -27,7 +27,7 @@ void merge_into_summaries(KvStorage& kv, KvCacheManager& mgr, SeqKv& seq, int32_
         for (int32_t h = 0; h < g.num_kv_heads; ++h) {
           uint8_t* dst = which == 0 ? kv.k_head(l, dst_slot, h) : kv.v_head(l, dst_slot, h);
           if (w_old > 0) {
-            decode_kv_record(dst, dim, split, g.dtype, row.data());
+            decode_kv_record(dst, dim, split, g.record_dtype(which), row.data());
             for (int32_t d = 0; d < dim; ++d) acc[d] = row[d] * w_old;
           } else {
             std::fill(acc.begin(), acc.end(), 0.0f);
@@ -35,12 +35,12 @@ void merge_into_summaries(KvStorage& kv, KvCacheManager& mgr, SeqKv& seq, int32_
           for (int32_t r = 0; r < bs; ++r) {
             const int64_t src_slot = static_cast<int64_t>(e.block) * bs + r;
             const uint8_t* src = which == 0 ? kv.k_head(l, src_slot, h) : kv.v_head(l, src_slot, h);
-            decode_kv_record(src, dim, split, g.dtype, row.data());
+            decode_kv_record(src, dim, split, g.record_dtype(which), row.data());
             for (int32_t d = 0; d < dim; ++d) acc[d] += w * row[d];
           }
           const float inv = 1.0f / (w_old + w * bs);
           for (int32_t d = 0; d < dim; ++d) acc[d] *= inv;
-          encode_kv_record(acc.data(), dim, split, g.dtype, dst);
+          encode_kv_record(acc.data(), dim, split, g.record_dtype(which), dst);
         }
       }
     }

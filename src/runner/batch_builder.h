@@ -22,7 +22,7 @@ void build_forward_batch(const SchedOutput& out, int32_t block_size, ForwardBatc
 
 // Adds the attention mass each page of chunk s received (page_importance of group g, per page entry) to the
 // sequence's per-block importance.
-void accumulate_importance(const ForwardBatch& batch, int32_t g, const std::vector<float>& page_importance, size_t s,
+void accumulate_importance(const ForwardBatch& batch, int32_t g, const std::vector<double>& page_importance, size_t s,
                            GroupKv& gk);
 
 }  // namespace slimkv

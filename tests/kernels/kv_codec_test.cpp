@@ -126,8 +126,8 @@ TEST(KvCodec, AttentionOverQuantizedRowsEqualsAttentionOverDecodedRows) {
       decode_kv_head(v.data() + r * rec, hd, dt, vd.data() + r * hd);
     }
     auto q = randn(hd, 7);
-    // integer codes: the query on the int8 grid, as PagedAttention passes it (the AVX-512 kernel scores in integers)
-    if (kv_dtype_has_integer_codes(dt)) round_query_to_int8_grid(q.data(), hd);
+    // integer codes: the query on the integer grid, as PagedAttention passes it (the AVX-512 kernel scores in integers)
+    if (kv_dtype_has_integer_codes(dt)) round_query_to_grid(q.data(), hd);
     std::vector<float> s1(ctx), s2(ctx), o1(hd), o2(hd);
     PagedKv quant{k.data(), v.data(), ids.data(), bs, rec, rec, dt, hd, hd};
     PagedKv plain{reinterpret_cast<const uint8_t*>(kd.data()), reinterpret_cast<const uint8_t*>(vd.data()), ids.data(),
@@ -136,6 +136,49 @@ TEST(KvCodec, AttentionOverQuantizedRowsEqualsAttentionOverDecodedRows) {
       dot_kernels(isa).attend(q.data(), quant, ctx, 0.25f, s1.data(), o1.data());
       kScalarDot.attend(q.data(), plain, ctx, 0.25f, s2.data(), o2.data());
       for (int d = 0; d < hd; ++d) EXPECT_NEAR(o1[d], o2[d], 1e-5f) << kv_dtype_name(dt) << " hd " << hd;
+    }
+  }
+}
+
+TEST(KvCodec, AsymmetricKeyAndValueDtypesMatchAttentionOverDecodedRows) {
+  // Keys in one dtype, values in another (--kv-cache-dtype-v): every ISA against the scalar walk over decoded rows,
+  // and attend_group equal to attend bit for bit.
+  const int ctx = 37, bs = 8, hd = 64;
+  const std::vector<std::pair<KvDtype, KvDtype>> pairs = {{KvDtype::Int8, KvDtype::Tq4}, {KvDtype::Tq4, KvDtype::Int8},
+                                                          {KvDtype::Int4, KvDtype::Int8}, {KvDtype::Int8, KvDtype::F16},
+                                                          {KvDtype::F16, KvDtype::Int4}};
+  for (const auto& [kdt, vdt] : pairs) {
+    const int64_t krec = kv_head_record_bytes(kdt, hd), vrec = kv_head_record_bytes(vdt, hd);
+    std::vector<int32_t> ids = {4, 0, 3, 1, 2};
+    std::vector<uint8_t> k(5 * bs * krec), v(5 * bs * vrec);
+    std::vector<float> kd(5 * bs * hd), vd(5 * bs * hd);
+    for (int r = 0; r < 5 * bs; ++r) {
+      auto a = randn(hd, 500 + r), b = randn(hd, 600 + r);
+      encode_kv_head(a.data(), hd, kdt, k.data() + r * krec);
+      encode_kv_head(b.data(), hd, vdt, v.data() + r * vrec);
+      decode_kv_head(k.data() + r * krec, hd, kdt, kd.data() + r * hd);
+      decode_kv_head(v.data() + r * vrec, hd, vdt, vd.data() + r * hd);
+    }
+    auto q = randn(2 * hd, 9);
+    if (kv_dtype_has_integer_codes(kdt)) {
+      round_query_to_grid(q.data(), hd);
+      round_query_to_grid(q.data() + hd, hd);
+    }
+    PagedKv mixed{k.data(), v.data(), ids.data(), bs, krec, vrec, kdt, hd, hd};
+    mixed.v_dtype = vdt;
+    PagedKv plain{reinterpret_cast<const uint8_t*>(kd.data()), reinterpret_cast<const uint8_t*>(vd.data()),
+                  ids.data(), bs, hd * 4, hd * 4, KvDtype::F32, hd, hd};
+    std::vector<float> s1(ctx), s2(2 * ctx), o1(hd), o2(2 * hd), o3(hd);
+    kScalarDot.attend(q.data(), plain, ctx, 0.25f, s1.data(), o1.data());
+    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+      if (static_cast<int>(isa) > static_cast<int>(detected_isa())) continue;
+      const DotKernels& kern = dot_kernels(isa);
+      kern.attend_group(q.data(), 2, hd, mixed, ctx, 0.25f, s2.data(), ctx, o2.data(), hd);
+      kern.attend(q.data(), mixed, ctx, 0.25f, s1.data(), o3.data());
+      for (int d = 0; d < hd; ++d) {
+        EXPECT_NEAR(o2[d], o1[d], 1e-5f) << kv_dtype_name(kdt) << "/" << kv_dtype_name(vdt) << " isa " << int(isa);
+        ASSERT_EQ(o2[d], o3[d]) << kv_dtype_name(kdt) << "/" << kv_dtype_name(vdt) << " isa " << int(isa);
+      }
     }
   }
 }

@@ -2,6 +2,7 @@
 // dtype keeps integrity after every step, batched == single per config, physical bytes shrink; config errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -35,11 +36,19 @@ std::vector<std::vector<int32_t>> run_engine(const Model& m, const EngineConfig&
   return run_requests(m, cfg, js).tokens;
 }
 
+// "int8", or "int8/tq4": keys / values (asymmetric bits, --kv-cache-dtype-v).
 EngineConfig cfg_with(const std::string& dtype, bool enabled = true) {
   EngineConfig c = small_engine_config();
   c.compress.enabled = enabled;
-  c.compress.kv_cache_dtype = dtype;
+  const size_t slash = dtype.find('/');
+  c.compress.kv_cache_dtype = dtype.substr(0, slash);
+  if (slash != std::string::npos) c.compress.kv_cache_dtype_v = dtype.substr(slash + 1);
   return c;
+}
+
+// Stored bytes per head of 8 values (stories260K): f32 32, f16 16, int8 2 + 8, int4 / tq4 2 + 4, tq3 2 + 3.
+double head_bytes(const std::string& dtype) {
+  return dtype == "f16" ? 16 : dtype == "int8" ? 10 : dtype == "tq3" ? 5 : dtype == "f32" ? 32 : 6;
 }
 
 TEST(Compression, OffIsBitIdenticalToTheUncompressedEngine) {
@@ -74,15 +83,21 @@ TEST_P(PerDtype, PhysicalBytesPerTokenShrinkAndMoreBlocksFitTheSameMemory) {
   Engine plain(*m, cfg_with("f32"));
   Engine comp(*m, cfg_with(GetParam()));
   const double ratio = static_cast<double>(comp.kv_layout().bytes_per_token()) / plain.kv_layout().bytes_per_token();
-  const double expected = GetParam() == "f16"   ? 0.5
-                          : GetParam() == "int8" ? 10.0 / 32
-                          : GetParam() == "tq3"  ? 5.0 / 32  // a 2-byte RMS + 3 bytes of 3-bit indices
-                                                 : 6.0 / 32;  // head dim 8
+  const std::string& p = GetParam();
+  const size_t slash = p.find('/');
+  const double expected = (head_bytes(p.substr(0, slash)) +
+                           head_bytes(slash == std::string::npos ? p : p.substr(slash + 1))) / 64.0;
   EXPECT_NEAR(ratio, expected, 1e-9);
   EXPECT_NEAR(static_cast<double>(comp.kv_manager().num_blocks()) / plain.kv_manager().num_blocks(), 1 / ratio, 0.01);
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, PerDtype, ::testing::Values("f16", "int8", "int4", "tq4", "tq3"));
+INSTANTIATE_TEST_SUITE_P(Dtypes, PerDtype,
+                         ::testing::Values("f16", "int8", "int4", "tq4", "tq3", "int8/tq4", "tq4/int8", "int8/f16"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           std::replace(n.begin(), n.end(), '/', '_');
+                           return n;
+                         });
 
 TEST(Compression, QuantizedCacheTracksTheFullCacheOnRealText) {
   SKIP_IF_MISSING(k260);

@@ -349,7 +349,9 @@ TEST(KvGroups, DeepSeekV4StreamsComposeWithStorageCompression) {
   for (int32_t g = 0; g < plain.num_groups(); ++g) {
     for (int32_t l : plain.groups[g].layers) {
       EXPECT_EQ(plain.layers[l].spec.pool, plain.group_pool(g));
-      if (plain.layers[l].kind == KvRecordKind::IndexKeys) EXPECT_EQ(plain.layers[l].dtype, KvDtype::F16);
+      if (plain.layers[l].kind == KvRecordKind::IndexKeys) {
+        EXPECT_EQ(plain.layers[l].dtype, KvDtype::F16);
+      }
     }
   }
   {  // a running sequence's blocks cost its records' bytes and no more (one pool per record size)
@@ -372,7 +374,9 @@ TEST(KvGroups, DeepSeekV4StreamsComposeWithStorageCompression) {
     c.cache.block_size = 4;
     const KvLayout lay = DecoderForward(*m, nullptr).kv_layout(4, c.compress);
     for (const KvLayerGeometry& g : lay.layers) {
-      if (g.kind == KvRecordKind::State) EXPECT_EQ(g.dtype, KvDtype::F32) << dtype;
+      if (g.kind == KvRecordKind::State) {
+        EXPECT_EQ(g.dtype, KvDtype::F32) << dtype;
+      }
     }
     auto jobs = gemma_jobs(6, 5);
     for (auto& j : jobs) j.max_tokens = 40, j.arrival_step = 0;

@@ -232,7 +232,7 @@ void attend_decoded(const float* q, const PagedKv& kv, int64_t num_ctx, float sc
 #pragma GCC unroll 16
     for (int j = 0; j < NV; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t r = 0; r < num_ctx; ++r) {
-      decode_row(kv.v_row(r), vd, kv.dtype, rows);
+      decode_row(kv.v_row(r), vd, kv.value_dtype(), rows);
       const __m256 p = _mm256_set1_ps(scores[r]);
 #pragma GCC unroll 16
       for (int j = 0; j < NV; ++j) acc[j] = _mm256_fmadd_ps(p, _mm256_load_ps(rows + 8 * j), acc[j]);
@@ -243,7 +243,7 @@ void attend_decoded(const float* q, const PagedKv& kv, int64_t num_ctx, float sc
   } else {
     for (int32_t j = 0; j < vd; j += 8) _mm256_storeu_ps(out + j, _mm256_setzero_ps());
     for (int64_t r = 0; r < num_ctx; ++r) {
-      decode_row(kv.v_row(r), vd, kv.dtype, rows);
+      decode_row(kv.v_row(r), vd, kv.value_dtype(), rows);
       const __m256 p = _mm256_set1_ps(scores[r] * inv);
       for (int32_t j = 0; j < vd; j += 8) {
         _mm256_storeu_ps(out + j, _mm256_fmadd_ps(p, _mm256_loadu_ps(rows + j), _mm256_loadu_ps(out + j)));
@@ -326,7 +326,10 @@ template <int NV> struct Int8Kernel { static constexpr auto run = attend_int8<NV
 template <int NV> struct DecodedKernel { static constexpr auto run = attend_decoded<NV>; };
 
 void attend_decoded_any(const float* q, const PagedKv& kv, int64_t num_ctx, float scale, float* scores, float* out) {
-  if (kv.dtype == KvDtype::Int8 && kv.k_split == 0 && by_value_size<Int8Kernel>(q, kv, num_ctx, scale, scores, out)) return;
+  if (kv.dtype == KvDtype::Int8 && kv.value_dtype() == KvDtype::Int8 && kv.k_split == 0 &&
+      by_value_size<Int8Kernel>(q, kv, num_ctx, scale, scores, out)) {
+    return;
+  }
   if (by_value_size<DecodedKernel>(q, kv, num_ctx, scale, scores, out)) return;
   attend_decoded<0>(q, kv, num_ctx, scale, scores, out);
 }
@@ -368,7 +371,7 @@ void attend_group_decoded_wide(const float* q, int32_t num_q, int64_t q_stride, 
   }
   for (int64_t t0 = 0; t0 < num_ctx; t0 += bs) {
     const int64_t n = std::min<int64_t>(bs, num_ctx - t0);
-    for (int64_t i = 0; i < n; ++i) decode_row(kv.v_row(t0 + i), vd, kv.dtype, page.data() + i * vd);
+    for (int64_t i = 0; i < n; ++i) decode_row(kv.v_row(t0 + i), vd, kv.value_dtype(), page.data() + i * vd);
     for (int32_t c = 0; c < vd; c += 128) {
       add_value_rows<16>(page.data() + c, vd, n, scores + t0, s_stride, num_q, out + c, o_stride);
     }
@@ -383,11 +386,12 @@ void attend_group_avx2(const float* q, int32_t num_q, int64_t q_stride, const Pa
   // f16 / int8 / int4 rows, low-rank latents, or a sparse (sinks + window) row set: one head, one row at a time.
   // (Keys and values of different sizes share the group walk when the values are whole 128-column chunks: MLA.)
   const bool wide_v = kv.k_dim != kv.v_dim && kv.v_dim % 128 == 0 && kv.k_dim % 8 == 0;
-  if (wide_v && kv.dtype != KvDtype::F32 && kv.sink_tokens == 0 && kv.window_begin == 0 && kv.num_bias_rows == 0 &&
+  const bool all_f32 = kv.dtype == KvDtype::F32 && kv.value_dtype() == KvDtype::F32;
+  if (wide_v && !all_f32 && kv.sink_tokens == 0 && kv.window_begin == 0 && kv.num_bias_rows == 0 &&
       num_q > 1 && num_q <= kMaxAttendGroup && kv.k_dim <= 1024 && kv.v_dim <= 1024) {
     return attend_group_decoded_wide(q, num_q, q_stride, kv, num_ctx, scale, scores, s_stride, out, o_stride);
   }
-  if (kv.dtype != KvDtype::F32 || (kv.k_dim != kv.v_dim && !wide_v) || kv.sink_tokens > 0 || kv.window_begin > 0 ||
+  if (!all_f32 || (kv.k_dim != kv.v_dim && !wide_v) || kv.sink_tokens > 0 || kv.window_begin > 0 ||
       kv.num_bias_rows > 0 || num_q > kMaxAttendGroup) {
     for (int32_t h = 0; h < num_q; ++h) {
       float* sh = scores + h * s_stride;

@@ -1,6 +1,6 @@
 // AVX-512 attention over rows of integer codes (int8, int4, tq4: the compressed cache's common cases): keys are
-// scored in integers — the query on the int8 grid (kv_codec.h) against each row's codes by VPDPBUSD, 8 rows at once,
-// scaled once after the reduction; value rows are widened to floats with each row's scale folded into its
+// scored in integers — the query on the 12-bit grid (kv_codec.h) against each row's codes by VPDPWSSD (AVX-512
+// VNNI), 8 rows and two query heads at once, scaled once after the reduction; value rows are widened to floats with each row's scale folded into its
 // probability; the query heads of a GQA group share each page read. Every other case goes to the AVX2 kernel.
 // Scalar reference: cpu_scalar.cpp (the same scores: integer sums are exact).
 // GCC 12's own _mm512_reduce_* / cast intrinsics read an undefined register (__Y) on purpose and warn about it.
@@ -42,17 +42,17 @@ __m512 exp512_ps(__m512 x) {  // Cephes-style polynomial, as exp256_ps in cpu_av
 
 using simd::kv_row_scale;
 
-// How a row's codes are read. Keys: u8 operands for VPDPBUSD whose sum with the int8 query is the codes' dot plus
-// kKeyBias * sum(query); values: int8 codes widened to floats, 16 at a time.
-struct Int8Codes {  // one signed byte per value; u8 operand = code ^ 0x80 = code + 128
-  static constexpr int32_t kKeyBias = 128;
-  static int32_t key_bytes(int32_t values) { return values; }
-  // q8's layout for this codec: natural order.
-  static void arrange(const int8_t* q8, int32_t kd, int8_t* dst) { std::memcpy(dst, q8, static_cast<size_t>(kd)); }
-  __m512i key_chunk(const uint8_t* codes, int32_t j, int32_t kd) const {  // values [j, j + 64)
+// How a row's codes are read. Keys: 64 values at a time as two vectors of 32 int16 codes, multiplied by the int16
+// query (VPDPWSSD) laid out to match; values: int8 codes widened to floats, 16 at a time.
+struct Int8Codes {  // one signed byte per value, natural order
+  static void arrange(const int16_t* q16, int32_t kd, int16_t* dst) {
+    std::memcpy(dst, q16, sizeof(int16_t) * static_cast<size_t>(kd));
+  }
+  __m512i key_chunk(const uint8_t* codes, int32_t j, int32_t kd, __m512i* second) const {  // values [j, j + 64)
     const int32_t n = std::min(64, kd - j);
-    const __mmask64 m = n == 64 ? ~0ull : (1ull << n) - 1;
-    return _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, codes + j), _mm512_set1_epi8(static_cast<char>(0x80)));
+    const __m512i z = _mm512_maskz_loadu_epi8(n == 64 ? ~0ull : (1ull << n) - 1, codes + j);
+    *second = _mm512_cvtepi8_epi16(_mm512_extracti64x4_epi64(z, 1));
+    return _mm512_cvtepi8_epi16(_mm512_castsi512_si256(z));
   }
   template <int NV>
   void values(const uint8_t* codes, __m512 (&v)[NV]) const {
@@ -64,28 +64,20 @@ struct Int8Codes {  // one signed byte per value; u8 operand = code ^ 0x80 = cod
 };
 
 // Two values a byte, low nibble first; a nibble indexes a 16-entry table of int8 levels (int4: nibble - 8; tq4: its
-// codebook). Keys: the nibbles of 64 values become [the 32 even-indexed | the 32 odd-indexed], so q8 is arranged
-// the same way per 64 values.
+// codebook). Keys: the 64 values of a chunk come as [the 32 even-indexed] and [the 32 odd-indexed], so the query
+// is arranged the same way per 64 values.
 template <bool kTq4>
 struct NibbleCodes {
-  static constexpr int32_t kKeyBias = kTq4 ? 128 : 8;  // u8 operand: tq4 level + 128 (by table); int4: the nibble
-  static int32_t key_bytes(int32_t values) { return values / 2; }
-  static void arrange(const int8_t* q8, int32_t kd, int8_t* dst) {
+  static void arrange(const int16_t* q16, int32_t kd, int16_t* dst) {
     for (int32_t c = 0; c < kd; c += 64) {
       const int32_t n = std::min(64, kd - c);
-      for (int32_t i = 0; i < 64; ++i) dst[c + i] = 0;
-      for (int32_t i = 0; i < n; ++i) dst[c + (i % 2) * 32 + i / 2] = q8[c + i];
+      for (int32_t i = 0; i < n; ++i) dst[c + (i % 2) * 32 + i / 2] = q16[c + i];
     }
   }
-  // The 16 int8 levels, loaded once per kernel call: in 128-bit lanes for values, as u8 key operands for keys.
-  NibbleCodes() {
-    const __m128i t = kTq4 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(tq4_levels()))
-                           : _mm_setr_epi8(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
-    value_table = _mm256_broadcastsi128_si256(t);
-    key_table = _mm512_broadcast_i32x4(_mm_add_epi8(t, _mm_set1_epi8(static_cast<char>(0x80))));
-  }
-  __m256i value_table;
-  __m512i key_table;
+  NibbleCodes()  // the 16 int8 levels in each 128-bit lane, loaded once per kernel call
+      : table(_mm256_broadcastsi128_si256(kTq4 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(tq4_levels()))
+                                               : _mm_setr_epi8(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7))) {}
+  __m256i table;
   static __m256i nibbles(const uint8_t* codes, int32_t j, int32_t kd, __m256i* hi) {  // values [j, j + 64)
     const int32_t n = std::min(32, (kd - j) / 2);
     const __mmask32 m = n == 32 ? ~0u : (1u << n) - 1;
@@ -93,21 +85,19 @@ struct NibbleCodes {
     *hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), low4);
     return _mm256_and_si256(b, low4);
   }
-  __m512i key_chunk(const uint8_t* codes, int32_t j, int32_t kd) const {
+  __m512i key_chunk(const uint8_t* codes, int32_t j, int32_t kd, __m512i* second) const {
     __m256i hi;
     const __m256i lo = nibbles(codes, j, kd, &hi);
-    const __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-    if constexpr (!kTq4) return z;
-    return _mm512_shuffle_epi8(key_table, z);
+    *second = _mm512_cvtepi8_epi16(_mm256_shuffle_epi8(table, hi));
+    return _mm512_cvtepi8_epi16(_mm256_shuffle_epi8(table, lo));
   }
   template <int NV>
   void values(const uint8_t* codes, __m512 (&v)[NV]) const {
-    const __m256i t = value_table;
     for (int c = 0; c < (NV + 3) / 4; ++c) {  // 64 values a chunk: [e0-15 | e32-47] and [e16-31 | e48-63]
       __m256i hi;
       const __m256i lo = nibbles(codes, 64 * c, 16 * NV, &hi);
-      const __m256i a = _mm256_shuffle_epi8(t, _mm256_unpacklo_epi8(lo, hi));
-      const __m256i b = _mm256_shuffle_epi8(t, _mm256_unpackhi_epi8(lo, hi));
+      const __m256i a = _mm256_shuffle_epi8(table, _mm256_unpacklo_epi8(lo, hi));
+      const __m256i b = _mm256_shuffle_epi8(table, _mm256_unpackhi_epi8(lo, hi));
       const __m128i part[4] = {_mm256_castsi256_si128(a), _mm256_castsi256_si128(b), _mm256_extracti128_si256(a, 1),
                                _mm256_extracti128_si256(b, 1)};
 #pragma GCC unroll 4
@@ -118,23 +108,19 @@ struct NibbleCodes {
   }
 };
 
-// The query head on the int8 grid in the codec's layout: q8 [round_up(kd, 64)], returns the grid step (max|q| /
-// 127, as round_query_to_int8_grid: for a query already on the grid the integers are recovered exactly) and sets
-// *sum to the sum of the integers.
+// The query head on the integer grid (kv_codec.h) in the codec's layout: q16 [round_up(kd, 64)]; returns the grid
+// step (max|q| / kQueryGridMax, as round_query_to_grid: for a query already on the grid the integers come back
+// exactly).
 template <class Codes>
-float int8_query(const float* q, int32_t kd, int8_t* q8, int32_t* sum) {
+float int_query(const float* q, int32_t kd, int16_t* q16) {
   float amax = 0;
   for (int32_t i = 0; i < kd; ++i) amax = std::max(amax, std::fabs(q[i]));
-  alignas(64) int8_t plain[1024];
-  const float id = amax > 0 ? 127.0f / amax : 0.0f;
-  *sum = 0;
-  for (int32_t i = 0; i < kd; ++i) {
-    plain[i] = static_cast<int8_t>(std::nearbyint(q[i] * id));
-    *sum += plain[i];
-  }
-  std::memset(q8, 0, static_cast<size_t>((kd + 63) / 64 * 64));
-  Codes::arrange(plain, kd, q8);
-  return amax / 127.0f;
+  alignas(64) int16_t plain[1024];
+  const float id = amax > 0 ? static_cast<float>(kQueryGridMax) / amax : 0.0f;
+  for (int32_t i = 0; i < kd; ++i) plain[i] = static_cast<int16_t>(std::nearbyint(q[i] * id));
+  std::memset(q16, 0, sizeof(int16_t) * static_cast<size_t>((kd + 63) / 64 * 64));
+  Codes::arrange(plain, kd, q16);
+  return amax / static_cast<float>(kQueryGridMax);
 }
 
 inline __m256i fold_epi32(__m512i a) {
@@ -149,41 +135,62 @@ inline __m256i reduce8_epi32(const __m256i a[8]) {
   return _mm256_add_epi32(_mm256_permute2x128_si256(s0123, s4567, 0x20), _mm256_permute2x128_si256(s0123, s4567, 0x31));
 }
 
-struct IntQuery {  // one query head on the int8 grid
-  const int8_t* q8 = nullptr;  // [round_up(kd, 64)] in the codec's layout
-  int32_t bias = 0;            // kKeyBias * sum(q8): what the u8 operands add to each row's integer dot
-  float step_scale = 0;        // grid step * softmax scale
+struct IntQuery {  // one query head on the integer grid
+  const int16_t* q16 = nullptr;  // [round_up(kd, 64)] in the codec's layout
+  float step_scale = 0;          // grid step * softmax scale
 };
 
-// Scores of 8 rows `stride` bytes apart (an fp16 scale, then the codes) into s[0..8).
-template <class Codes>
-inline void score8(const Codes& codes, const IntQuery& q, const uint8_t* row, int64_t stride, int32_t kd, float* s) {
-  alignas(32) float d[8];
-  __m512i a[8];
+// Scores of 8 rows `stride` bytes apart (an fp16 scale, then the codes) for HQ query heads at once (each row's
+// codes are unpacked once for all of them), into s[h][0..8). Each head's scores are the same whatever HQ.
+template <class Codes, int HQ>
+inline void score8(const Codes& codes, const IntQuery* q, const uint8_t* row, int64_t stride, int32_t kd,
+                   float* const* s) {
+  float rs[8];
+  __m512i a[HQ][8];
 #pragma GCC unroll 8
   for (int i = 0; i < 8; ++i) {
-    a[i] = _mm512_setzero_si512();
-    d[i] = kv_row_scale(row + i * stride) * q.step_scale;
+    rs[i] = kv_row_scale(row + i * stride);
+#pragma GCC unroll 2
+    for (int h = 0; h < HQ; ++h) a[h][i] = _mm512_setzero_si512();
   }
   for (int32_t j = 0; j < kd; j += 64) {
-    const __m512i qv = _mm512_load_si512(q.q8 + j);
+    __m512i qv[HQ][2];
+#pragma GCC unroll 2
+    for (int h = 0; h < HQ; ++h) {
+      qv[h][0] = _mm512_load_si512(q[h].q16 + j);
+      qv[h][1] = _mm512_load_si512(q[h].q16 + j + 32);
+    }
 #pragma GCC unroll 8
-    for (int i = 0; i < 8; ++i) a[i] = _mm512_dpbusd_epi32(a[i], codes.key_chunk(row + i * stride + 2, j, kd), qv);
+    for (int i = 0; i < 8; ++i) {
+      __m512i k1;
+      const __m512i k0 = codes.key_chunk(row + i * stride + 2, j, kd, &k1);
+#pragma GCC unroll 2
+      for (int h = 0; h < HQ; ++h) a[h][i] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(a[h][i], k0, qv[h][0]), k1, qv[h][1]);
+    }
   }
-  __m256i h[8];
+#pragma GCC unroll 2
+  for (int h = 0; h < HQ; ++h) {
+    alignas(32) float d[8];
+    __m256i r[8];
 #pragma GCC unroll 8
-  for (int i = 0; i < 8; ++i) h[i] = fold_epi32(a[i]);
-  const __m256i dots = _mm256_sub_epi32(reduce8_epi32(h), _mm256_set1_epi32(q.bias));
-  _mm256_storeu_ps(s, _mm256_mul_ps(_mm256_cvtepi32_ps(dots), _mm256_load_ps(d)));
+    for (int i = 0; i < 8; ++i) {
+      d[i] = rs[i] * q[h].step_scale;
+      r[i] = fold_epi32(a[h][i]);
+    }
+    _mm256_storeu_ps(s[h], _mm256_mul_ps(_mm256_cvtepi32_ps(reduce8_epi32(r)), _mm256_load_ps(d)));
+  }
 }
 
 template <class Codes>
 inline float score1(const Codes& codes, const IntQuery& q, const uint8_t* row, int32_t kd) {
   __m512i a = _mm512_setzero_si512();
   for (int32_t j = 0; j < kd; j += 64) {
-    a = _mm512_dpbusd_epi32(a, codes.key_chunk(row + 2, j, kd), _mm512_load_si512(q.q8 + j));
+    __m512i k1;
+    const __m512i k0 = codes.key_chunk(row + 2, j, kd, &k1);
+    a = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(a, k0, _mm512_load_si512(q.q16 + j)), k1,
+                            _mm512_load_si512(q.q16 + j + 32));
   }
-  return static_cast<float>(_mm512_reduce_add_epi32(a) - q.bias) * (kv_row_scale(row) * q.step_scale);
+  return static_cast<float>(_mm512_reduce_add_epi32(a)) * (kv_row_scale(row) * q.step_scale);
 }
 
 // Softmax numerators of one head's scores in place (summary biases first); returns their sum.
@@ -252,18 +259,17 @@ void sum_values(const Codes& codes, const PagedKv& kv, int64_t num_ctx, bool pag
 // num_q query heads sharing this KV head (GQA; 1 without it) over the same rows. Pages are walked in order, each
 // K and V page read from memory once for the whole group; each head's result is the single-head walk's, bit for
 // bit. NV × 16 = v_dim.
-template <class Codes, int NV>
+template <class KeyCodes, class ValueCodes, int NV>
 void attend_codes(const float* q, int32_t num_q, int64_t q_stride, const PagedKv& kv, int64_t num_ctx, float scale,
                   float* scores, int64_t s_stride, float* out, int64_t o_stride) {
   const int32_t kd = kv.k_dim, bs = kv.block_size;
-  const Codes codes;
-  alignas(64) int8_t q8[kMaxAttendGroup][1024];  // [num_q, round_up(kd, 64)] the heads on the int8 grid
+  const KeyCodes kcodes;
+  const ValueCodes vcodes;
+  alignas(64) int16_t q16[kMaxAttendGroup][1024];  // [num_q, round_up(kd, 64)] the heads on the integer grid
   IntQuery iq[kMaxAttendGroup];
   for (int32_t h = 0; h < num_q; ++h) {
-    int32_t sum = 0;
-    iq[h].step_scale = int8_query<Codes>(q + h * q_stride, kd, q8[h], &sum) * scale;
-    iq[h].q8 = q8[h];
-    iq[h].bias = Codes::kKeyBias * sum;
+    iq[h].step_scale = int_query<KeyCodes>(q + h * q_stride, kd, q16[h]) * scale;
+    iq[h].q16 = q16[h];
   }
   // Rows come page by page (one block-table lookup per page, rows contiguous within it, the page kPrefetchPages
   // ahead prefetched) unless a sparse window remaps them.
@@ -273,23 +279,30 @@ void attend_codes(const float* q, int32_t num_q, int64_t q_stride, const PagedKv
     for (; t + bs <= num_ctx; t += bs) {
       kv.prefetch_k_page(t + kPrefetchPages * bs, num_ctx);
       const uint8_t* page = kv.k_row(t);
-      for (int32_t h = 0; h < num_q; ++h) {
-        for (int32_t i = 0; i < bs; i += 8) {
-          score8(codes, iq[h], page + i * kv.k_row_bytes, kv.k_row_bytes, kd, scores + h * s_stride + t + i);
+      for (int32_t i = 0; i < bs; i += 8) {  // query heads two at a time, sharing each row's unpacked codes
+        const uint8_t* rows = page + i * kv.k_row_bytes;
+        int32_t h = 0;
+        for (; h + 2 <= num_q; h += 2) {
+          float* const s2[2] = {scores + h * s_stride + t + i, scores + (h + 1) * s_stride + t + i};
+          score8<KeyCodes, 2>(kcodes, iq + h, rows, kv.k_row_bytes, kd, s2);
+        }
+        if (h < num_q) {
+          float* const s1[1] = {scores + h * s_stride + t + i};
+          score8<KeyCodes, 1>(kcodes, iq + h, rows, kv.k_row_bytes, kd, s1);
         }
       }
     }
   }
   for (; t < num_ctx; ++t) {
     const uint8_t* r = kv.k_row(t);
-    for (int32_t h = 0; h < num_q; ++h) scores[h * s_stride + t] = score1(codes, iq[h], r, kd);
+    for (int32_t h = 0; h < num_q; ++h) scores[h * s_stride + t] = score1(kcodes, iq[h], r, kd);
   }
   float inv[kMaxAttendGroup];
   for (int32_t h = 0; h < num_q; ++h) inv[h] = 1.0f / softmax_numerators(scores + h * s_stride, num_ctx, kv);
   // Values: heads in chunks whose accumulators fit the 32 registers beside the widened row.
   constexpr int kChunk = NV <= 4 ? 4 : 2;
   auto sum = [&](auto chunk, int32_t c0) {
-    sum_values<Codes, NV, decltype(chunk)::value>(codes, kv, num_ctx, paged, scores + c0 * s_stride, s_stride, inv + c0,
+    sum_values<ValueCodes, NV, decltype(chunk)::value>(vcodes, kv, num_ctx, paged, scores + c0 * s_stride, s_stride, inv + c0,
                                                   out + c0 * o_stride, o_stride);
   };
   int32_t c0 = 0;
@@ -298,12 +311,12 @@ void attend_codes(const float* q, int32_t num_q, int64_t q_stride, const PagedKv
   for (; c0 < num_q; ++c0) sum(std::integral_constant<int, 1>{}, c0);
 }
 
-template <class Codes>
+template <class KeyCodes, class ValueCodes>
 bool attend_codes_by_value_size(const float* q, int32_t num_q, int64_t q_stride, const PagedKv& kv, int64_t num_ctx,
                                 float scale, float* scores, int64_t s_stride, float* out, int64_t o_stride) {
   switch (kv.v_dim) {
 #define SLIMKV_CODES(NV) \
-  attend_codes<Codes, NV>(q, num_q, q_stride, kv, num_ctx, scale, scores, s_stride, out, o_stride); \
+  attend_codes<KeyCodes, ValueCodes, NV>(q, num_q, q_stride, kv, num_ctx, scale, scores, s_stride, out, o_stride); \
   return true
     case 16: SLIMKV_CODES(1);
     case 32: SLIMKV_CODES(2);
@@ -321,13 +334,24 @@ bool attend_codes_by_value_size(const float* q, int32_t num_q, int64_t q_stride,
 void attend_group_avx512(const float* q, int32_t num_q, int64_t q_stride, const PagedKv& kv, int64_t num_ctx,
                          float scale, float* scores, int64_t s_stride, float* out, int64_t o_stride) {
   if (kv.k_split == 0 && kv.k_dim % 16 == 0 && kv.k_dim <= 1024 && num_q <= kMaxAttendGroup) {
-    auto run = [&](auto codes) {
-      return attend_codes_by_value_size<decltype(codes)>(q, num_q, q_stride, kv, num_ctx, scale, scores, s_stride,
-                                                         out, o_stride);
+    auto run = [&](auto kc, auto vc) {
+      return attend_codes_by_value_size<decltype(kc), decltype(vc)>(q, num_q, q_stride, kv, num_ctx, scale, scores,
+                                                                    s_stride, out, o_stride);
     };
-    if (kv.dtype == KvDtype::Int8 && run(Int8Codes{})) return;
-    if (kv.dtype == KvDtype::Int4 && run(NibbleCodes<false>{})) return;
-    if (kv.dtype == KvDtype::Tq4 && run(NibbleCodes<true>{})) return;
+    auto with_values = [&](auto kc) {  // keys' codec chosen: the values' (asymmetric bits when they differ)
+      switch (kv.value_dtype()) {
+        case KvDtype::Int8: return run(kc, Int8Codes{});
+        case KvDtype::Int4: return run(kc, NibbleCodes<false>{});
+        case KvDtype::Tq4: return run(kc, NibbleCodes<true>{});
+        default: return false;
+      }
+    };
+    switch (kv.dtype) {
+      case KvDtype::Int8: if (with_values(Int8Codes{})) return; break;
+      case KvDtype::Int4: if (with_values(NibbleCodes<false>{})) return; break;
+      case KvDtype::Tq4: if (with_values(NibbleCodes<true>{})) return; break;
+      default: break;
+    }
   }
   kAvx2Dot.attend_group(q, num_q, q_stride, kv, num_ctx, scale, scores, s_stride, out, o_stride);
 }
