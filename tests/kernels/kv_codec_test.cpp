@@ -110,21 +110,34 @@ TEST(KvCodec, RotationSpreadsAnOutlierSoInt4ErrorDrops) {
   EXPECT_LT(err(true), 0.5 * err(false));
 }
 
+// `rows` random K and V rows of hd values encoded in kdt / vdt, and the same rows decoded to floats.
+struct EncodedRows {
+  std::vector<uint8_t> k, v;   // [rows, record bytes]
+  std::vector<float> kd, vd;   // [rows, hd]
+};
+EncodedRows encoded_rows(int rows, int hd, KvDtype kdt, KvDtype vdt, int seed_k, int seed_v) {
+  const int64_t krec = kv_head_record_bytes(kdt, hd), vrec = kv_head_record_bytes(vdt, hd);
+  EncodedRows e{std::vector<uint8_t>(rows * krec), std::vector<uint8_t>(rows * vrec), std::vector<float>(rows * hd),
+                std::vector<float>(rows * hd)};
+  for (int r = 0; r < rows; ++r) {
+    auto a = randn(hd, seed_k + r), b = randn(hd, seed_v + r);
+    encode_kv_head(a.data(), hd, kdt, e.k.data() + r * krec);
+    encode_kv_head(b.data(), hd, vdt, e.v.data() + r * vrec);
+    decode_kv_head(e.k.data() + r * krec, hd, kdt, e.kd.data() + r * hd);
+    decode_kv_head(e.v.data() + r * vrec, hd, vdt, e.vd.data() + r * hd);
+  }
+  return e;
+}
+
 TEST(KvCodec, AttentionOverQuantizedRowsEqualsAttentionOverDecodedRows) {
   const int ctx = 21, bs = 8;
   for (int hd : {16, 48, 64, 128})  // the register-accumulator paths (and 8-row key groups plus a tail)
   for (KvDtype dt : {KvDtype::F32, KvDtype::F16, KvDtype::Int8, KvDtype::Int4, KvDtype::Tq4}) {
     const int64_t rec = kv_head_record_bytes(dt, hd);
     std::vector<int32_t> ids = {2, 0, 1};
-    std::vector<uint8_t> k(3 * bs * rec), v(3 * bs * rec);
-    std::vector<float> kd(3 * bs * hd), vd(3 * bs * hd);
-    for (int r = 0; r < 3 * bs; ++r) {
-      auto a = randn(hd, 100 + r), b = randn(hd, 200 + r);
-      encode_kv_head(a.data(), hd, dt, k.data() + r * rec);
-      encode_kv_head(b.data(), hd, dt, v.data() + r * rec);
-      decode_kv_head(k.data() + r * rec, hd, dt, kd.data() + r * hd);
-      decode_kv_head(v.data() + r * rec, hd, dt, vd.data() + r * hd);
-    }
+    const EncodedRows rows = encoded_rows(3 * bs, hd, dt, dt, 100, 200);
+    const std::vector<uint8_t>&k = rows.k, &v = rows.v;  // [rows, record bytes]
+    const std::vector<float>&kd = rows.kd, &vd = rows.vd;  // [rows, hd]
     auto q = randn(hd, 7);
     // integer codes: the query on the integer grid, as PagedAttention passes it (the AVX-512 kernel scores in integers)
     if (kv_dtype_has_integer_codes(dt)) round_query_to_grid(q.data(), hd);
@@ -150,15 +163,9 @@ TEST(KvCodec, AsymmetricKeyAndValueDtypesMatchAttentionOverDecodedRows) {
   for (const auto& [kdt, vdt] : pairs) {
     const int64_t krec = kv_head_record_bytes(kdt, hd), vrec = kv_head_record_bytes(vdt, hd);
     std::vector<int32_t> ids = {4, 0, 3, 1, 2};
-    std::vector<uint8_t> k(5 * bs * krec), v(5 * bs * vrec);
-    std::vector<float> kd(5 * bs * hd), vd(5 * bs * hd);
-    for (int r = 0; r < 5 * bs; ++r) {
-      auto a = randn(hd, 500 + r), b = randn(hd, 600 + r);
-      encode_kv_head(a.data(), hd, kdt, k.data() + r * krec);
-      encode_kv_head(b.data(), hd, vdt, v.data() + r * vrec);
-      decode_kv_head(k.data() + r * krec, hd, kdt, kd.data() + r * hd);
-      decode_kv_head(v.data() + r * vrec, hd, vdt, vd.data() + r * hd);
-    }
+    const EncodedRows rows = encoded_rows(5 * bs, hd, kdt, vdt, 500, 600);
+    const std::vector<uint8_t>&k = rows.k, &v = rows.v;  // [rows, record bytes]
+    const std::vector<float>&kd = rows.kd, &vd = rows.vd;  // [rows, hd]
     auto q = randn(2 * hd, 9);
     if (kv_dtype_has_integer_codes(kdt)) {
       round_query_to_grid(q.data(), hd);
