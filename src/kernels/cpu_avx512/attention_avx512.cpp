@@ -4,8 +4,10 @@
 // probability; the query heads of a GQA group share each page read. Every other case goes to the AVX2 kernel.
 // Scalar reference: cpu_scalar.cpp (the same scores: integer sums are exact).
 // GCC 12's own _mm512_reduce_* / cast intrinsics read an undefined register (__Y) on purpose and warn about it.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <algorithm>
