@@ -1,8 +1,8 @@
 // `slimkv bench offline --context-len L --batch B --output-len O [--config A.json ...]`: long-context decode, the
-// baseline (an f16 cache; MLA: the f32 latent cache) and every config in the same run. Depth is reached by real prefill (default) or by
-// `--fill synthetic` (caches filled with seeded N(0,1) K/V through each layout's encoder: decode at 32K in
-// minutes on 2 cores; labelled in the output). Reports decode tokens/s (aggregate), ms per step, peak KV bytes,
-// peak RSS, the ratios to the baseline and the sparse-index share of decode (profiler).
+// baseline (an f16 cache; MLA: the f32 latent cache) and every config in the same run. Depth is reached by real
+// prefill (default) or by `--fill synthetic` (caches filled with seeded N(0,1) K/V through each layout's encoder:
+// decode at 32K in minutes on 2 cores; labelled in the output). Reports decode tokens/s (aggregate), ms per step,
+// peak KV bytes, peak RSS, the ratios to the baseline and the sparse-index share of decode (profiler).
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -47,7 +47,8 @@ struct LongRow {
 // less the decoding sequences).
 int32_t decode_room_tokens(const LongContextFlags& f, int32_t max_num_batched_tokens) {
   const int64_t per_step = std::max(1, max_num_batched_tokens - f.batch);
-  const int64_t fill_steps = f.fill == "real" ? static_cast<int64_t>(f.batch) * f.context_len / per_step + f.batch + 1 : 0;
+  const int64_t fill_steps =
+      f.fill == "real" ? static_cast<int64_t>(f.batch) * f.context_len / per_step + f.batch + 1 : 0;
   return static_cast<int32_t>(std::min<int64_t>(f.output_len + 1 + fill_steps, 1 << 24));
 }
 
@@ -69,7 +70,8 @@ LongRow run_one(const Model& model, EngineConfig cfg, const std::string& name, c
   // Real prefill is chunked: sequences that have their prompt decode while the others still prefill, so they get
   // room for every step of the fill (at most one prompt chunk a step) beside the measured ones; the measurement
   // starts when every sequence has its first token, runs output_len steps, then aborts what is left.
-  p.max_tokens = std::min(decode_room_tokens(f, cfg.sched.max_num_batched_tokens), cfg.sched.max_model_len - f.context_len);
+  p.max_tokens =
+      std::min(decode_room_tokens(f, cfg.sched.max_num_batched_tokens), cfg.sched.max_model_len - f.context_len);
   p.ignore_eos = true;
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<RequestId> ids;

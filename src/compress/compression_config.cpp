@@ -10,9 +10,10 @@
 
 namespace slimkv {
 
-KvDtype CompressionConfig::dtype() const {
-  if (!enabled) return KvDtype::F32;
-  switch (kv_cache_dtype) {
+namespace {
+
+KvDtype storage_dtype(KvCacheDtype d) {  // auto = f32
+  switch (d) {
     case KvCacheDtype::Auto:
     case KvCacheDtype::F32: return KvDtype::F32;
     case KvCacheDtype::F16: return KvDtype::F16;
@@ -24,21 +25,20 @@ KvDtype CompressionConfig::dtype() const {
   return KvDtype::F32;
 }
 
+}  // namespace
+
+KvDtype CompressionConfig::dtype() const { return enabled ? storage_dtype(kv_cache_dtype) : KvDtype::F32; }
+
 KvDtype CompressionConfig::v_dtype() const {
-  if (!enabled || kv_cache_dtype_v == KvCacheDtype::Auto) return dtype();
-  CompressionConfig values = *this;
-  values.kv_cache_dtype = static_cast<KvCacheDtype>(kv_cache_dtype_v);
-  return values.dtype();
+  return !enabled || kv_cache_dtype_v == KvCacheDtype::Auto ? dtype() : storage_dtype(kv_cache_dtype_v);
 }
 
 bool CompressionConfig::rotate() const {
   if (!enabled) return false;
   if (kv_quant_rotation == KvRotation::None) return false;
   if (kv_quant_rotation == KvRotation::Hadamard) return true;
-  auto quantized = [](KvDtype d) {
-    return d == KvDtype::Int8 || d == KvDtype::Int4 || d == KvDtype::Tq4 || d == KvDtype::Tq3;
-  };
-  return quantized(dtype()) || quantized(v_dtype());  // auto: one rotation for the layer's keys and values
+  // auto: one rotation for the layer's keys and values, on when either is quantized
+  return kv_dtype_has_integer_codes(dtype()) || kv_dtype_has_integer_codes(v_dtype());
 }
 
 bool CompressionConfig::low_rank() const {
@@ -288,6 +288,17 @@ int32_t parse_int(const std::string& flag, const std::string& t) {
   return static_cast<int32_t>(v);
 }
 
+// A choice's spelling, checked against the field's own flag (two fields share KvCacheDtype's names).
+template <class E>
+Choice<E> parse_choice(const char* key, const std::string& t) {
+  std::string flag = std::string("--") + key;
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  const std::vector<std::string> names = Choice<E>::spellings();
+  SLIMKV_CHECK(std::find(names.begin(), names.end(), t) != names.end(), "{} must be one of {} (got '{}')", flag,
+               fmt::join(names, ", "), t);
+  return Choice<E>(t);
+}
+
 std::vector<int32_t> parse_ints(const std::string& flag, const std::string& t) {
   std::vector<int32_t> out;
   size_t at = 0;
@@ -313,7 +324,7 @@ std::string CompressionField::flag() const {
 
 #define SLIMKV_CHOICE(KEY, E, HELP)                                                                   \
   F{#KEY, T::Choice, HELP, Choice<E>::spellings(),                                                    \
-    [](CompressionConfig& c, const std::string& t) { c.KEY = Choice<E>(t); },                         \
+    [](CompressionConfig& c, const std::string& t) { c.KEY = parse_choice<E>(#KEY, t); },             \
     [](const CompressionConfig& c) { return std::string(c.KEY.name()); }}
 #define SLIMKV_INT(KEY, HELP)                                                                         \
   F{#KEY, T::Int, HELP, {},                                                                           \

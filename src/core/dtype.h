@@ -109,6 +109,11 @@ constexpr int64_t kv_head_record_bytes(KvDtype t, int64_t head_dim) {
   }
   return 0;
 }
+// int8 / int4 / tq4 / tq3: every stored value is the row's scale times a small integer (the quantized dtypes: the
+// Hadamard rotation applies to them, and attention may score their codes in integers).
+constexpr bool kv_dtype_has_integer_codes(KvDtype t) {
+  return t == KvDtype::Int8 || t == KvDtype::Int4 || t == KvDtype::Tq4 || t == KvDtype::Tq3;
+}
 // A record split in two parts, each with its own scale (MLA: [latent | rope key], split = the latent size); split 0
 // (or >= head_dim) = one part. F32 / F16 records are the same bytes either way.
 constexpr int64_t kv_record_bytes(KvDtype t, int64_t head_dim, int64_t split) {

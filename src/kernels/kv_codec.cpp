@@ -93,10 +93,6 @@ float round_query_to_grid(float* q, int32_t n) {
   return d;
 }
 
-bool kv_dtype_has_integer_codes(KvDtype dtype) {
-  return dtype == KvDtype::Int8 || dtype == KvDtype::Int4 || dtype == KvDtype::Tq4 || dtype == KvDtype::Tq3;
-}
-
 void hadamard_rotate(float* x, int32_t n) {
   SLIMKV_CHECK(is_power_of_two(n), "Hadamard rotation needs a power-of-two head dim (got {})", n);
   for (int32_t i = 0; i < n; ++i) x[i] *= sign_of(i);

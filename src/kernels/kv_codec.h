@@ -15,8 +15,6 @@ void decode_kv_head(const uint8_t* src, int32_t head_dim, KvDtype dtype, float* 
 // The 16 integer levels tq4 indexes (ascending; a value decodes to the row's scale times its level), for vectorised
 // decoders.
 const int8_t* tq4_levels();
-// int8 / int4 / tq4 / tq3: every stored value is the row's scale times a small integer.
-bool kv_dtype_has_integer_codes(KvDtype dtype);
 // Attention over rows with integer codes scores a query on a 12-bit grid (as llama.cpp quantizes q for its
 // quantized caches, but finer: an int8 query cost kjv-4k 0.3 points of top-1 agreement with an int8 cache, this
 // one nothing measurable): q <- d * round(q / d) with d = max|q| / kQueryGridMax, in place; returns d (0 for a zero

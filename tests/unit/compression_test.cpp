@@ -134,6 +134,18 @@ TEST(Compression, ConfigErrorsAreClear) {
   expect_refused([] { cfg_with("int3"); }, "--kv-cache-dtype must be one of auto, f32, f16, int8, int4, tq4, tq3 (got 'int3')");
   EngineConfig c = cfg_with("int8");
   expect_refused([&] { c.compress.kv_quant_rotation = "walsh"; }, "--kv-quant-rotation must be one of");
+  // Flags and JSON go through the field table: the values' dtype names its own flag, not the keys'.
+  const auto& fields = compression_fields();
+  const auto v_field = std::find_if(fields.begin(), fields.end(),
+                                    [](const CompressionField& f) { return std::string(f.key) == "kv_cache_dtype_v"; });
+  ASSERT_NE(v_field, fields.end());
+  {
+    const CompressionField& f = *v_field;
+    expect_refused([&] { f.set(c.compress, "int3"); }, "--kv-cache-dtype-v must be one of auto, f32, f16, int8");
+    f.set(c.compress, "tq4");
+    EXPECT_EQ(c.compress.v_dtype(), KvDtype::Tq4);
+    EXPECT_EQ(c.compress.dtype(), KvDtype::Int8);
+  }
   EngineConfig unrotated = cfg_with("tq3");
   unrotated.compress.kv_quant_rotation = "none";
   expect_error(unrotated, "--kv-cache-dtype tq3 needs the Hadamard rotation");

@@ -1,8 +1,8 @@
-// AVX-512 attention over rows of integer codes (int8, int4, tq4: the compressed cache's common cases): keys are
-// scored in integers — the query on the 12-bit grid (kv_codec.h) against each row's codes by VPDPWSSD (AVX-512
-// VNNI), 8 rows and two query heads at once, scaled once after the reduction; value rows are widened to floats with each row's scale folded into its
-// probability; the query heads of a GQA group share each page read. Every other case goes to the AVX2 kernel.
-// Scalar reference: cpu_scalar.cpp (the same scores: integer sums are exact).
+// AVX-512 attention over rows of integer codes (int8, int4, tq4, keys and values each in its own): keys are scored
+// in integers — the query on the 12-bit grid (kv_codec.h) against each row's codes by VPDPWSSD (AVX-512 VNNI),
+// 8 rows and two query heads at once, an exact integer sum scaled once; value rows are widened to floats with each
+// row's scale folded into its probability; the query heads of a GQA group share each page read. Every other case
+// goes to the AVX2 kernel. Scalar reference: cpu_scalar.cpp (decoded rows in float: equal to 1e-5, tested).
 // GCC 12's own _mm512_reduce_* / cast intrinsics read an undefined register (__Y) on purpose and warn about it.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -60,7 +60,8 @@ struct Int8Codes {  // one signed byte per value, natural order
   void values(const uint8_t* codes, __m512 (&v)[NV]) const {
 #pragma GCC unroll 8
     for (int j = 0; j < NV; ++j) {
-      v[j] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + 16 * j))));
+      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + 16 * j));
+      v[j] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b));
     }
   }
 };
@@ -77,8 +78,9 @@ struct NibbleCodes {
     }
   }
   NibbleCodes()  // the 16 int8 levels in each 128-bit lane, loaded once per kernel call
-      : table(_mm256_broadcastsi128_si256(kTq4 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(tq4_levels()))
-                                               : _mm_setr_epi8(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7))) {}
+      : table(_mm256_broadcastsi128_si256(
+            kTq4 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(tq4_levels()))
+                 : _mm_setr_epi8(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7))) {}
   __m256i table;
   static __m256i nibbles(const uint8_t* codes, int32_t j, int32_t kd, __m256i* hi) {  // values [j, j + 64)
     const int32_t n = std::min(32, (kd - j) / 2);
@@ -167,7 +169,9 @@ inline void score8(const Codes& codes, const IntQuery* q, const uint8_t* row, in
       __m512i k1;
       const __m512i k0 = codes.key_chunk(row + i * stride + 2, j, kd, &k1);
 #pragma GCC unroll 2
-      for (int h = 0; h < HQ; ++h) a[h][i] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(a[h][i], k0, qv[h][0]), k1, qv[h][1]);
+      for (int h = 0; h < HQ; ++h) {
+        a[h][i] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(a[h][i], k0, qv[h][0]), k1, qv[h][1]);
+      }
     }
   }
 #pragma GCC unroll 2
@@ -222,8 +226,8 @@ float softmax_numerators(float* scores, int64_t num_ctx, const PagedKv& kv) {
 // used by the C heads, whose accumulators stay in registers for the whole walk (each head's sum is a plain row
 // walk's).
 template <class Codes, int NV, int C>
-void sum_values(const Codes& codes, const PagedKv& kv, int64_t num_ctx, bool paged, const float* p, int64_t p_stride, const float* inv,
-                float* out, int64_t o_stride) {
+void sum_values(const Codes& codes, const PagedKv& kv, int64_t num_ctx, bool paged, const float* p, int64_t p_stride,
+                const float* inv, float* out, int64_t o_stride) {
   __m512 acc[C][NV];
 #pragma GCC unroll 4
   for (int c = 0; c < C; ++c)
@@ -304,8 +308,8 @@ void attend_codes(const float* q, int32_t num_q, int64_t q_stride, const PagedKv
   // Values: heads in chunks whose accumulators fit the 32 registers beside the widened row.
   constexpr int kChunk = NV <= 4 ? 4 : 2;
   auto sum = [&](auto chunk, int32_t c0) {
-    sum_values<ValueCodes, NV, decltype(chunk)::value>(vcodes, kv, num_ctx, paged, scores + c0 * s_stride, s_stride, inv + c0,
-                                                  out + c0 * o_stride, o_stride);
+    sum_values<ValueCodes, NV, decltype(chunk)::value>(vcodes, kv, num_ctx, paged, scores + c0 * s_stride, s_stride,
+                                                       inv + c0, out + c0 * o_stride, o_stride);
   };
   int32_t c0 = 0;
   for (; c0 + kChunk <= num_q; c0 += kChunk) sum(std::integral_constant<int, kChunk>{}, c0);
