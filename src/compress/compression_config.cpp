@@ -33,6 +33,10 @@ KvDtype CompressionConfig::v_dtype() const {
   return !enabled || kv_cache_dtype_v == KvCacheDtype::Auto ? dtype() : storage_dtype(kv_cache_dtype_v);
 }
 
+KvDtype CompressionConfig::residual_dtype() const {
+  return kv_residual_dtype == KvCacheDtype::Auto ? KvDtype::Int8 : storage_dtype(kv_residual_dtype);
+}
+
 bool CompressionConfig::rotate() const {
   if (!enabled) return false;
   if (kv_quant_rotation == KvRotation::None) return false;
@@ -48,11 +52,12 @@ bool CompressionConfig::low_rank() const {
 
 bool CompressionConfig::changes_cache() const {
   return enabled && (dtype() != KvDtype::F32 || v_dtype() != KvDtype::F32 || rotate() || low_rank() || sparse() ||
-                     dynamic());
+                     dynamic() || residual_tokens() > 0);
 }
 
 bool CompressionConfig::changes_bytes(KvDtype baseline) const {
-  return enabled && (dtype() != baseline || v_dtype() != baseline || low_rank() || sparse() || dynamic());
+  return enabled && (dtype() != baseline || v_dtype() != baseline || low_rank() || sparse() || dynamic() ||
+                     residual_tokens() > 0);
 }
 
 int32_t CompressionConfig::rank_k(int32_t layer, int32_t hd) const {
@@ -79,6 +84,21 @@ std::vector<KvLayerSpec> uniform_specs(int32_t num_layers, int32_t num_kv_heads,
 
 void CompressionConfig::validate(int32_t num_layers, int32_t head_dim) const {
   validate(uniform_specs(num_layers, 1, head_dim));
+}
+
+void CompressionConfig::validate_residual(const std::vector<KvLayerSpec>& layers) const {
+  SLIMKV_CHECK(kv_residual_tokens >= 0 && kv_residual_tokens <= (1 << 20),
+               "--kv-residual-tokens must be in 0..{} (got {})", 1 << 20, kv_residual_tokens);
+  if (residual_tokens() == 0) return;
+  SLIMKV_CHECK(!sparse() && !dynamic(), "--kv-residual-tokens: a residual window keeps every token (at two "
+               "precisions); it does not combine with --kv-sparse-mode {}", kv_sparse_mode.name());
+  SLIMKV_CHECK(!low_rank(), "--kv-residual-tokens does not combine with low-rank K/V");
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const KvLayerSpec& s = layers[l];
+    SLIMKV_CHECK(!s.v_in_k && s.entry_tokens <= 1 && (s.kind == KvRecordKind::Attention || s.state_floats > 0),
+                 "--kv-residual-tokens: layer {} is not plain attention (a latent cache or natively compressed "
+                 "streams keep their own records)", l);
+  }
 }
 
 void CompressionConfig::validate(const std::vector<KvLayerSpec>& layers) const {
@@ -131,6 +151,7 @@ void CompressionConfig::validate(const std::vector<KvLayerSpec>& layers) const {
                  "--kv-sparse-topk {} is smaller than --kv-sink-tokens {} + --kv-recent-window {}", kv_sparse_topk,
                  kv_sink_tokens, kv_recent_window);
   }
+  validate_residual(layers);
   if (sparse() || dynamic()) {
     SLIMKV_CHECK(kv_sink_tokens >= 0 && kv_sink_tokens <= (1 << 20), "--kv-sink-tokens must be >= 0 (got {})",
                  kv_sink_tokens);
@@ -250,8 +271,26 @@ KvLayout CompressionConfig::layout(const std::vector<KvLayerSpec>& specs, int32_
       g.spec = KvGroupSpec::dynamic_topk(topk[l], kv_sink_tokens, kv_recent_window, merge(), prefill_evict_tokens());
     }
   }
+  add_residual_streams(out);
   out.assign_groups();
   return out;
+}
+
+void CompressionConfig::add_residual_streams(KvLayout& out) const {
+  const int32_t tokens = residual_tokens();
+  if (tokens == 0) return;
+  const int32_t num_streams = out.num_layers();
+  for (int32_t l = 0; l < num_streams; ++l) {
+    KvLayerGeometry& g = out.layers[l];
+    if (g.kind != KvRecordKind::Attention || g.spec.kind != KvGroupKind::FullAttention) continue;
+    KvLayerGeometry r = g;  // the same heads, sizes and rotation (one query basis for both), a wider dtype
+    r.dtype = r.v_dtype = residual_dtype();
+    r.kind = KvRecordKind::Residual;
+    r.spec = KvGroupSpec::window(tokens);
+    g.residual_stream = out.num_layers();
+    g.residual_tokens = tokens;
+    out.layers.push_back(r);
+  }
 }
 
 std::string CompressionConfig::fingerprint() const {  // what the stored bytes depend on
@@ -267,7 +306,10 @@ std::string CompressionConfig::fingerprint() const {  // what the stored bytes d
                                               fmt::join(kv_sparse_layer_topk, ","))
                                 : "";
   if (prefill_evict_tokens() > 0) sparse_part += fmt::format(" prefill_evict={}", prefill_evict_tokens());
-  const std::string v_part = v_dtype() != dtype() ? fmt::format(" v_dtype={}", kv_dtype_name(v_dtype())) : "";
+  std::string v_part = v_dtype() != dtype() ? fmt::format(" v_dtype={}", kv_dtype_name(v_dtype())) : "";
+  if (residual_tokens() > 0) {
+    v_part += fmt::format(" residual={}x{}", residual_tokens(), kv_dtype_name(residual_dtype()));
+  }
   return fmt::format("kv dtype={}{} rotation={}{}{}", kv_dtype_name(dtype()), v_part, rotate(), ranks, sparse_part);
 }
 
@@ -371,6 +413,11 @@ const std::vector<CompressionField>& compression_fields() {
                       "0.5x at the last) | auto (from the calibration file's attention profile, --kv-calibration)"),
         SLIMKV_INTS(kv_sparse_layer_topk,
                     "Explicit per-layer budgets k1,k2,... (one per layer; overrides --kv-sparse-schedule)"),
+        SLIMKV_INT(kv_residual_tokens,
+                   "Keep each full-attention layer's last R tokens also at --kv-residual-dtype (KIVI's residual "
+                   "window): attention reads them there, older rows from the cache (0: off)"),
+        SLIMKV_CHOICE(kv_residual_dtype, KvCacheDtype,
+                      "The residual window's dtype: auto (= int8)|f32|f16|int8|int4|tq4|tq3"),
         SLIMKV_INT(kv_evict_during_prefill,
                    "Dynamic mode: evict every N prompt tokens too (a sequence holds at most top-K + N tokens); "
                    "0: after the whole prompt"),
@@ -439,6 +486,16 @@ CompressionConfig CompressionConfig::from_json_file(const std::string& path) {
   return c;
 }
 
+namespace {
+
+std::string total_note(const KvLayout& layout) {
+  return layout.num_model_streams() < layout.num_layers() ? " while every stream holds a token; a residual window "
+                                                            "holds only its last tokens"
+                                                          : "";
+}
+
+}  // namespace
+
 std::string describe_plan(const KvLayout& layout) {
   std::string out = "layer  group  dtype  rank_k  rank_v  rotation  bytes/token  vs f16  block table\n";
   int64_t total = 0, f16 = 0;
@@ -446,14 +503,18 @@ std::string describe_plan(const KvLayout& layout) {
     const auto& g = layout.layers[l];
     const int64_t base = static_cast<int64_t>(g.num_kv_heads) * (g.head_dim_k + g.head_dim_v) * 2;
     total += g.bytes_per_token();
-    f16 += base;
+    if (g.kind != KvRecordKind::Residual) f16 += base;  // a residual window repeats its layer's last tokens
     out += fmt::format("{:>5}  {:>5}  {:>5}  {:>6}  {:>6}  {:>8}  {:>11}  {:>5.1f}%  {}\n", l, g.group,
                        g.v_dtype == g.dtype ? std::string(kv_dtype_name(g.dtype))
                                             : fmt::format("{}/{}", kv_dtype_name(g.dtype), kv_dtype_name(g.v_dtype)),
                        g.k_dim, g.v_dim, g.rotate ? "hadamard" : "none", g.bytes_per_token(),
-                       100.0 * g.bytes_per_token() / base, g.spec.describe());
+                       100.0 * g.bytes_per_token() / base,
+                       g.kind == KvRecordKind::Residual
+                           ? fmt::format("residual window: the last {} tokens", g.spec.window_tokens)
+                           : g.spec.describe());
   }
-  out += fmt::format("total  {} bytes/token = {:.1f}% of f16 ({} bytes/token)", total, 100.0 * total / f16, f16);
+  out += fmt::format("total  {} bytes/token = {:.1f}% of f16 ({} bytes/token){}", total, 100.0 * total / f16, f16,
+                     total_note(layout));
   return out;
 }
 

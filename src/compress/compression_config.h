@@ -83,9 +83,15 @@ struct CompressionConfig {
                                         // so a sequence holds at most the budget + N tokens; prefill chunks end
                                         // at those points (the same evictions whatever the schedule). 0: the
                                         // prompt is scored whole first (SnapKV)
+  int32_t kv_residual_tokens = 0;       // --kv-residual-tokens R: each full-attention layer also keeps its last R
+                                        // tokens at --kv-residual-dtype (KIVI's residual window), read there by
+                                        // attention and the older rows from the main cache (0: off)
+  Choice<KvCacheDtype> kv_residual_dtype = KvCacheDtype::Auto;  // --kv-residual-dtype: the window's dtype (auto =
+                                                                // int8)
 
   // Throws one clear Error per contradiction against the model's per-layer KV specs.
   void validate(const std::vector<KvLayerSpec>& layers) const;
+  void validate_residual(const std::vector<KvLayerSpec>& layers) const;  // the residual window's part
   void validate(int32_t num_layers, int32_t head_dim) const;  // a uniform model of that shape
   bool low_rank() const;
   // Two questions, one predicate each. changes_cache: the cache differs from a plain f32 one (another dtype, the
@@ -104,14 +110,20 @@ struct CompressionConfig {
   KvDtype dtype() const;    // the keys' (and by default the values') storage dtype
   KvDtype v_dtype() const;  // the values'
   bool rotate() const;
+  int32_t residual_tokens() const { return enabled ? kv_residual_tokens : 0; }
+  KvDtype residual_dtype() const;  // the residual window's dtype
   // The per-layer storage and block-table plan for a model: a transform of its specs (dtype, rank, rotation on
-  // every layer; static or dynamic retention on the full-attention layers, which keep their own block tables),
-  // grouped (KvLayout::assign_groups).
+  // every layer; static or dynamic retention on the full-attention layers, which keep their own block tables; a
+  // residual window appends one stream per full-attention layer after the model's), grouped
+  // (KvLayout::assign_groups).
   KvLayout layout(const std::vector<KvLayerSpec>& layers, int32_t block_size) const;
   KvLayout layout(int32_t num_layers, int32_t num_kv_heads, int32_t head_dim, int32_t block_size) const;
   // Dynamic mode: each layer's retention budget in tokens by kv_sparse_schedule (0 for sliding-window layers); the
   // mean over the full-attention layers is kv_sparse_topk.
   std::vector<int32_t> layer_topk(const std::vector<KvLayerSpec>& layers) const;
+  // Appends the residual window's streams (kind Residual, a window table each) after layout's own, linked from
+  // the full-attention layers they serve (KvLayerGeometry::residual_stream).
+  void add_residual_streams(KvLayout& layout) const;
   std::string fingerprint() const;  // goes into the prefix-cache salt
   // Loads a JSON object {"kv_cache_dtype": "int8", ...}; unknown keys are an error that names them.
   static CompressionConfig from_json_file(const std::string& path);

@@ -9,16 +9,13 @@
 namespace slimkv {
 namespace {
 
-// An attention sink joins one head's softmax denominator: out = sum_t e_t v_t / (Z + exp(sink - m)) where the
-// kernel left e_t = exp(s_t - m) in scores and out = sum_t e_t v_t / Z. The kernel does not return m, so it is
-// recovered from the largest e_t (whose e is ~1): m = s_t* - log(e_t*), s_t* recomputed from the stored key.
-void scale_for_sink(float* out, int32_t v_dim, const float* e, int64_t num_ctx, const float* q, const PagedKv& kv,
-                    float scale, float sink) {
-  if (num_ctx == 0) return;
-  double z = 0;
+// The kernels leave e_t = exp(s_t - m) in scores and do not return m: it is recovered from the largest e_t (whose
+// e is ~1) as m = s_t* - log(e_t*), s_t* recomputed from the stored key. Returns m; *z = sum_t e_t.
+double recovered_max(const float* e, int64_t num_ctx, const float* q, const PagedKv& kv, float scale, double* z) {
+  *z = 0;
   int64_t best = 0;
   for (int64_t t = 0; t < num_ctx; ++t) {
-    z += e[t];
+    *z += e[t];
     if (e[t] > e[best]) best = t;
   }
   float key[1024];  // one decoded key record (head sizes <= 1024, checked by run)
@@ -26,9 +23,69 @@ void scale_for_sink(float* out, int32_t v_dim, const float* e, int64_t num_ctx, 
   double s = 0;
   for (int32_t d = 0; d < kv.k_dim; ++d) s += static_cast<double>(q[d]) * key[d];
   s = s * scale + (best < kv.num_bias_rows ? kv.row_bias[best] : 0.0f);
-  const double m = s - std::log(static_cast<double>(e[best]));
+  return s - std::log(static_cast<double>(e[best]));
+}
+
+// An attention sink joins one head's softmax denominator: out = sum_t e_t v_t / (Z + exp(sink - m)) where the
+// kernel left e_t = exp(s_t - m) in scores and out = sum_t e_t v_t / Z.
+void scale_for_sink(float* out, int32_t v_dim, const float* e, int64_t num_ctx, const float* q, const PagedKv& kv,
+                    float scale, float sink) {
+  if (num_ctx == 0) return;
+  double z = 0;
+  const double m = recovered_max(e, num_ctx, q, kv, scale, &z);
   const float f = static_cast<float>(z / (z + std::exp(static_cast<double>(sink) - m)));
   for (int32_t d = 0; d < v_dim; ++d) out[d] *= f;
+}
+
+// Where a query over num_ctx rows starts reading the residual window: its last `tokens` rows, extended back to
+// the start of their block (the window's table holds that block; whole pages keep the kernels' paged walk).
+int64_t residual_begin(int64_t num_ctx, int32_t tokens, int32_t block_size) {
+  return std::max<int64_t>(0, num_ctx - tokens) / block_size * block_size;
+}
+
+// The same KV head's rows [older, num_ctx) in the residual window's records, as pages from block older / bs on
+// (older is a block boundary).
+PagedKv residual_view(const PagedKv& main, const PagedAttention::LayerKv::Residual& r, int32_t kv_head, int32_t seq,
+                      int64_t older) {
+  PagedKv rk = main;
+  rk.k_base = r.k + static_cast<int64_t>(kv_head) * r.k_head_stride_bytes;
+  rk.v_base = r.v + static_cast<int64_t>(kv_head) * r.v_head_stride_bytes;
+  rk.block_ids = r.meta->kv_indices.data() + r.meta->kv_indptr[seq] + older / main.block_size;
+  rk.k_row_bytes = r.k_head_bytes;
+  rk.v_row_bytes = r.v_head_bytes;
+  rk.dtype = r.dtype;
+  rk.v_dtype = std::nullopt;
+  rk.sink_tokens = 0;
+  rk.window_begin = 0;
+  return rk;
+}
+
+
+// Attention over rows [0, older) of kv and [older, older + recent) of recent_kv (a residual window), for num_q query
+// heads: each walk's output is weighted by its share of the softmax denominator (and an attention sink's joins it:
+// sinks [num_q] or null). scores: [num_q, s_stride] scratch; recent_out: [num_q, 1024] scratch; o: [num_q, o_stride].
+void attend_with_residual(const DotKernels& k, const float* q, int32_t num_q, int64_t q_stride, const PagedKv& kv,
+                          const PagedKv& recent_kv, int64_t older, int64_t recent, float scale, const float* sinks,
+                          float* scores, int64_t s_stride, float* recent_out, float* o, int64_t o_stride,
+                          int32_t v_dim) {
+  k.attend_group(q, num_q, q_stride, recent_kv, recent, scale, scores, s_stride, recent_out, 1024);
+  double m_rec[kMaxAttendGroup], z_rec[kMaxAttendGroup];
+  for (int32_t g = 0; g < num_q; ++g) {
+    m_rec[g] = recovered_max(scores + g * s_stride, recent, q + g * q_stride, recent_kv, scale, &z_rec[g]);
+  }
+  if (older > 0) k.attend_group(q, num_q, q_stride, kv, older, scale, scores, s_stride, o, o_stride);
+  for (int32_t g = 0; g < num_q; ++g) {
+    double z_old = 0, m_old = -INFINITY;
+    if (older > 0) m_old = recovered_max(scores + g * s_stride, older, q + g * q_stride, kv, scale, &z_old);
+    const double top = std::max(m_old, m_rec[g]);
+    const double w_old = older > 0 ? z_old * std::exp(m_old - top) : 0.0;
+    const double w_rec = z_rec[g] * std::exp(m_rec[g] - top);
+    const double total = w_old + w_rec + (sinks ? std::exp(static_cast<double>(sinks[g]) - top) : 0.0);
+    const float a = static_cast<float>(w_old / total), b = static_cast<float>(w_rec / total);
+    float* og = o + g * o_stride;
+    const float* rg = recent_out + g * 1024;
+    for (int32_t d = 0; d < v_dim; ++d) og[d] = (older > 0 ? a * og[d] : 0.0f) + b * rg[d];
+  }
 }
 
 }  // namespace
@@ -55,6 +112,7 @@ void PagedAttention::plan(const PagedBatchMeta& meta, int32_t max_group, int32_t
   if (qbuf_.size() < threads * max_chunk_ * 1024) {
     qbuf_.resize(threads * max_chunk_ * 1024);
     latbuf_.resize(threads * max_chunk_ * 1024);
+    recent_out_.resize(threads * max_chunk_ * 1024);
   }
   page_importance_.assign(meta.kv_indices.size(), 0.0);
 }
@@ -79,7 +137,9 @@ void PagedAttention::run(const float* q, const LayerKv& layer, const AttentionDi
   // walk over the KV head's pages.
   const int32_t chunk = std::min(group, kMaxAttendGroup), chunks_per_kv = (group + chunk - 1) / chunk;
   const int64_t n = static_cast<int64_t>(m.token_pos.size()) * dims.num_kv_heads * chunks_per_kv;
-  const bool direct_out = !layer.rotate && layer.v_proj == nullptr;
+  const bool direct_out = !layer.rotate && layer.v_proj == nullptr && !layer.residual;
+  SLIMKV_CHECK(!layer.residual || (m.token_track.empty() && layer.window_tokens == 0 && layer.residual->meta),
+               "paged attention: a residual window needs a full-attention layer and its group's page tables");
   // Keys with integer codes in one part: the query is scored on the integer grid (kv_codec.h), every ISA alike.
   const bool grid_q = kv_dtype_has_integer_codes(layer.dtype) && layer.k_split == 0;
   const bool transform_q = layer.k_proj != nullptr || layer.rotate || grid_q;
@@ -136,7 +196,15 @@ void PagedAttention::run(const float* q, const LayerKv& layer, const AttentionDi
       }
       float* o = direct_out ? out + first * hdv : lat;
       const int64_t o_stride = direct_out ? hdv : 1024;
-      k.attend_group(qh, num_q, q_stride, kv, num_ctx, scale, scores, max_ctx_, o, o_stride);
+      if (layer.residual) {  // two walks (older rows, the window), merged by their softmax denominators
+        const int64_t older = residual_begin(num_ctx, layer.residual->tokens, m.block_size);
+        float* o_rec = recent_out_.data() + static_cast<size_t>(thread) * max_chunk_ * 1024;  // [chunk, 1024]
+        attend_with_residual(k, qh, num_q, q_stride, kv, residual_view(kv, *layer.residual, kvh, s, older), older,
+                             num_ctx - older, scale, dims.sinks ? dims.sinks + h0 : nullptr, scores, max_ctx_, o_rec,
+                             o, o_stride, layer.v_dim);
+      } else {
+        k.attend_group(qh, num_q, q_stride, kv, num_ctx, scale, scores, max_ctx_, o, o_stride);
+      }
       for (int32_t g = 0; g < num_q; ++g) {
         const float* sg = scores + static_cast<int64_t>(g) * max_ctx_;
         float* og = o + g * o_stride;
@@ -146,7 +214,9 @@ void PagedAttention::run(const float* q, const LayerKv& layer, const AttentionDi
           float* pr = probs_.data() + static_cast<size_t>(first + g) * max_ctx_;
           for (int64_t r = 0; r < num_ctx; ++r) pr[r] = static_cast<float>(sg[r] / sum);
         }
-        if (dims.sinks) scale_for_sink(og, layer.v_dim, sg, num_ctx, qh + g * q_stride, kv, scale, dims.sinks[h0 + g]);
+        if (dims.sinks && !layer.residual) {  // (the residual walks count the sink when they merge)
+          scale_for_sink(og, layer.v_dim, sg, num_ctx, qh + g * q_stride, kv, scale, dims.sinks[h0 + g]);
+        }
         if (layer.rotate) hadamard_unrotate(og, layer.v_dim);  // sum_t p_t (H v_t) = H (sum_t p_t v_t)
         float* dst = out + (first + g) * hdv;
         if (layer.v_proj) {  // back from the latent space once: out = Pᵀ (sum_t p_t P v_t)

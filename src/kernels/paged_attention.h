@@ -57,6 +57,18 @@ class PagedAttention {
     int32_t window_tokens = 0;       // [0, sink_tokens) and its last window_tokens positions; 0 = everything
     int32_t k_split = 0;             // two-part key records (MLA: latent | rope key; kv_record_bytes); 0 = one
     std::optional<KvDtype> v_dtype = std::nullopt;  // values' dtype where it differs from the keys' (asymmetric bits)
+    // A residual window (KIVI): the last `tokens` rows a query sees, from the start of their block on, are read
+    // from these records (the same heads, sizes and rotation, another dtype) through another group's page table
+    // (a window table, which holds that block); the rows before them from the above.
+    struct Residual {
+      const uint8_t* k = nullptr;
+      const uint8_t* v = nullptr;
+      int64_t k_head_bytes = 0, v_head_bytes = 0, k_head_stride_bytes = 0, v_head_stride_bytes = 0;
+      KvDtype dtype = KvDtype::F32;
+      int32_t tokens = 0;
+      const PagedBatchMeta* meta = nullptr;  // its group's page tables (the same sequences, in the same order)
+    };
+    std::optional<Residual> residual = std::nullopt;
   };
   // q: [T, num_heads * head_dim_k]; out: [T, num_heads * head_dim_v].
   void run(const float* q, const LayerKv& layer, const AttentionDims& dims, float* out, ThreadPool* pool,
@@ -67,6 +79,7 @@ class PagedAttention {
   // in double the grouping's rounding stays far below what the float score used for eviction can show, so every
   // schedule evicts and merges the same blocks with the same weights.
   const std::vector<double>& page_importance() const { return page_importance_; }
+  const PagedBatchMeta& meta() const { return *meta_; }  // the step's page tables (after plan())
 
  private:
   const PagedBatchMeta* meta_ = nullptr;
@@ -75,6 +88,7 @@ class PagedAttention {
   int32_t max_chunk_ = 1;      // query heads per kernel call at most: min(max GQA group, kMaxAttendGroup)
   std::vector<float> scores_;  // [num_threads, chunk_heads, max_ctx]
   std::vector<float> qbuf_, latbuf_;  // [num_threads, chunk_heads, 1024] queries / outputs in the stored basis
+  std::vector<float> recent_out_;     // [num_threads, chunk_heads, 1024] the residual window's part of the outputs
   std::vector<float> probs_;   // [T * num_heads, max_ctx] tracked queries' probabilities (dynamic retention)
   std::vector<double> page_importance_;
 };

@@ -192,6 +192,12 @@ int64_t KvLayout::bytes_per_block(int32_t pool) const {
   return b * block_size_tokens;
 }
 
+int32_t KvLayout::num_model_streams() const {
+  return static_cast<int32_t>(std::count_if(layers.begin(), layers.end(), [](const KvLayerGeometry& g) {
+    return g.kind != KvRecordKind::Residual;
+  }));
+}
+
 int32_t KvLayout::num_pools() const {
   int32_t n = 1;
   for (const KvGroup& g : groups) n = std::max(n, g.spec.pool + 1);

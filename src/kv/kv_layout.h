@@ -16,8 +16,9 @@ namespace slimkv {
 
 // What a stream of records is for (DeepSeek-V4 keeps several streams per layer): attention keys/values, the
 // lightning indexer's keys (stored F16 by default, as llama.cpp does), or a compressor's exact per-token state
-// (always F32: compression configs leave it alone).
-enum class KvRecordKind : uint8_t { Attention, IndexKeys, State };
+// (always F32: compression configs leave it alone), or a residual window: the last tokens of an attention stream
+// again, at a wider dtype (KIVI's full-precision residual; compression_config.h), in a windowed table of its own.
+enum class KvRecordKind : uint8_t { Attention, IndexKeys, State, Residual };
 
 // What a model's layer (or one of its cache streams) needs from the cache.
 struct KvLayerSpec {
@@ -94,6 +95,8 @@ struct KvLayerGeometry {
   KvGroupSpec spec;          // how its block table behaves (spec.pool: its block pool)
   int32_t group = 0;         // set by KvLayout::assign_groups
   int32_t tensor = 0;        // storage tensor (KvStorage region) its rows live in
+  int32_t residual_stream = -1;  // >= 0: the stream (kind Residual) holding this layer's last residual_tokens rows
+  int32_t residual_tokens = 0;   // at a wider dtype; attention reads them there and older rows here
   // MLA records are two parts, scaled (and rotated) on their own: the latent (the value) and the rope key.
   int32_t k_split() const { return v_in_k && v_dim < k_dim ? v_dim : 0; }
   int64_t k_head_bytes() const { return kv_record_bytes(dtype, k_dim, k_split()); }
@@ -135,6 +138,8 @@ struct KvLayout {
   void assign_groups();
 
   int32_t num_layers() const { return static_cast<int32_t>(layers.size()); }
+  // The model's own streams: every layer but the residual windows a compression config appends after them.
+  int32_t num_model_streams() const;
   int32_t num_groups() const { return static_cast<int32_t>(groups.size()); }
   int32_t num_tensors() const { return static_cast<int32_t>(tensor_layer.size()); }
   int32_t num_pools() const;

@@ -76,10 +76,22 @@ void DecoderForward::attention(int32_t l, const float* in, float* out) {
     rope.apply(q_.data() + static_cast<size_t>(t) * qd, lc.num_heads, b.positions[t], hd);
     rope.apply(k_.data() + static_cast<size_t>(t) * kd, lc.num_kv_heads, b.positions[t], hd);
     write_kv(kv, l, slots[t], k_.data() + static_cast<size_t>(t) * kd, v_.data() + static_cast<size_t>(t) * vd);
+    if (g.residual_stream >= 0) {  // the residual window keeps the same rows at its wider dtype
+      const int32_t r = g.residual_stream;
+      write_kv(kv, r, b.slots[kv.layout().layers[r].group][t], k_.data() + static_cast<size_t>(t) * kd,
+               v_.data() + static_cast<size_t>(t) * vd);
+    }
   }
   if (q_observer_) q_observer_(l, q_.data(), T);
   if (observer_) observer_(l, k_.data(), v_.data(), T);
-  const PagedAttention::LayerKv lk = layer_kv(l);
+  PagedAttention::LayerKv lk = layer_kv(l);
+  if (g.residual_stream >= 0) {
+    const int32_t r = g.residual_stream;
+    const KvLayerGeometry& rg = kv.layout().layers[r];
+    lk.residual = PagedAttention::LayerKv::Residual{kv.k_base(r), kv.v_base(r), rg.k_head_bytes(), rg.v_head_bytes(),
+                                                    kv.k_head_stride_bytes(r), kv.v_head_stride_bytes(r), rg.dtype,
+                                                    g.residual_tokens, &attention_plan(rg.group).meta()};
+  }
   const AttentionDims dims{lc.num_heads, lc.num_kv_heads, lc.head_dim_k, lc.head_dim_v, c.attn_scale, w.attn_sinks};
   {
     ProfScope ps(ProfKind::Attention);

@@ -112,7 +112,8 @@ PagedAttention& DecoderForward::attention_plan(int32_t g) {
   if (!planned_[g]) {
     const ModelConfig& c = model_.config;
     int32_t max_group = 1;
-    for (int32_t l : kv_->layout().groups[g].layers) {
+    for (int32_t l : kv_->layout().groups[g].layers) {  // (residual windows: streams past the model's layers,
+      if (l >= c.num_layers) continue;                    // read through their layer's plan)
       max_group = std::max(max_group, c.layers[l].num_heads / c.layers[l].num_kv_heads);
     }
     attention_[g].plan(batch_->attn[g], max_group, pool_ ? pool_->num_threads() : 1);
@@ -138,8 +139,8 @@ void DecoderForward::forward(const ForwardBatch& b, KvStorage& kv, float* logits
   SLIMKV_CHECK(T > 0, "forward: empty batch");
   SLIMKV_CHECK(b.num_groups() == layout.num_groups(), "forward: batch has {} page tables for {} KV groups",
                b.num_groups(), layout.num_groups());
-  SLIMKV_CHECK(layout.num_layers() == num_streams_, "forward: KV layout has {} layers (streams), the model {}",
-               layout.num_layers(), num_streams_);
+  SLIMKV_CHECK(layout.num_model_streams() == num_streams_, "forward: KV layout has {} layers (streams), the model {}",
+               layout.num_model_streams(), num_streams_);
   SLIMKV_CHECK(b.positions.size() == static_cast<size_t>(T), "forward: batch arrays differ in length");
   for (int32_t g = 0; g < b.num_groups(); ++g) {
     const int64_t num_slots = static_cast<int64_t>(kv.num_blocks(layout.group_pool(g))) * layout.block_size_tokens;

@@ -64,7 +64,7 @@ QualityResult QualityEvaluator::run(const std::string& name, const CompressionCo
                          : s.windowed()        ? std::min<int64_t>(ctx_, s.sink_tokens + s.window_tokens)
                                                : ctx_;
     held += g.bytes_per_token() * kept;
-    f16 += 2LL * g.num_kv_heads * (g.head_dim_k + g.head_dim_v);
+    if (g.kind != KvRecordKind::Residual) f16 += 2LL * g.num_kv_heads * (g.head_dim_k + g.head_dim_v);
   }
   r.kv_bytes_per_token = held / ctx_;
   r.ratio_vs_f16 = static_cast<double>(r.kv_bytes_per_token) / static_cast<double>(f16);

@@ -139,5 +139,88 @@ TEST(PagedAttentionDims, LatentRecordWithValueInsideKeyAcrossDtypesAndPageSizes)
   }
 }
 
+// A residual window (KIVI): a query's last W visible rows come from int8 records through another page table (a
+// window group's: blocks wholly behind every query's window are -1 and must never be read; the window starts at
+// its first row's block), the older rows from
+// tq4 records — two walks merged by their softmax denominators, with and without attention sinks. One sequence
+// shorter than the window (window rows only), one longer; every ISA against the mixed decoded rows in double.
+TEST(PagedAttentionDims, ResidualWindowRowsComeFromTheirOwnRecordsAndMergeExactly) {
+  const int32_t H = 4, KVH = 2, D = 64, bs = 4, W = 6, num_blocks = 16;
+  const int64_t slots = static_cast<int64_t>(num_blocks) * bs;
+  const int64_t old_rec = kv_head_record_bytes(KvDtype::Tq4, D), new_rec = kv_head_record_bytes(KvDtype::Int8, D);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  // [KVH][slots] records of each store, and their decoded rows (keys and values alike)
+  std::vector<uint8_t> ko(KVH * slots * old_rec), vo(ko.size()), kn(KVH * slots * new_rec), vn(kn.size());
+  std::vector<float> dko(KVH * slots * D), dvo(dko.size()), dkn(dko.size()), dvn(dko.size()), row(D);
+  auto fill = [&](std::vector<uint8_t>& st, std::vector<float>& dec, KvDtype dt, int64_t rec) {
+    for (int64_t i = 0; i < KVH * slots; ++i) {
+      for (auto& x : row) x = n(rng);
+      encode_kv_head(row.data(), D, dt, st.data() + i * rec);
+      decode_kv_head(st.data() + i * rec, D, dt, dec.data() + i * D);
+    }
+  };
+  fill(ko, dko, KvDtype::Tq4, old_rec);
+  fill(vo, dvo, KvDtype::Tq4, old_rec);
+  fill(kn, dkn, KvDtype::Int8, new_rec);
+  fill(vn, dvn, KvDtype::Int8, new_rec);
+  // Sequence 0: 23 tokens (query at 22: window 17..22, read from 16 on = blocks 4, 5); sequence 1: 5 tokens
+  // (query at 4: every row from the window).
+  PagedBatchMeta m, r;
+  m.block_size = r.block_size = bs;
+  m.token_seq = r.token_seq = {0, 1};
+  m.token_pos = r.token_pos = {22, 4};
+  m.kv_indptr = r.kv_indptr = {0, 6, 8};
+  m.kv_indices = {3, 9, 1, 12, 6, 0, 14, 2};
+  r.kv_indices = {-1, -1, -1, -1, 7, 11, 5, 13};
+  const int32_t T = 2;
+  std::vector<float> q(static_cast<size_t>(T) * H * D), out(q.size());
+  for (auto& x : q) x = n(rng) * 0.3f;
+  PagedAttention::LayerKv lk{ko.data(), vo.data(), D, D, old_rec, old_rec, slots * old_rec, slots * old_rec,
+                             KvDtype::Tq4, false};
+  lk.residual = PagedAttention::LayerKv::Residual{kn.data(), vn.data(), new_rec, new_rec, slots * new_rec,
+                                                  slots * new_rec, KvDtype::Int8, W, &r};
+  const float sinks[H] = {0.5f, -1.0f, 2.0f, 0.0f};
+  for (const float* sk : {static_cast<const float*>(nullptr), sinks}) {
+    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+      if (static_cast<int>(isa) > static_cast<int>(detected_isa())) continue;
+      PagedAttention pa;
+      pa.plan(m, H / KVH, 1);
+      pa.run(q.data(), lk, {H, KVH, D, D, 0.125f, sk}, out.data(), nullptr, isa);
+      for (int32_t t = 0; t < T; ++t) {
+        const int32_t s = m.token_seq[t], ctx = m.token_pos[t] + 1;
+        for (int32_t h = 0; h < H; ++h) {
+          const int64_t kvh = h / (H / KVH);
+          std::vector<float> qg(q.begin() + (t * H + h) * D, q.begin() + (t * H + h + 1) * D);
+          round_query_to_grid(qg.data(), D);  // as run() scores integer-coded keys
+          std::vector<double> p(ctx), o(D, 0.0);
+          double mx = sk ? sk[h] : -1e300, z = 0;
+          auto at = [&](const std::vector<float>& dec, const PagedBatchMeta& pm, int32_t j) {
+            const int64_t slot = static_cast<int64_t>(pm.kv_indices[pm.kv_indptr[s] + j / bs]) * bs + j % bs;
+            return dec.data() + (kvh * slots + slot) * D;
+          };
+          const int32_t first_recent = std::max(0, ctx - W) / bs * bs;  // the window from its block's start
+          for (int32_t j = 0; j < ctx; ++j) {
+            const float* kr = j >= first_recent ? at(dkn, r, j) : at(dko, m, j);
+            double d = 0;
+            for (int32_t i = 0; i < D; ++i) d += double(qg[i]) * kr[i];
+            mx = std::max(mx, p[j] = d * 0.125);
+          }
+          for (auto& x : p) z += (x = std::exp(x - mx));
+          if (sk) z += std::exp(sk[h] - mx);
+          for (int32_t j = 0; j < ctx; ++j) {
+            const float* vr = j >= first_recent ? at(dvn, r, j) : at(dvo, m, j);
+            for (int32_t i = 0; i < D; ++i) o[i] += p[j] / z * vr[i];
+          }
+          for (int32_t i = 0; i < D; ++i) {
+            ASSERT_NEAR(out[(static_cast<size_t>(t) * H + h) * D + i], o[i], 2e-5)
+                << "isa " << static_cast<int>(isa) << " token " << t << " head " << h << " sinks " << (sk != nullptr);
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace slimkv

@@ -99,6 +99,65 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, PerDtype,
                            return n;
                          });
 
+// tq4 + a residual window of the last R tokens at int8 (--kv-residual-tokens, KIVI).
+EngineConfig residual_cfg(int32_t tokens) {
+  EngineConfig c = cfg_with("tq4");
+  c.compress.kv_residual_tokens = tokens;
+  return c;
+}
+
+TEST(ResidualWindow, BatchedEqualsSingleOverPromptsLongerThanTheWindow) {
+  SKIP_IF_MISSING(k260);
+  auto m = load(k260);
+  auto js = jobs(12);  // prompts of 1..300 tokens, chunks of 64: the window (24) splits within and across chunks
+  const EngineConfig c = residual_cfg(24);
+  auto batched = run_engine(*m, c, js);
+  for (size_t i = 0; i < js.size(); ++i) {
+    EngineConfig one = c;
+    one.sched.max_num_seqs = 1;
+    EXPECT_EQ(batched[i], run_engine(*m, one, {js[i]})[0]) << "job " << i;
+  }
+}
+
+TEST(ResidualWindow, AWindowLongerThanEverySequenceIsExactlyTheWindowsDtype) {
+  // Every row a query sees is then read from the int8 window: the tq4 rows are written but never read, and the
+  // merge's weight for the window is exactly 1 — the tokens equal an int8 cache's.
+  SKIP_IF_MISSING(k260);
+  auto m = load(k260);
+  auto js = jobs(8);
+  EXPECT_EQ(run_engine(*m, residual_cfg(512), js), run_engine(*m, cfg_with("int8"), js));
+  EXPECT_NE(run_engine(*m, residual_cfg(8), js), run_engine(*m, cfg_with("int8"), js));  // a short one is not
+}
+
+TEST(ResidualWindow, LayoutKeepsEveryTokenAtTheMainDtypeAndOnlyTheWindowAtItsOwn) {
+  CompressionConfig cc;
+  cc.kv_cache_dtype = "tq4";
+  cc.kv_residual_tokens = 100;
+  cc.kv_residual_dtype = "f16";
+  const KvLayout l = cc.layout(/*num_layers=*/3, /*num_kv_heads=*/2, /*head_dim=*/64, /*block_size=*/16);
+  ASSERT_EQ(l.num_layers(), 6);
+  EXPECT_EQ(l.num_model_streams(), 3);
+  EXPECT_EQ(l.num_pools(), 2);  // a block of either record size costs only its own bytes
+  for (int32_t i = 0; i < 3; ++i) {
+    const KvLayerGeometry &g = l.layers[i], &r = l.layers[3 + i];
+    EXPECT_EQ(g.dtype, KvDtype::Tq4);
+    EXPECT_EQ(g.residual_stream, 3 + i);
+    EXPECT_EQ(g.residual_tokens, 100);
+    EXPECT_EQ(r.kind, KvRecordKind::Residual);
+    EXPECT_EQ(r.dtype, KvDtype::F16);
+    EXPECT_EQ(r.rotate, g.rotate);  // one query basis for both walks
+    EXPECT_EQ(r.spec.kind, KvGroupKind::Window);
+    EXPECT_EQ(r.spec.window_tokens, 100);
+    EXPECT_NE(g.spec.pool, r.spec.pool);
+  }
+  // A sequence of 4096 tokens in chunks of 512 holds all its tokens at tq4 and at most window + chunk at f16 (a
+  // block id holds a group's layers: one group each here).
+  const int32_t main_pool = l.layers[0].spec.pool, window_pool = l.layers[3].spec.pool;
+  EXPECT_EQ(l.blocks_for_sequence(4096, 512, main_pool), 4096 / 16);
+  EXPECT_EQ(l.blocks_for_sequence(4096, 512, window_pool), (100 + 512 + 15) / 16 + 1);
+  EXPECT_NE(cc.fingerprint(), [] { CompressionConfig t; t.kv_cache_dtype = "tq4"; return t.fingerprint(); }());
+}
+
 TEST(Compression, QuantizedCacheTracksTheFullCacheOnRealText) {
   SKIP_IF_MISSING(k260);
   auto m = load(k260);
@@ -162,6 +221,20 @@ TEST(Compression, ConfigErrorsAreClear) {
   expect_error(c, "--kv-sparse-schedule pyramid needs --kv-sparse-mode dynamic");
   std::ofstream(path) << R"({"kv_sparse_schedule": "triangle", "kv_sparse_mode": "dynamic"})";
   expect_error(c, "--kv-sparse-schedule must be one of uniform, pyramid, auto");
+  std::ofstream(path) << R"({"kv_residual_tokens": 64, "kv_sparse_mode": "static", "kv_recent_window": 64})";
+  expect_error(c, "--kv-residual-tokens: a residual window keeps every token (at two precisions); it does not "
+                  "combine with --kv-sparse-mode static");
+  std::ofstream(path) << R"({"kv_residual_tokens": -2})";
+  expect_error(c, "--kv-residual-tokens must be in 0..1048576 (got -2)");
+  std::ofstream(path) << R"({"kv_residual_dtype": "int2"})";
+  expect_error(c, "--kv-residual-dtype must be one of auto, f32, f16, int8");
+  {
+    CompressionConfig latent;
+    latent.kv_residual_tokens = 64;
+    KvLayerSpec mla{1, 576, 512, 0, /*v_in_k=*/true};
+    expect_refused([&] { latent.validate(std::vector<KvLayerSpec>{mla}); },
+                   "--kv-residual-tokens: layer 0 is not plain attention");
+  }
   std::ofstream(path) << R"([1, 2])";
   expect_error(c, "must be a JSON object");
   std::ofstream(path) << R"({"kv_cache_dtype": "int4"})";
