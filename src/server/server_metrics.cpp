@@ -82,11 +82,27 @@ void ServerMetrics::write(PromWriter& w, const std::string& p, const Engine& eng
   hist("request_decode_time_seconds", "Histogram of time spent in decode in seconds.", decode_);
 }
 
+// What an inference gateway's endpoint picker reads besides vLLM's current names (Gateway API Inference Extension's
+// model-server protocol: queued and running requests, KV-cache utilisation; llm-d's prefix scorer: the cache
+// config): KV usage under vLLM's former name, which older pickers read by default, and the block geometry.
+void ServerMetrics::write_gateway_aliases(PromWriter& w, const Engine& engine, const PromLabels& labels) const {
+  w.family("vllm:gpu_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage (former name).");
+  w.sample("vllm:gpu_cache_usage_perc", labels, engine.metrics().kv_usage);
+  w.family("vllm:cache_config_info", "gauge", "Information of the KV cache configuration (in labels; value 1).");
+  PromLabels info = labels;
+  info.emplace_back("block_size", std::to_string(engine.kv_layout().block_size_tokens));
+  info.emplace_back("num_gpu_blocks", std::to_string(static_cast<int64_t>(engine.metrics().blocks_total)));
+  w.sample("vllm:cache_config_info", info, 1);
+}
+
 std::string ServerMetrics::render(const Engine& engine, const std::string& model_name, bool vllm_names) const {
   PromWriter w;
   const PromLabels labels = {{"model_name", model_name}};
   write(w, "slimkv:", engine, labels);
-  if (vllm_names) write(w, "vllm:", engine, labels);
+  if (vllm_names) {
+    write(w, "vllm:", engine, labels);
+    write_gateway_aliases(w, engine, labels);
+  }
   // slimkv's own: the KV cache's physical size per token and its ratio to an f16 cache, per layer.
   const KvLayout& layout = engine.kv_layout();
   w.family("slimkv:kv_cache_bytes_per_token", "gauge", "Bytes one token occupies in the KV cache, per layer.");

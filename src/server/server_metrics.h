@@ -24,6 +24,7 @@ class ServerMetrics {
 
  private:
   void write(PromWriter& w, const std::string& prefix, const Engine& engine, const PromLabels& labels) const;
+  void write_gateway_aliases(PromWriter& w, const Engine& engine, const PromLabels& labels) const;
 
   PromHistogram ttft_, itl_, tpot_, e2e_, queue_, prefill_, decode_;  // seconds
   std::map<std::string, int64_t> finished_by_reason_;               // stop | length | abort

@@ -55,6 +55,15 @@ TEST(ServerMetrics, PrometheusParserAcceptsItAndCountersMove) {
       EXPECT_EQ(before["types"][std::string(p) + name], "counter") << p << name;
     }
   }
+  // What an inference gateway's endpoint picker reads (docs/scale-out.md): KV usage under vLLM's former name too,
+  // and the block geometry as labels.
+  EXPECT_EQ(before["types"]["vllm:gpu_cache_usage_perc"], "gauge");
+  EXPECT_EQ(sample(before, "vllm:gpu_cache_usage_perc" + L), sample(before, "vllm:kv_cache_usage_perc" + L));
+  const double blocks = sample(before, "slimkv:kv_cache_blocks_total" + L);
+  EXPECT_GT(blocks, 0);
+  EXPECT_EQ(sample(before, "vllm:cache_config_info{block_size=8,model_name=stories260K,num_gpu_blocks=" +
+                               std::to_string(static_cast<int64_t>(blocks)) + "}"),
+            1);
   EXPECT_EQ(before["types"]["slimkv:kv_cache_bytes_per_token"], "gauge");
   EXPECT_EQ(sample(before, "slimkv:kv_cache_bytes_per_token{layer=0,model_name=stories260K}"), 256);
   EXPECT_EQ(sample(before, "slimkv:kv_cache_compression_ratio{layer=4,model_name=stories260K}"), 0.5);
