@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "core/thread_pool.h"
+#include "dist/mpi_world.h"
 
 namespace slimkv {
 
@@ -60,11 +61,33 @@ std::string default_model_path() {
        "the repository ({})", (roots.back() / rel).lexically_normal().string());
 }
 
+void add_parallel_flags(CLI::App* app, ModelFlags& f) {
+  app->add_option("--tensor-parallel-size", f.tensor_parallel_size,
+                  "Split each layer over this many MPI ranks (run under mpirun -np N; default 1)")
+      ->check(CLI::Range(1, 64));
+}
+
+bool is_output_rank(const Model& m) { return m.shard.rank == 0; }
+
+void silence_stdout_unless_output_rank(const Model& m) {
+  if (!is_output_rank(m)) SLIMKV_CHECK(std::freopen("/dev/null", "w", stdout) != nullptr, "cannot silence stdout");
+}
+
 std::unique_ptr<Model> load_model_from_flags(const ModelFlags& f) {
   ModelLoadOptions o;
   o.model_path = f.model.empty() ? default_model_path() : f.model;
   o.tokenizer_path = f.tokenizer;
-  return load_model(o);
+  std::shared_ptr<Collectives> world;
+  if (f.tensor_parallel_size > 1) {
+    world = mpi_world();
+    SLIMKV_CHECK(world->size() == f.tensor_parallel_size,
+                 "--tensor-parallel-size {} but this MPI job has {} rank(s): run it as mpirun -np {} slimkv ...",
+                 f.tensor_parallel_size, world->size(), f.tensor_parallel_size);
+    o.shard = TensorShard{world->rank(), world->size()};
+  }
+  auto m = load_model(o);
+  m->collectives = world;
+  return m;
 }
 
 DType parse_dtype(const std::string& s) {  // a weight type's GGML name, any case (f32, q8_0, q4_k, iq4_xs, ...)

@@ -14,9 +14,14 @@ struct ModelFlags {
   std::string model;      // -m: empty = the default model in ../shared/models
   std::string tokenizer;  // -t
   int32_t threads = 0;    // 0 = number of cores
+  int32_t tensor_parallel_size = 1;  // --tensor-parallel-size: ranks of the MPI job splitting each layer
 };
 
 void add_model_flags(CLI::App* app, ModelFlags& f);
+// --tensor-parallel-size (commands that run under mpirun: every rank runs the command on its slice; rank 0 writes).
+void add_parallel_flags(CLI::App* app, ModelFlags& f);
+bool is_output_rank(const Model& m);  // rank 0 of a tensor-parallel job, or a single process
+void silence_stdout_unless_output_rank(const Model& m);  // the other ranks compute the same text: rank 0 prints it
 // KV cache and scheduler flags, 1:1 with EngineConfig fields (validated by the Engine).
 void add_engine_flags(CLI::App* app, EngineConfig& cfg);
 std::string default_model_path();  // resolved relative to the repository (the binary's location), not the cwd

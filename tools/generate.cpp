@@ -33,6 +33,7 @@ struct GenerateFlags {
 // --prompts-file: every prompt through the batching engine as one workload; one JSON line per prompt, in order.
 int run_prompts_file(GenerateFlags f) {
   auto model = load_model_from_flags(f.model);
+  silence_stdout_unless_output_rank(*model);
   auto prompts = read_prompts_file(f.prompts_file, f.n);
   f.engine.threads = resolve_threads(f.model.threads);
   Engine engine(*model, f.engine);
@@ -104,6 +105,7 @@ std::vector<int32_t> engine_generate(const Model& model, GenerateFlags f, std::v
 // --prompt-ids: ids in, ids out as one JSON array (no text, no stop at EOS: what engines are compared on).
 int run_generate_ids(const GenerateFlags& f) {
   auto model = load_model_from_flags(f.model);
+  silence_stdout_unless_output_rank(*model);
   ThreadPool pool(resolve_threads(f.model.threads));
   const std::vector<int32_t> prompt = parse_token_ids(f.prompt_ids, model->config.vocab_size, "--prompt-ids");
   SLIMKV_CHECK(static_cast<int64_t>(prompt.size()) < model->config.max_seq_len,
@@ -138,6 +140,7 @@ int run_generate(const GenerateFlags& f) {
   using clock = std::chrono::steady_clock;
   auto t0 = clock::now();
   auto model = load_model_from_flags(f.model);
+  silence_stdout_unless_output_rank(*model);
   double load_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
   ThreadPool pool(resolve_threads(f.model.threads));
   std::vector<int32_t> prompt = model->tokenizer->encode(f.prompt, true);
@@ -190,6 +193,7 @@ void add_generate_command(CLI::App& app, std::vector<Command>& out) {
   auto f = std::make_shared<GenerateFlags>();
   auto* sub = app.add_subcommand("generate", "Generate text from a prompt");
   add_model_flags(sub, f->model);
+  add_parallel_flags(sub, f->model);
   sub->add_option("-p,--prompt", f->prompt, "Prompt text (default: empty = start from BOS)");
   sub->add_option("--prompt-ids", f->prompt_ids,
                   "Prompt as token ids (1,5,9,...), evaluated as one batch; prints the generated ids (no stop at EOS)")

@@ -40,6 +40,7 @@ int run_logits(const LogitsFlags& f) {
     const int32_t len = std::min(chunk, n - p);
     fwd.forward(std::span<const int32_t>(ids).subspan(p, len), p, true, logits.data() + static_cast<size_t>(p) * vocab);
   }
+  if (!is_output_rank(*model)) return 0;  // a tensor-parallel job's other ranks: the same logits, rank 0 writes
   std::ofstream out(f.out, std::ios::binary);
   SLIMKV_CHECK(out.good(), "cannot write '{}'", f.out);
   out.write(reinterpret_cast<const char*>(logits.data()), static_cast<std::streamsize>(logits.size() * sizeof(float)));
@@ -55,6 +56,7 @@ void add_logits_command(CLI::App& app, std::vector<Command>& out) {
   auto* sub = app.add_subcommand("logits", "Write the logits of every position of a token-id prompt (float32 "
                                            "[n_ids][n_vocab]), for comparison with other engines");
   add_model_flags(sub, f->model);
+  add_parallel_flags(sub, f->model);
   sub->add_option("--ids", f->ids, "Token ids, e.g. 1,5,9");
   sub->add_option("--ids-file", f->ids_file, "A file of token ids (comma or space separated)");
   sub->add_option("-o,--output", f->out, "Output file")->required();

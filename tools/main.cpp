@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/check.h"
+#include "dist/mpi_world.h"
 #include "tools/commands.h"
 
 int main(int argc, char** argv) {
@@ -24,9 +25,11 @@ int main(int argc, char** argv) {
     return slimkv::run_selected_command(app);
   } catch (const slimkv::Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
+    slimkv::mpi_abort_if_running(1);  // the other ranks of a tensor-parallel job must not wait for this one
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
+    slimkv::mpi_abort_if_running(1);
     return 1;
   }
 }

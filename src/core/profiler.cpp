@@ -11,6 +11,7 @@ const char* prof_kind_name(ProfKind k) {
     case ProfKind::SparseSelection: return "sparse: top-K selection + evict/merge";
     case ProfKind::Indexer: return "lightning indexer (DeepSeek-V4)";
     case ProfKind::Compressor: return "KV compressor (DeepSeek-V4)";
+    case ProfKind::Collective: return "collectives (all-reduce between ranks)";
     case ProfKind::Sampling: return "sampling";
     case ProfKind::Scheduling: return "scheduling";
     case ProfKind::Other: return "other (norms, SwiGLU, residuals)";

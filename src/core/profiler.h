@@ -16,6 +16,7 @@ enum class ProfKind : int {
   SparseSelection,  // choosing and evicting the least-attended blocks (+ merging them into summaries)
   Indexer,          // DeepSeek-V4's lightning indexer: its queries, scores over the compressed keys, top-k
   Compressor,       // DeepSeek-V4's compressors: gated pooling of token groups into entries (+ indexer keys)
+  Collective,       // tensor / expert parallelism: all-reduces between ranks (waiting for the slowest included)
   Sampling,
   Scheduling,
   Other,            // norms, SwiGLU, residuals, embedding, bookkeeping

@@ -1,5 +1,6 @@
 #include "model/backend_ops.h"
 
+#include "core/profiler.h"
 #include "kernels/ops.h"
 
 namespace slimkv {
@@ -7,7 +8,7 @@ namespace {
 
 class CpuOps : public BackendOps {
  public:
-  explicit CpuOps(ThreadPool* pool) : pool_(pool) {}
+  CpuOps(ThreadPool* pool, Collectives* collectives) : pool_(pool), collectives_(collectives) {}
   void matmul(const WeightView& w, const float* x, int64_t num_tokens, float* y) override {
     slimkv::matmul(w, x, num_tokens, y, pool_);
   }
@@ -20,16 +21,24 @@ class CpuOps : public BackendOps {
   }
   void swiglu(float* gate, const float* up, int64_t n) override { slimkv::swiglu(gate, up, n); }
   void geglu(float* gate, const float* up, int64_t n) override { slimkv::geglu(gate, up, n); }
-  void all_reduce_sum(float*, int64_t) override {}  // one rank holds the whole sum
-  int32_t num_ranks() const override { return 1; }
+  void all_reduce_sum(float* x, int64_t n) override {  // one rank holds the whole sum
+    if (collectives_) {
+      ProfScope ps(ProfKind::Collective);
+      collectives_->all_reduce_sum(x, n);
+    }
+  }
+  int32_t num_ranks() const override { return collectives_ ? collectives_->size() : 1; }
   ThreadPool* pool() const override { return pool_; }
 
  private:
   ThreadPool* pool_;
+  Collectives* collectives_;  // null: one process
 };
 
 }  // namespace
 
-std::unique_ptr<BackendOps> make_cpu_ops(ThreadPool* pool) { return std::make_unique<CpuOps>(pool); }
+std::unique_ptr<BackendOps> make_cpu_ops(ThreadPool* pool, Collectives* collectives) {
+  return std::make_unique<CpuOps>(pool, collectives);
+}
 
 }  // namespace slimkv

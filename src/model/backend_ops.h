@@ -10,6 +10,7 @@
 #include "core/thread_pool.h"
 #include "kernels/matmul.h"
 #include "kernels/paged_attention.h"
+#include "model/collectives.h"
 
 namespace slimkv {
 
@@ -31,7 +32,8 @@ class BackendOps {
   virtual ThreadPool* pool() const = 0;
 };
 
-// The kernels of src/kernels on this process's thread pool (null: one thread).
-std::unique_ptr<BackendOps> make_cpu_ops(ThreadPool* pool);
+// The kernels of src/kernels on this process's thread pool (null: one thread); all-reduces through `collectives`
+// (null: one process, nothing to do).
+std::unique_ptr<BackendOps> make_cpu_ops(ThreadPool* pool, Collectives* collectives = nullptr);
 
 }  // namespace slimkv

@@ -13,7 +13,7 @@ namespace slimkv {
 
 DecoderForward::DecoderForward(const Model& model, ThreadPool* pool, std::unique_ptr<BackendOps> ops)
     : model_(model), family_(family_by_name(model.config.family)), pool_(pool),
-      ops_(ops ? std::move(ops) : make_cpu_ops(pool)),
+      ops_(ops ? std::move(ops) : make_cpu_ops(pool, model.collectives.get())),
       num_streams_(static_cast<int32_t>(kv_layer_specs(model.config).size())) {
   const ModelConfig& c = model.config;
   SLIMKV_CHECK(static_cast<int32_t>(c.layers.size()) == c.num_layers && !model.layers.empty(),

@@ -9,10 +9,16 @@
 
 #include "core/check.h"
 #include "kernels/matmul.h"
+#include "model/collectives.h"
 #include "model/model_config.h"
 #include "tokenizer/tokenizer.h"
 
 namespace slimkv {
+
+// Which slice of a tensor-parallel model this process holds: rank of ranks (1 = the whole model).
+struct TensorShard {
+  int32_t rank = 0, ranks = 1;
+};
 
 // One layer's weights; a null pointer / empty view means "this layer has none" (the family's name table says
 // which are required). Shapes use the layer's LayerConfig: q_dim, k_dim, v_dim, out = attn_out_dim.
@@ -81,6 +87,11 @@ struct Model {
   std::string path;
   std::string chat_template;         // GGUF tokenizer.chat_template / tokenizer_config.json (Jinja), or empty
 
+  // Tensor parallelism (model/tensor_shard.h): this process's slice of every split layer, and the collectives
+  // that join the slices' partial sums (null: one process holds the whole model).
+  TensorShard shard;
+  std::shared_ptr<Collectives> collectives;
+
   // Storage the views point into.
   std::vector<std::shared_ptr<const void>> keepalive;
   std::vector<std::unique_ptr<std::vector<float>>> owned_f32;
@@ -90,6 +101,7 @@ struct Model {
 struct ModelLoadOptions {
   std::string model_path;      // llama2.c .bin, .gguf, or a Hugging Face directory
   std::string tokenizer_path;  // llama2.c tokenizer.bin (optional: searched beside the model)
+  TensorShard shard;           // which slice to keep (default: the whole model)
 };
 
 // Detects the format and loads. Throws Error with one clear line on any problem.

@@ -4,6 +4,7 @@
 
 #include "core/check.h"
 #include "model/model.h"
+#include "model/tensor_shard.h"
 #include "model/weight_packing.h"
 
 namespace slimkv {
@@ -79,6 +80,7 @@ std::unique_ptr<Model> load_model(const ModelLoadOptions& opts) {
   m->path = p;
   m->config.finalize();
   m->config.validate();
+  shard_for_tensor_parallel(*m, opts.shard);  // this rank's slice (nothing to do on one process)
   pack_weights_for_kernels(*m);
   return m;
 }

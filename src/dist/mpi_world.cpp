@@ -1,0 +1,85 @@
+#include "dist/mpi_world.h"
+
+#include <chrono>
+#include <climits>
+
+#include "core/check.h"
+
+#ifdef SLIMKV_HAVE_MPI
+#include <mpi.h>
+#endif
+
+namespace slimkv {
+
+#ifdef SLIMKV_HAVE_MPI
+namespace {
+
+void check_mpi(int rc, const char* call) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  fail("MPI: {} failed: {}", call, std::string(text, static_cast<size_t>(len)));
+}
+
+class MpiCollectives : public Collectives {
+ public:
+  MpiCollectives() {
+    int provided = 0;
+    check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+    SLIMKV_CHECK(provided >= MPI_THREAD_FUNNELED, "MPI: the library gives thread level {}, below FUNNELED", provided);
+    check_mpi(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
+    check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
+  }
+  ~MpiCollectives() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Finalize();
+  }
+  int32_t rank() const override { return rank_; }
+  int32_t size() const override { return size_; }
+  void all_reduce_sum(float* x, int64_t n) override {
+    SLIMKV_CHECK(n >= 0 && n <= INT_MAX, "MPI: an all-reduce of {} floats", n);
+    const auto t0 = std::chrono::steady_clock::now();
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, x, static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce");
+    stats_.all_reduce_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    ++stats_.all_reduce_calls;
+    stats_.all_reduce_bytes += n * static_cast<int64_t>(sizeof(float));
+  }
+  const CollectiveStats& stats() const override { return stats_; }
+
+ private:
+  int rank_ = 0, size_ = 1;
+  CollectiveStats stats_;
+};
+
+}  // namespace
+
+bool mpi_built() { return true; }
+
+std::shared_ptr<Collectives> mpi_world() {
+  static std::shared_ptr<Collectives> world = std::make_shared<MpiCollectives>();
+  return world;
+}
+
+void mpi_abort_if_running(int code) {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, code);
+}
+
+#else
+
+bool mpi_built() { return false; }
+
+std::shared_ptr<Collectives> mpi_world() {
+  fail("this slimkv was built without MPI (Debian: apt-get install libopenmpi-dev openmpi-bin, then rebuild)");
+}
+
+void mpi_abort_if_running(int) {}
+
+#endif
+
+}  // namespace slimkv

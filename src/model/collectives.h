@@ -1,0 +1,25 @@
+// The collectives a tensor-parallel shard of a model needs, behind one interface: CpuOps calls it where a row-split
+// projection's partial sums meet. One process has none (Model::collectives is null); src/dist implements it over
+// MPI. Must not know: MPI, models or blocks.
+#pragma once
+#include <cstdint>
+
+namespace slimkv {
+
+// What one rank's collectives moved and how long they took (profile / doctor read it).
+struct CollectiveStats {
+  int64_t all_reduce_calls = 0;
+  int64_t all_reduce_bytes = 0;  // this rank's buffer bytes per call, summed
+  double all_reduce_ms = 0;
+};
+
+class Collectives {
+ public:
+  virtual ~Collectives() = default;
+  virtual int32_t rank() const = 0;
+  virtual int32_t size() const = 0;
+  virtual void all_reduce_sum(float* x, int64_t n) = 0;  // x = the sum of every rank's x (n floats), on every rank
+  virtual const CollectiveStats& stats() const = 0;
+};
+
+}  // namespace slimkv

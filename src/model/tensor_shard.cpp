@@ -1,0 +1,106 @@
+#include "model/tensor_shard.h"
+
+#include <cstring>
+
+#include "core/check.h"
+
+namespace slimkv {
+namespace {
+
+WeightView row_slice(const WeightView& w, int64_t first, int64_t count) {  // rows [first, first + count): a view
+  WeightView v = w;
+  v.rows = count;
+  v.data = w.row(first);
+  return v;
+}
+
+// Columns [first, first + count) of every row, copied into storage the model owns (a row-split projection's input
+// slice). The cut must fall on the weight type's block boundaries.
+WeightView col_slice(Model& m, const WeightView& w, int64_t first, int64_t count, int32_t layer, const char* what) {
+  const int64_t block = dtype_block_elems(w.dtype);
+  SLIMKV_CHECK(first % block == 0 && count % block == 0,
+               "tensor parallel: layer {}'s {} would keep columns [{}, {}) of {}, not whole {}-value {} blocks: use "
+               "fewer ranks or another weight type", layer, what, first, first + count, w.cols, block,
+               dtype_name(w.dtype));
+  const int64_t off_bytes = first / block * dtype_block_bytes(w.dtype);
+  const int64_t row_bytes = count / block * dtype_block_bytes(w.dtype);
+  auto buf = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(w.rows * row_bytes));  // [rows, count]
+  for (int64_t r = 0; r < w.rows; ++r) std::memcpy(buf->data() + r * row_bytes, w.row(r) + off_bytes, row_bytes);
+  m.keepalive.push_back(buf);
+  WeightView v = w;
+  v.cols = count;
+  v.data = buf->data();
+  return v;
+}
+
+const char* unsplittable(const Model& m, const LayerConfig& lc) {
+  if (lc.moe) return "a mixture of experts (expert parallelism is not built yet)";
+  if (lc.mla) return "multi-head latent attention";
+  if (lc.delta_net) return "a Gated DeltaNet mixer";
+  if (lc.compress_ratio > 0 || m.config.dsv4.hc_mult > 0) return "DeepSeek-V4 attention";
+  return nullptr;
+}
+
+void shard_attention(Model& m, int32_t l, TensorShard s) {
+  LayerConfig& lc = m.config.layers[l];
+  LayerWeights& w = m.layers[l];
+  const int32_t ranks = s.ranks, heads = lc.num_heads / ranks, kv = lc.num_kv_heads;
+  SLIMKV_CHECK(lc.num_heads % ranks == 0, "tensor parallel: layer {} has {} query heads, not divisible by {} ranks", l,
+               lc.num_heads, ranks);
+  int32_t kv_keep = 0, kv_first = 0;  // this rank's KV heads
+  if (kv % ranks == 0) {
+    kv_keep = kv / ranks;
+    kv_first = s.rank * kv_keep;
+  } else {
+    SLIMKV_CHECK(ranks % kv == 0, "tensor parallel: layer {} has {} KV heads: neither a multiple nor a divisor of {} "
+                 "ranks", l, kv, ranks);
+    kv_keep = 1;  // replicated: the one KV head this rank's query heads read
+    kv_first = s.rank * heads / (lc.num_heads / kv);
+  }
+  const int32_t hd = lc.head_dim_k, hdv = lc.head_dim_v;
+  const int64_t q_rows = lc.attn_output_gate ? 2 * hd : hd;  // per head: [q | gate] when gated
+  w.wq = row_slice(w.wq, static_cast<int64_t>(s.rank) * heads * q_rows, heads * q_rows);
+  w.wk = row_slice(w.wk, static_cast<int64_t>(kv_first) * hd, static_cast<int64_t>(kv_keep) * hd);
+  w.wv = row_slice(w.wv, static_cast<int64_t>(kv_first) * hdv, static_cast<int64_t>(kv_keep) * hdv);
+  if (w.bq) w.bq += static_cast<int64_t>(s.rank) * heads * hd;
+  if (w.bk) w.bk += static_cast<int64_t>(kv_first) * hd;
+  if (w.bv) w.bv += static_cast<int64_t>(kv_first) * hdv;
+  if (w.attn_sinks) w.attn_sinks += static_cast<int64_t>(s.rank) * heads;
+  w.wo = col_slice(m, w.wo, static_cast<int64_t>(s.rank) * heads * hdv, static_cast<int64_t>(heads) * hdv, l, "wo");
+  lc.num_heads = heads;  // bo stays whole: it is added once, after the all-reduce
+  lc.num_kv_heads = kv_keep;
+}
+
+void shard_dense_ffn(Model& m, int32_t l, TensorShard s) {
+  LayerConfig& lc = m.config.layers[l];
+  LayerWeights& w = m.layers[l];
+  SLIMKV_CHECK(lc.ffn_dim % s.ranks == 0, "tensor parallel: layer {}'s FFN width {} is not divisible by {} ranks", l,
+               lc.ffn_dim, s.ranks);
+  const int64_t width = lc.ffn_dim / s.ranks, first = static_cast<int64_t>(s.rank) * width;
+  w.w1 = row_slice(w.w1, first, width);
+  if (w.w3.data) w.w3 = row_slice(w.w3, first, width);
+  w.w2 = col_slice(m, w.w2, first, width, l, "FFN down");
+  lc.ffn_dim = static_cast<int32_t>(width);
+}
+
+}  // namespace
+
+void shard_for_tensor_parallel(Model& m, TensorShard s) {
+  SLIMKV_CHECK(s.ranks >= 1 && s.rank >= 0 && s.rank < s.ranks, "tensor parallel: rank {} of {}", s.rank, s.ranks);
+  if (s.ranks == 1) return;
+  for (int32_t l = 0; l < m.config.num_layers; ++l) {
+    const char* why = unsplittable(m, m.config.layers[l]);
+    SLIMKV_CHECK(why == nullptr, "tensor parallel: layer {} of this {} model is {}; split so far: attention and dense "
+                 "FFN layers (llama, qwen2/3, gemma3, phi3)", l, m.config.family, why);
+    shard_attention(m, l, s);
+    shard_dense_ffn(m, l, s);
+  }
+  const LayerConfig& first = m.config.layers[0];  // the uniform values tools read
+  m.config.num_heads = first.num_heads;
+  m.config.num_kv_heads = first.num_kv_heads;
+  m.config.hidden_dim = first.ffn_dim;
+  m.shard = s;
+  m.config.validate();
+}
+
+}  // namespace slimkv

@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""Tensor parallelism over MPI against one process (issue S §2): usage tensor_parallel_test.py SLIMKV_BINARY SYNTH_DIR
+
+For each synthetic file and rank count: `mpirun -np N slimkv logits --tensor-parallel-size N` against
+`slimkv logits` on the same ids — mean KL per position (F32 files: <= 1e-6), max |logit difference|, the argmax
+equal wherever one process's top-2 margin exceeds 1e-3 — and greedy ids of `generate --prompt-ids` equal. Over
+Open MPI's shared-memory transport, and once over TCP on loopback. Then a rank killed mid-run: the job ends
+non-zero within 30 s, saying which rank died; and a layer that cannot be split ends every rank with a clear error.
+Exit 0 pass, 1 fail, 77 skipped (no mpirun or no files; under CI a missing input fails)."""
+import array
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+# (file, ranks, mean-KL bound): the summation-order bound, also for quantized files (Q8_0's activations are
+# quantized per 32-value block, the same blocks on every rank: measured 3e-8).
+MATRIX = [
+    ("llama/llama-f32.gguf", 2, 1e-6), ("llama/llama-f32.gguf", 4, 1e-6),
+    ("qwen3/qwen3-f32.gguf", 2, 1e-6), ("qwen3/qwen3-f32.gguf", 4, 1e-6),
+    ("qwen2/qwen2-f32.gguf", 2, 1e-6), ("qwen2/qwen2-f32.gguf", 4, 1e-6),
+    ("gemma3/gemma3-f32.gguf", 2, 1e-6), ("gemma3/gemma3-f32.gguf", 4, 1e-6),
+    ("phi3/phi3-f32.gguf", 2, 1e-6), ("phi3/phi3-f32.gguf", 4, 1e-6),
+    ("llama/llama-f16.gguf", 2, 1e-6), ("llama/llama-q8_0.gguf", 2, 1e-6), ("llama/llama-q4_0.gguf", 2, 1e-6),
+]
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
+TCP = ["--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo"]
+ENV = dict(os.environ, OMPI_MCA_btl_vader_single_copy_mechanism="none")  # containers forbid CMA's ptrace
+
+
+def run(cmd, timeout=120):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=ENV)
+
+
+def read_f32(path):
+    a = array.array("f")
+    a.frombytes(open(path, "rb").read())
+    return a
+
+
+def compare(ref, got, vocab):
+    """(mean KL(ref || got) over positions, max |difference|, positions whose clear argmax differs)."""
+    kl_sum, max_diff, flips = 0.0, 0.0, 0
+    n = len(ref) // vocab
+    for p in range(n):
+        r, g = ref[p * vocab:(p + 1) * vocab], got[p * vocab:(p + 1) * vocab]
+        mr, mg = max(r), max(g)
+        zr = sum(math.exp(x - mr) for x in r)
+        zg = sum(math.exp(x - mg) for x in g)
+        kl = 0.0
+        for x, y in zip(r, g):
+            pr = math.exp(x - mr) / zr
+            kl += pr * ((x - mr - math.log(zr)) - (y - mg - math.log(zg)))
+        kl_sum += max(kl, 0.0)
+        max_diff = max(max_diff, max(abs(x - y) for x, y in zip(r, g)))
+        top = sorted(range(vocab), key=lambda i: -r[i])[:2]
+        if r[top[0]] - r[top[1]] > 1e-3 and max(range(vocab), key=lambda i: g[i]) != top[0]:
+            flips += 1
+    return kl_sum / n, max_diff, flips
+
+
+def check_file(binary, synth, rel, ranks, bound, tmp, failures, transport=()):
+    model = os.path.join(synth, rel)
+    ids_file = os.path.join(synth, "prompts", "p64.ids")
+    ref, got = os.path.join(tmp, "ref.f32"), os.path.join(tmp, "tp.f32")
+    r = run([binary, "logits", "-m", model, "--ids-file", ids_file, "-o", ref, "--threads", "1"])
+    if r.returncode != 0:
+        failures.append(f"{rel}: one process failed: {r.stderr[-500:]}")
+        return
+    r = run(MPIRUN + list(transport) + ["-np", str(ranks), binary, "logits", "-m", model, "--ids-file", ids_file,
+                                        "-o", got, "--threads", "1", "--tensor-parallel-size", str(ranks)])
+    if r.returncode != 0:
+        failures.append(f"{rel} -np {ranks}: failed: {r.stderr[-800:]}")
+        return
+    a, b = read_f32(ref), read_f32(got)
+    vocab = 512
+    if len(a) != len(b) or len(a) % vocab:
+        failures.append(f"{rel} -np {ranks}: {len(b)} logits, one process wrote {len(a)}")
+        return
+    kl, diff, flips = compare(a, b, vocab)
+    # Greedy ids: 16 tokens after the first 16 prompt ids.
+    prompt = ",".join(open(ids_file).read().replace(",", " ").split()[:16])
+    g1 = run([binary, "generate", "-m", model, "--prompt-ids", prompt, "-n", "16", "--print-ids", "--threads", "1"])
+    g2 = run(MPIRUN + list(transport) + ["-np", str(ranks), binary, "generate", "-m", model, "--prompt-ids", prompt,
+                                         "-n", "16", "--print-ids", "--threads", "1", "--tensor-parallel-size",
+                                         str(ranks)])
+    same = g1.returncode == 0 and g2.returncode == 0 and g1.stdout.strip() == g2.stdout.strip() and g1.stdout.strip()
+    name = f"{rel} -np {ranks}{' (tcp)' if transport else ''}"
+    print(f"{name}: mean KL {kl:.2e} (bound {bound:.0e}), max |diff| {diff:.2e}, argmax flips {flips}, "
+          f"greedy ids {'equal' if same else 'DIFFER'}")
+    if kl > bound:
+        failures.append(f"{name}: mean KL {kl:.3e} above {bound:.0e}")
+    if flips:
+        failures.append(f"{name}: {flips} clear argmaxes differ")
+    if not same:
+        failures.append(f"{name}: greedy ids differ: {g1.stdout.strip()} / {g2.stdout.strip()} {g2.stderr[-300:]}")
+
+
+def check_killed_rank(binary, synth, failures):
+    """A rank SIGKILLed mid-run ends the job non-zero within 30 s, naming the rank."""
+    model = os.path.join(synth, "gemma3", "gemma3-f32.gguf")
+    proc = subprocess.Popen(MPIRUN + ["-np", "2", binary, "generate", "-m", model, "--prompt-ids", "1,2,3", "-n",
+                                      "100000", "--print-ids", "--threads", "1", "--tensor-parallel-size", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+    time.sleep(1.5)
+    children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+    if proc.poll() is not None or len(children) < 2:
+        proc.kill()
+        failures.append(f"killed rank: the job did not run long enough to kill a rank ({proc.poll()}, {children})")
+        return
+    os.kill(int(children[-1]), signal.SIGKILL)
+    t0 = time.time()
+    try:
+        out, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        failures.append("killed rank: the job was still running 30 s after a rank died (a hang)")
+        return
+    print(f"killed rank: job ended with {proc.returncode} after {time.time() - t0:.1f} s: "
+          f"{' '.join(l.strip() for l in err.splitlines() if 'rank' in l.lower())[:200]}")
+    if proc.returncode == 0:
+        failures.append("killed rank: the job exited 0")
+    if "signal 9" not in err and "Killed" not in err:
+        failures.append(f"killed rank: no clear error on stderr: {err[-500:]}")
+
+
+def check_unsplittable(binary, synth, failures):
+    model = os.path.join(synth, "qwen3moe", "qwen3moe-f32.gguf")
+    if not os.path.exists(model):
+        return
+    r = run(MPIRUN + ["-np", "2", binary, "logits", "-m", model, "--ids", "1,2,3", "-o", os.devnull,
+                      "--tensor-parallel-size", "2"], timeout=60)
+    print(f"unsplittable: exit {r.returncode}: {[l for l in r.stderr.splitlines() if l.startswith('error')][:1]}")
+    if r.returncode == 0 or "mixture of experts" not in r.stderr:
+        failures.append(f"qwen3moe under -np 2: expected a clear error, got {r.returncode}: {r.stderr[-400:]}")
+
+
+def main():
+    binary, synth = sys.argv[1:3]
+    ci = bool(os.environ.get("CI"))
+    if not shutil.which("mpirun"):
+        print(("FAIL" if ci else "SKIP") + ": no mpirun (Debian: apt-get install openmpi-bin libopenmpi-dev)")
+        return 1 if ci else 77
+    built = run([binary, "logits", "--ids", "1", "-o", os.devnull, "--tensor-parallel-size", "2", "-m",
+                 os.path.join(synth, "llama", "llama-f32.gguf")])
+    if "built without MPI" in built.stderr:
+        print(("FAIL" if ci else "SKIP") + ": slimkv was built without MPI")
+        return 1 if ci else 77
+    missing = [rel for rel, _, _ in MATRIX if not os.path.exists(os.path.join(synth, rel))]
+    if missing:
+        print(("FAIL" if ci else "SKIP") + f": missing {missing}")
+        return 1 if ci else 77
+    failures = []
+    with tempfile.TemporaryDirectory(prefix="slimkv-tp-") as tmp:
+        for rel, ranks, bound in MATRIX:
+            check_file(binary, synth, rel, ranks, bound, tmp, failures)
+        check_file(binary, synth, "llama/llama-f32.gguf", 2, 1e-6, tmp, failures, transport=TCP)
+    check_killed_rank(binary, synth, failures)
+    check_unsplittable(binary, synth, failures)
+    for f in failures:
+        print("FAIL:", f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
