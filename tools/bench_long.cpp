@@ -21,14 +21,6 @@
 namespace slimkv {
 namespace {
 
-int64_t proc_status_kb(const char* key) {  // VmRSS / VmHWM from /proc/self/status, in KiB
-  std::ifstream in("/proc/self/status");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind(key, 0) == 0) return std::stoll(line.substr(std::string(key).size() + 1));
-  }
-  return 0;
-}
-
 void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }  // VmHWM := VmRSS (Linux >= 4.0)
 
 struct LongRow {

@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <filesystem>
+#include <fstream>
 
 #include "core/thread_pool.h"
 #include "dist/mpi_world.h"
@@ -68,6 +69,14 @@ void add_parallel_flags(CLI::App* app, ModelFlags& f) {
 }
 
 bool is_output_rank(const Model& m) { return m.shard.rank == 0; }
+
+int64_t proc_status_kb(const char* key) {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(key, 0) == 0) return std::stoll(line.substr(std::string(key).size() + 1));
+  }
+  return 0;
+}
 
 void silence_stdout_unless_output_rank(const Model& m) {
   if (!is_output_rank(m)) SLIMKV_CHECK(std::freopen("/dev/null", "w", stdout) != nullptr, "cannot silence stdout");

@@ -27,6 +27,7 @@ void add_engine_flags(CLI::App* app, EngineConfig& cfg);
 std::string default_model_path();  // resolved relative to the repository (the binary's location), not the cwd
 std::unique_ptr<Model> load_model_from_flags(const ModelFlags& f);
 int32_t resolve_threads(int32_t flag);
+int64_t proc_status_kb(const char* key);  // "VmRSS:" / "VmHWM:" from /proc/self/status, in KiB (0 if absent)
 DType parse_dtype(const std::string& s);  // --dtype of synthetic shapes: f32 | f16 | q8_0 | q4_0
 // Token ids written as "1,5,9" (commas, spaces, newlines or brackets between them), each checked against vocab.
 std::vector<int32_t> parse_token_ids(const std::string& text, int32_t vocab_size, const std::string& what);

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -11,6 +12,7 @@
 #include "model/kv_projection.h"
 #include "ops/memory_plan.h"
 #include "ops/native_kv_plan.h"
+#include "ops/parallel_plan.h"
 #include "ops/svg_chart.h"
 #include "tools/commands.h"
 #include "tools/common.h"
@@ -26,6 +28,7 @@ struct PlanFlags {
   PlanInput in;
   bool scenarios = false, json = false;
   std::string svg, preset;
+  std::vector<int32_t> tensor_parallel{1}, expert_parallel{1};  // per-rank rows for every T x E given
 };
 
 std::string gb(int64_t bytes) {  // GB, or MB / kB for small models
@@ -127,6 +130,46 @@ void print_plan(const PlanInput& in, const PlanResult& r) {
   }
 }
 
+// --tensor-parallel-size T.. / --expert-parallel-size E..: weights and KV per rank and the collectives' bytes per
+// token, one row per T x E (ops/parallel_plan.h).
+void print_parallel(const ParallelShape& s, const PlanFlags& f) {
+  if (f.tensor_parallel == std::vector<int32_t>{1} && f.expert_parallel == std::vector<int32_t>{1}) return;
+  nlohmann::json rows = nlohmann::json::array();
+  if (!f.json) {
+    std::printf("\nper rank, %s, context %lld x batch %lld (experts over E, everything else over T):\n",
+                s.name.c_str(), (long long)f.in.context_tokens, (long long)f.in.batch);
+    std::printf("%4s %4s %6s %14s %14s %20s %20s %18s\n", "T", "E", "ranks", "weights/rank", "KV/rank",
+                "all-reduce B/token", "(ring, on the wire)", "all-to-all B/token");
+  }
+  for (int32_t tp : f.tensor_parallel) {
+    for (int32_t ep : f.expert_parallel) {
+      const ParallelPlanRow r = plan_parallel(s, tp, ep, f.in.context_tokens, f.in.batch);
+      rows.push_back({{"tensor_parallel", tp}, {"expert_parallel", ep}, {"weights_bytes_per_rank", r.weights_bytes_per_rank},
+                      {"kv_bytes_per_rank", r.kv_bytes_per_rank}, {"all_reduce_bytes_per_token", r.all_reduce_bytes_per_token},
+                      {"all_reduce_wire_bytes_per_token", r.all_reduce_wire_bytes_per_token},
+                      {"all_to_all_bytes_per_token", r.all_to_all_bytes_per_token}});
+      if (!f.json) {
+        std::printf("%4d %4d %6d %14s %14s %20lld %20lld %18lld\n", tp, ep, r.ranks, gib(r.weights_bytes_per_rank).c_str(),
+                    gib(r.kv_bytes_per_rank).c_str(), (long long)r.all_reduce_bytes_per_token,
+                    (long long)r.all_reduce_wire_bytes_per_token, (long long)r.all_to_all_bytes_per_token);
+      }
+    }
+  }
+  if (f.json) std::printf("%s\n", nlohmann::json{{"parallel", s.name}, {"rows", rows}}.dump(2).c_str());
+}
+
+// A loaded model's KV per token: per-head layers' (split over T) and shared latents' / compressed streams' (whole).
+ParallelShape parallel_shape_for(const Model& m, const CompressionConfig& cc) {
+  const KvLayout layout = model_kv_layout(m, 8, cc);
+  int64_t split = 0, replicated = 0;
+  for (int32_t l = 0; l < m.config.num_layers && l < static_cast<int32_t>(layout.layers.size()); ++l) {
+    const LayerConfig& lc = m.config.layers[l];
+    if (lc.delta_net) continue;  // a recurrent state: per sequence, not per token
+    (lc.mla || lc.compress_ratio > 0 || m.config.dsv4.enabled() ? replicated : split) += layout.layers[l].bytes_per_token();
+  }
+  return parallel_shape_of_model(m, split, replicated);
+}
+
 // Natively compressed caches (DeepSeek-V4, V3.2) per layer kind, and V4-Flash against V3.2 and a dense GQA-8 model.
 int run_native_plan(const PlanFlags& f, const NativeKvShape& s) {
   const int64_t ctx = f.in.context_tokens;
@@ -169,6 +212,14 @@ int run_native_plan(const PlanFlags& f, const NativeKvShape& s) {
     }
   }
   if (f.json) std::printf("%s\n", j.dump(2).c_str());
+  if (is_parallel_preset(s.name)) {  // every rank holds the one shared KV stream whole
+    ParallelShape p = parallel_shape_preset(s.name);
+    p.kv_replicated_bytes_per_token = s.context_bytes(ctx) / ctx;
+    print_parallel(p, f);
+  } else if (f.tensor_parallel != std::vector<int32_t>{1} || f.expert_parallel != std::vector<int32_t>{1}) {
+    SLIMKV_CHECK(s.source.find("model file") != std::string::npos,
+                 "plan: no weight shape for --preset {} (per-rank rows: -m MODEL or --preset deepseek-v4-flash)", s.name);
+  }
   return 0;
 }
 
@@ -209,9 +260,14 @@ int run_plan(PlanFlags f) {
   if (is_native_kv_preset(f.preset)) return run_native_plan(f, native_kv_preset(f.preset));
   if (f.preset.empty() && f.shape.num_layers == 0) {
     auto model = load_model_from_flags(f.model);
-    if (model->config.dsv4.enabled()) return run_native_plan(f, native_kv_of_model(*model, f.engine.compress));
+    if (model->config.dsv4.enabled()) {
+      const int rc = run_native_plan(f, native_kv_of_model(*model, f.engine.compress));
+      print_parallel(parallel_shape_for(*model, f.engine.compress), f);
+      return rc;
+    }
   }
   PlanInput in = f.in;
+  std::optional<ParallelShape> parallel;  // a loaded model's, for --tensor-parallel-size / --expert-parallel-size
   in.compress = f.engine.compress;
   if (!f.engine.kv_config_file.empty()) in.compress = CompressionConfig::from_json_file(f.engine.kv_config_file);
   if (!f.preset.empty()) {
@@ -239,6 +295,7 @@ int run_plan(PlanFlags f) {
     for (auto& ch : wd) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     in.shape.weights_dtype = f.shape.weights_dtype != "f16" ? f.shape.weights_dtype : wd;
     in.shape.num_params = static_cast<int64_t>(f.params);
+    parallel = parallel_shape_for(*model, in.compress);
   }
   std::vector<std::pair<std::string, PlanInput>> runs;
   if (f.scenarios) {
@@ -284,6 +341,12 @@ int run_plan(PlanFlags f) {
     }
   }
   if (f.json) std::printf("%s\n", out.dump(2).c_str());
+  if (parallel) {
+    print_parallel(*parallel, f);
+  } else {
+    SLIMKV_CHECK(f.tensor_parallel == std::vector<int32_t>{1} && f.expert_parallel == std::vector<int32_t>{1},
+                 "plan: per-rank rows need -m MODEL or --preset deepseek-v4-flash");
+  }
   if (!f.svg.empty()) {
     std::ofstream(f.svg) << svg_stacked_bars({"Memory before and after KV compression", "", "GB"},
                                              {"weights", "KV cache", "activations"}, bars);
@@ -319,6 +382,10 @@ void add_plan_command(CLI::App& app, std::vector<Command>& out) {
   sub->add_flag("--scenarios", f->scenarios, "The seed's scenario table: 4K x 8, 32K x 2, 128K x 1");
   sub->add_option("--svg", f->svg, "Write a stacked bar chart (weights / KV / activations) before and after");
   sub->add_flag("--json", f->json, "Machine-readable output");
+  sub->add_option("--tensor-parallel-size", f->tensor_parallel, "Per-rank rows for these tensor-parallel sizes (e.g. 1 2 4 8)")
+      ->check(CLI::Range(1, 64));
+  sub->add_option("--expert-parallel-size", f->expert_parallel, "... and these expert-parallel sizes")
+      ->check(CLI::Range(1, 64));
   out.push_back({sub, [f] { return run_plan(*f); }});
 }
 

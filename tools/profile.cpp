@@ -39,8 +39,22 @@ nlohmann::json phase_json(const ProfileTimes& t) {
   return j;
 }
 
+// Tensor parallelism: what the all-reduces moved against the Megatron formula (two per layer, dim floats per token).
+nlohmann::json collectives_json(const Model& m, const ProfileTimes& prefill, const ProfileTimes& decode) {
+  const CollectiveStats& s = m.collectives->stats();
+  const int64_t tokens = prefill.tokens + decode.tokens;
+  const double per_token_layer = tokens > 0 ? static_cast<double>(s.all_reduce_bytes) / tokens / m.config.num_layers : 0;
+  return {{"ranks", m.shard.ranks}, {"all_reduce_calls", s.all_reduce_calls}, {"all_reduce_bytes", s.all_reduce_bytes},
+          {"all_reduce_ms", s.all_reduce_ms}, {"bytes_per_token_per_layer", per_token_layer},
+          {"formula_bytes_per_token_per_layer", 2.0 * m.config.dim * sizeof(float)}};
+}
+
 int run_profile(ProfileFlags f) {
   auto model = load_model_from_flags(f.model);
+  silence_stdout_unless_output_rank(*model);
+  SLIMKV_CHECK(model->shard.ranks == 1 || f.engine.cache.kv_cache_memory_gib > 0,
+               "--tensor-parallel-size: give --kv-cache-memory (every rank must size its pool alike to schedule in "
+               "lockstep)");
   f.engine.threads = resolve_threads(f.model.threads);
   Engine engine(*model, f.engine);
   std::mt19937_64 rng(f.seed);
@@ -58,8 +72,13 @@ int run_profile(ProfileFlags f) {
   Profiler::install(&prof);
   while (engine.has_unfinished()) engine.step();
   Profiler::install(nullptr);
-  const nlohmann::json j = {{"model", model->path}, {"prefill", phase_json(prof.prefill())},
-                            {"decode", phase_json(prof.decode())}};
+  nlohmann::json j = {{"model", model->path}, {"prefill", phase_json(prof.prefill())},
+                      {"decode", phase_json(prof.decode())}};
+  if (model->collectives) {
+    j["collectives"] = collectives_json(*model, prof.prefill(), prof.decode());
+    std::fprintf(stderr, "rank %d of %d: resident %.1f MiB (peak %.1f MiB)\n", model->shard.rank, model->shard.ranks,
+                 proc_status_kb("VmRSS:") / 1024.0, proc_status_kb("VmHWM:") / 1024.0);
+  }
   const double sparse = j["decode"]["sparse_share"].get<double>();
   if (f.json) {
     std::printf("%s\n", j.dump(2).c_str());
@@ -73,6 +92,13 @@ int run_profile(ProfileFlags f) {
       for (const auto& [name, v] : ph["kinds"].items()) {
         std::printf("  %-40s %9.4f s %6.1f%%\n", name.c_str(), v["seconds"].get<double>(), 100 * v["share"].get<double>());
       }
+    }
+    if (j.contains("collectives")) {
+      const auto& c = j["collectives"];
+      std::printf("\ncollectives (%d ranks): %lld all-reduces, %.1f MiB, %.1f ms on rank 0; %.0f bytes per token per "
+                  "layer (Megatron's 2 x dim x 4 = %.0f)\n", c["ranks"].get<int>(), c["all_reduce_calls"].get<long long>(),
+                  c["all_reduce_bytes"].get<double>() / (1 << 20), c["all_reduce_ms"].get<double>(),
+                  c["bytes_per_token_per_layer"].get<double>(), c["formula_bytes_per_token_per_layer"].get<double>());
     }
     std::printf("\nsparse-index share of decode: %.1f%% (importance scoring + top-K selection + eviction/merge, or "
                 "DeepSeek-V4's lightning indexer; the attention kernel's own importance accumulation is fused and "
@@ -94,6 +120,7 @@ void add_profile_command(CLI::App& app, std::vector<Command>& out) {
   auto f = std::make_shared<ProfileFlags>();
   auto* sub = app.add_subcommand("profile", "Where the time goes: per kernel family, prefill vs decode");
   add_model_flags(sub, f->model);
+  add_parallel_flags(sub, f->model);
   add_engine_flags(sub, f->engine);
   sub->add_option("--num-prompts", f->num_prompts, "Concurrent requests")->check(CLI::Range(1, 65536));
   sub->add_option("--input-len", f->input_len, "Prompt tokens (random ids)")->check(CLI::Range(1, 1 << 24));

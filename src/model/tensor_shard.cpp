@@ -1,11 +1,24 @@
 #include "model/tensor_shard.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstring>
 
 #include "core/check.h"
 
 namespace slimkv {
 namespace {
+
+// Drops this process's mapping of the whole pages inside [p, p + bytes) (a file-backed, read-only mapping: they
+// are read again from the file if ever touched): the full matrix a column slice was copied from stays out of
+// this rank's resident memory.
+void release_pages(const void* p, int64_t bytes) {
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + static_cast<uintptr_t>(bytes)) / page * page;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);  // best effort
+}
 
 WeightView row_slice(const WeightView& w, int64_t first, int64_t count) {  // rows [first, first + count): a view
   WeightView v = w;
@@ -26,6 +39,7 @@ WeightView col_slice(Model& m, const WeightView& w, int64_t first, int64_t count
   const int64_t row_bytes = count / block * dtype_block_bytes(w.dtype);
   auto buf = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(w.rows * row_bytes));  // [rows, count]
   for (int64_t r = 0; r < w.rows; ++r) std::memcpy(buf->data() + r * row_bytes, w.row(r) + off_bytes, row_bytes);
+  release_pages(w.data, w.rows * w.row_bytes());
   m.keepalive.push_back(buf);
   WeightView v = w;
   v.cols = count;

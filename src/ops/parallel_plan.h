@@ -1,0 +1,48 @@
+// Per-rank arithmetic of tensor and expert parallelism (issue S): weights and KV per rank, and the bytes the
+// collectives move per token, from a model's own weights or from a published shape (DeepSeek-V4-Flash).
+// Pure functions over plain structs. Must not know: MPI, engines or the kernels.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace slimkv {
+
+struct Model;
+
+// What the arithmetic needs, in bytes as stored.
+struct ParallelShape {
+  std::string name;
+  int64_t num_layers = 0, dim = 0;
+  int64_t head_split_bytes = 0;     // attention projections split by heads over T (q, k, v, o and their LoRA parts)
+  int64_t dense_ffn_bytes = 0;      // dense FFN matrices, split by columns over T
+  int64_t expert_bytes = 0;         // routed experts, split over E (each expert whole on one rank)
+  int64_t shared_expert_bytes = 0;  // shared experts, split by columns over T
+  int64_t replicated_bytes = 0;     // embeddings, output head, norms, routers, compressors, indexers: on every rank
+  int64_t num_moe_layers = 0, experts_used = 0;
+  int64_t kv_split_bytes_per_token = 0;       // KV held per KV head: divided over T (not below one head)
+  int64_t kv_replicated_bytes_per_token = 0;  // one shared latent / compressed stream: every rank holds it whole
+  int64_t min_kv_heads = 0;                   // fewest KV heads of a split layer (replication below it)
+};
+
+struct ParallelPlanRow {
+  int32_t tensor_parallel = 1, expert_parallel = 1, ranks = 1;
+  int64_t weights_bytes_per_rank = 0;
+  int64_t kv_bytes_per_rank = 0;                // context x batch
+  int64_t all_reduce_bytes_per_token = 0;       // one rank's buffers: 2 per layer, dim f32 values each
+  int64_t all_reduce_wire_bytes_per_token = 0;  // a ring sends 2 (T - 1) / T of them per rank
+  int64_t all_to_all_bytes_per_token = 0;       // expert dispatch + combine leaving one rank (bf16 activations)
+};
+
+// T ranks per tensor-parallel group, E expert-parallel ranks (T x E ranks in all; experts split over E, the rest
+// over T — the layout this arithmetic assumes, stated in docs/scale-out.md).
+ParallelPlanRow plan_parallel(const ParallelShape& s, int32_t tensor_parallel, int32_t expert_parallel,
+                              int64_t context_tokens, int64_t batch);
+
+ParallelShape parallel_shape_of_model(const Model& m, int64_t kv_split_bytes_per_token,
+                                      int64_t kv_replicated_bytes_per_token);
+// deepseek-v4-flash (its config.json's shape, bf16), or throws.
+ParallelShape parallel_shape_preset(const std::string& name);
+bool is_parallel_preset(const std::string& name);
+
+}  // namespace slimkv
