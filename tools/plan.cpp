@@ -136,7 +136,7 @@ void print_parallel(const ParallelShape& s, const PlanFlags& f) {
   if (f.tensor_parallel == std::vector<int32_t>{1} && f.expert_parallel == std::vector<int32_t>{1}) return;
   nlohmann::json rows = nlohmann::json::array();
   if (!f.json) {
-    std::printf("\nper rank, %s, context %lld x batch %lld (experts over E, everything else over T):\n",
+    std::printf("\nper rank, %s, context %lld x batch %lld (routed experts over all T x E ranks, the rest over T):\n",
                 s.name.c_str(), (long long)f.in.context_tokens, (long long)f.in.batch);
     std::printf("%4s %4s %6s %14s %14s %20s %20s %18s\n", "T", "E", "ranks", "weights/rank", "KV/rank",
                 "all-reduce B/token", "(ring, on the wire)", "all-to-all B/token");

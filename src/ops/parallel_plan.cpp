@@ -48,7 +48,7 @@ ParallelPlanRow plan_parallel(const ParallelShape& s, int32_t tp, int32_t ep, in
   r.expert_parallel = ep;
   r.ranks = tp * ep;
   r.weights_bytes_per_rank = (s.head_split_bytes + s.dense_ffn_bytes + s.shared_expert_bytes) / tp +
-                             s.expert_bytes / ep + s.replicated_bytes;
+                             s.expert_bytes / (static_cast<int64_t>(tp) * ep) + s.replicated_bytes;
   const int64_t kv_share = s.min_kv_heads > 0 ? std::min<int64_t>(tp, s.min_kv_heads) : tp;  // not below one head
   r.kv_bytes_per_rank = (s.kv_split_bytes_per_token / kv_share + s.kv_replicated_bytes_per_token) * ctx * batch;
   if (tp > 1) {

@@ -16,7 +16,7 @@ struct ParallelShape {
   int64_t num_layers = 0, dim = 0;
   int64_t head_split_bytes = 0;     // attention projections split by heads over T (q, k, v, o and their LoRA parts)
   int64_t dense_ffn_bytes = 0;      // dense FFN matrices, split by columns over T
-  int64_t expert_bytes = 0;         // routed experts, split over E (each expert whole on one rank)
+  int64_t expert_bytes = 0;         // routed experts: over E groups, column-split over T inside each
   int64_t shared_expert_bytes = 0;  // shared experts, split by columns over T
   int64_t replicated_bytes = 0;     // embeddings, output head, norms, routers, compressors, indexers: on every rank
   int64_t num_moe_layers = 0, experts_used = 0;
@@ -34,8 +34,9 @@ struct ParallelPlanRow {
   int64_t all_to_all_bytes_per_token = 0;       // expert dispatch + combine leaving one rank (bf16 activations)
 };
 
-// T ranks per tensor-parallel group, E expert-parallel ranks (T x E ranks in all; experts split over E, the rest
-// over T — the layout this arithmetic assumes, stated in docs/scale-out.md).
+// T ranks per tensor-parallel group, E expert-parallel groups (T x E ranks in all): routed experts spread over
+// the E groups and column-split over T inside each (so over all T x E ranks), everything else split over T — the
+// layout this arithmetic assumes (docs/scale-out.md).
 ParallelPlanRow plan_parallel(const ParallelShape& s, int32_t tensor_parallel, int32_t expert_parallel,
                               int64_t context_tokens, int64_t batch);
 
