@@ -143,6 +143,7 @@ void DecoderForward::moe_ffn(int32_t l, const float* in, float* out) {
   route_experts(l);
   std::fill(out, out + static_cast<size_t>(T) * dim, 0.0f);
   for (int32_t e = 0; e < E; ++e) {  // each expert once, over the tokens routed to it
+    if (w.exp_gate[e].data == nullptr) continue;  // another rank's expert (tensor_shard.h): it adds its share there
     int32_t n = 0;
     for (int32_t t = 0; t < T; ++t) {
       for (int32_t k = 0; k < K; ++k) {

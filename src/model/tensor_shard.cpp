@@ -48,7 +48,6 @@ WeightView col_slice(Model& m, const WeightView& w, int64_t first, int64_t count
 }
 
 const char* unsplittable(const Model& m, const LayerConfig& lc) {
-  if (lc.moe) return "a mixture of experts (expert parallelism is not built yet)";
   if (lc.mla) return "multi-head latent attention";
   if (lc.delta_net) return "a Gated DeltaNet mixer";
   if (lc.compress_ratio > 0 || m.config.dsv4.hc_mult > 0) return "DeepSeek-V4 attention";
@@ -85,6 +84,32 @@ void shard_attention(Model& m, int32_t l, TensorShard s) {
   lc.num_kv_heads = kv_keep;
 }
 
+// MoE: each rank keeps a contiguous range of the routed experts whole (the others' views emptied: their pages are
+// never touched) and runs them for every token routed to them; the router stays whole, so every rank routes alike,
+// and the all-reduce after the layer adds the other ranks' experts. Shared experts are column-split like a dense FFN.
+void shard_moe(Model& m, int32_t l, TensorShard s) {
+  const MoeConfig& mc = m.config.moe;
+  LayerWeights& w = m.layers[l];
+  SLIMKV_CHECK(mc.num_experts % s.ranks == 0, "tensor parallel: layer {} has {} experts, not divisible by {} ranks", l,
+               mc.num_experts, s.ranks);
+  const int32_t per_rank = mc.num_experts / s.ranks, first = s.rank * per_rank;
+  for (int32_t e = 0; e < mc.num_experts; ++e) {
+    if (e >= first && e < first + per_rank) continue;
+    w.exp_gate[e] = WeightView{};
+    w.exp_up[e] = WeightView{};
+    w.exp_down[e] = WeightView{};
+  }
+  if (mc.num_shared_experts > 0 && w.shexp_gate.data) {
+    const int64_t sff = w.shexp_gate.rows;
+    SLIMKV_CHECK(sff % s.ranks == 0, "tensor parallel: layer {}'s shared experts ({} wide) are not divisible by {} "
+                 "ranks", l, sff, s.ranks);
+    const int64_t width = sff / s.ranks, off = static_cast<int64_t>(s.rank) * width;
+    w.shexp_gate = row_slice(w.shexp_gate, off, width);
+    w.shexp_up = row_slice(w.shexp_up, off, width);
+    w.shexp_down = col_slice(m, w.shexp_down, off, width, l, "shared-expert down");
+  }
+}
+
 void shard_dense_ffn(Model& m, int32_t l, TensorShard s) {
   LayerConfig& lc = m.config.layers[l];
   LayerWeights& w = m.layers[l];
@@ -105,9 +130,13 @@ void shard_for_tensor_parallel(Model& m, TensorShard s) {
   for (int32_t l = 0; l < m.config.num_layers; ++l) {
     const char* why = unsplittable(m, m.config.layers[l]);
     SLIMKV_CHECK(why == nullptr, "tensor parallel: layer {} of this {} model is {}; split so far: attention and dense "
-                 "FFN layers (llama, qwen2/3, gemma3, phi3)", l, m.config.family, why);
+                 "FFN or MoE layers (llama, qwen2/3, qwen3moe, gemma3, phi3)", l, m.config.family, why);
     shard_attention(m, l, s);
-    shard_dense_ffn(m, l, s);
+    if (m.config.layers[l].moe) {
+      shard_moe(m, l, s);
+    } else {
+      shard_dense_ffn(m, l, s);
+    }
   }
   const LayerConfig& first = m.config.layers[0];  // the uniform values tools read
   m.config.num_heads = first.num_heads;

@@ -1,7 +1,8 @@
 // Tensor parallelism (Megatron) at load: keeps this rank's slice of every attention and dense-FFN layer — its query
 // heads with the KV heads they read (a KV head is replicated where a model has fewer KV heads than ranks), its FFN
-// columns — and cuts the row-split projections (wo, down) to the matching input columns, so the forward's
-// all-reduce after each sums the partial outputs. Norms, embeddings and the output head stay whole on every rank.
+// columns or its range of routed experts (shared experts column-split) — and cuts the row-split projections (wo,
+// down) to the matching input columns, so the forward's all-reduce after each sums the partial outputs. Norms,
+// routers, embeddings and the output head stay whole on every rank.
 // Must not know: MPI, engines or KV caches (the KV layout follows the sliced config: KV memory per rank ÷ T).
 #pragma once
 #include "model/model.h"
@@ -9,7 +10,7 @@
 namespace slimkv {
 
 // Slices `m` in place (before weight packing). Throws Error naming the layer and the reason where a layer cannot
-// be split this way (MoE, MLA, DeepSeek-V4, linear attention; heads or widths not divisible; a split inside a
+// be split this way (MLA, DeepSeek-V4, linear attention; heads, widths or experts not divisible; a split inside a
 // quantization block).
 void shard_for_tensor_parallel(Model& m, TensorShard shard);
 

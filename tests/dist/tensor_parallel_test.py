@@ -5,7 +5,8 @@ For each synthetic file and rank count: `mpirun -np N slimkv logits --tensor-par
 `slimkv logits` on the same ids — mean KL per position (F32 files: <= 1e-6), max |logit difference|, the argmax
 equal wherever one process's top-2 margin exceeds 1e-3 — and greedy ids of `generate --prompt-ids` equal. Over
 Open MPI's shared-memory transport, and once over TCP on loopback. Then a rank killed mid-run: the job ends
-non-zero within 30 s, saying which rank died; and a layer that cannot be split ends every rank with a clear error.
+non-zero within 30 s, saying which rank died; and a layer that cannot be split (MLA) ends every rank with a clear
+error. MoE layers: each rank runs its range of experts for every token routed to them.
 Exit 0 pass, 1 fail, 77 skipped (no mpirun or no files; under CI a missing input fails)."""
 import array
 import math
@@ -25,6 +26,8 @@ MATRIX = [
     ("qwen2/qwen2-f32.gguf", 2, 1e-6), ("qwen2/qwen2-f32.gguf", 4, 1e-6),
     ("gemma3/gemma3-f32.gguf", 2, 1e-6), ("gemma3/gemma3-f32.gguf", 4, 1e-6),
     ("phi3/phi3-f32.gguf", 2, 1e-6), ("phi3/phi3-f32.gguf", 4, 1e-6),
+    ("qwen3moe/qwen3moe-f32.gguf", 2, 1e-6), ("qwen3moe/qwen3moe-f32.gguf", 4, 1e-6),
+    ("qwen3moe/qwen3moe-mxfp4_moe.gguf", 2, 1e-6),
     ("llama/llama-f16.gguf", 2, 1e-6), ("llama/llama-q8_0.gguf", 2, 1e-6), ("llama/llama-q4_0.gguf", 2, 1e-6),
 ]
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
@@ -129,14 +132,15 @@ def check_killed_rank(binary, synth, failures):
 
 
 def check_unsplittable(binary, synth, failures):
-    model = os.path.join(synth, "qwen3moe", "qwen3moe-f32.gguf")
+    model = os.path.join(synth, "deepseek2", "deepseek2-lite-F32.gguf")
     if not os.path.exists(model):
+        failures.append(f"{model} missing")
         return
     r = run(MPIRUN + ["-np", "2", binary, "logits", "-m", model, "--ids", "1,2,3", "-o", os.devnull,
                       "--tensor-parallel-size", "2"], timeout=60)
     print(f"unsplittable: exit {r.returncode}: {[l for l in r.stderr.splitlines() if l.startswith('error')][:1]}")
-    if r.returncode == 0 or "mixture of experts" not in r.stderr:
-        failures.append(f"qwen3moe under -np 2: expected a clear error, got {r.returncode}: {r.stderr[-400:]}")
+    if r.returncode == 0 or "multi-head latent attention" not in r.stderr:
+        failures.append(f"deepseek2 under -np 2: expected a clear error, got {r.returncode}: {r.stderr[-400:]}")
 
 
 def main():
