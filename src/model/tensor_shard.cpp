@@ -48,9 +48,7 @@ WeightView col_slice(Model& m, const WeightView& w, int64_t first, int64_t count
 }
 
 const char* unsplittable(const Model& m, const LayerConfig& lc) {
-  if (lc.mla) return "multi-head latent attention";
   if (lc.delta_net) return "a Gated DeltaNet mixer";
-  if (lc.compress_ratio > 0 || m.config.dsv4.hc_mult > 0) return "DeepSeek-V4 attention";
   return nullptr;
 }
 
@@ -82,6 +80,45 @@ void shard_attention(Model& m, int32_t l, TensorShard s) {
   w.wo = col_slice(m, w.wo, static_cast<int64_t>(s.rank) * heads * hdv, static_cast<int64_t>(heads) * hdv, l, "wo");
   lc.num_heads = heads;  // bo stays whole: it is added once, after the all-reduce
   lc.num_kv_heads = kv_keep;
+}
+
+// MLA: heads split as in plain attention — q (wq_b or wq) by each head's [nope | rope] rows, k_b / v_b by head,
+// wo by the heads' value columns — while the latent path (wq_a, wkv_a, their norms) and the latent cache stay whole
+// on every rank: one latent serves every head, so it is replicated (KV memory per rank is not divided).
+void shard_mla(Model& m, int32_t l, TensorShard s) {
+  LayerConfig& lc = m.config.layers[l];
+  LayerWeights& w = m.layers[l];
+  const MlaConfig& a = m.config.mla;
+  SLIMKV_CHECK(lc.num_heads % s.ranks == 0, "tensor parallel: layer {} has {} query heads, not divisible by {} ranks",
+               l, lc.num_heads, s.ranks);
+  const int32_t heads = lc.num_heads / s.ranks, first = s.rank * heads;
+  const int64_t q_rows = a.nope_dim + a.rope_dim;
+  WeightView& q = w.wq_b.data ? w.wq_b : w.wq;
+  q = row_slice(q, first * q_rows, heads * q_rows);
+  w.k_b = std::vector<WeightView>(w.k_b.begin() + first, w.k_b.begin() + first + heads);
+  w.v_b = std::vector<WeightView>(w.v_b.begin() + first, w.v_b.begin() + first + heads);
+  w.wo = col_slice(m, w.wo, static_cast<int64_t>(first) * a.v_head_dim, static_cast<int64_t>(heads) * a.v_head_dim, l,
+                   "wo");
+  lc.num_heads = heads;
+}
+
+// DeepSeek-V4: heads split by whole output groups — q (wq_b) by heads, sinks by head, wo_a by group, wo_b by the
+// groups' LoRA columns — while the q LoRA, the one shared K = V head, its compressors, the indexer and the
+// hyper-connections stay whole on every rank (so the compressed streams are replicated: KV per rank not divided).
+void shard_dsv4_attention(Model& m, int32_t l, TensorShard s) {
+  LayerConfig& lc = m.config.layers[l];
+  LayerWeights& w = m.layers[l];
+  const int32_t groups = m.config.dsv4.o_groups * s.ranks;  // the model's own count (o_groups is divided once, below)
+  SLIMKV_CHECK(groups % s.ranks == 0 && lc.num_heads % s.ranks == 0,
+               "tensor parallel: layer {} has {} heads in {} output groups, not divisible by {} ranks", l,
+               lc.num_heads, groups, s.ranks);
+  const int32_t heads = lc.num_heads / s.ranks, per_group = groups / s.ranks;
+  const int64_t D = lc.head_dim_k, olr = m.config.dsv4.o_lora_rank;
+  w.wq_b = row_slice(w.wq_b, static_cast<int64_t>(s.rank) * heads * D, heads * D);
+  if (w.attn_sinks) w.attn_sinks += static_cast<int64_t>(s.rank) * heads;
+  w.wo_a = std::vector<WeightView>(w.wo_a.begin() + s.rank * per_group, w.wo_a.begin() + (s.rank + 1) * per_group);
+  w.wo_b = col_slice(m, w.wo_b, s.rank * per_group * olr, per_group * olr, l, "wo_b");
+  lc.num_heads = heads;
 }
 
 // MoE: each rank keeps a contiguous range of the routed experts whole (the others' views emptied: their pages are
@@ -130,8 +167,19 @@ void shard_for_tensor_parallel(Model& m, TensorShard s) {
   for (int32_t l = 0; l < m.config.num_layers; ++l) {
     const char* why = unsplittable(m, m.config.layers[l]);
     SLIMKV_CHECK(why == nullptr, "tensor parallel: layer {} of this {} model is {}; split so far: attention and dense "
-                 "FFN or MoE layers (llama, qwen2/3, qwen3moe, gemma3, phi3)", l, m.config.family, why);
-    shard_attention(m, l, s);
+                 "FFN or MoE layers, MLA and DeepSeek-V4 attention (llama, qwen2/3, qwen3moe, gemma3, phi3, deepseek2, deepseek4)", l, m.config.family, why);
+    if (m.config.layers[l].mla) {
+      shard_mla(m, l, s);
+    } else if (m.config.dsv4.enabled()) {
+      if (l == 0) {
+        SLIMKV_CHECK(m.config.dsv4.o_groups % s.ranks == 0, "tensor parallel: {} output groups, not divisible by {} "
+                     "ranks", m.config.dsv4.o_groups, s.ranks);
+        m.config.dsv4.o_groups /= s.ranks;  // every layer's groups: this rank's share
+      }
+      shard_dsv4_attention(m, l, s);
+    } else {
+      shard_attention(m, l, s);
+    }
     if (m.config.layers[l].moe) {
       shard_moe(m, l, s);
     } else {
