@@ -1,7 +1,13 @@
 #include "dist/mpi_world.h"
 
+#include <unistd.h>
+
+#include <atomic>
 #include <chrono>
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
 
 #include "core/check.h"
 
@@ -22,6 +28,52 @@ void check_mpi(int rc, const char* call) {
   fail("MPI: {} failed: {}", call, std::string(text, static_cast<size_t>(len)));
 }
 
+double steady_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// A collective that waits longer than SLIMKV_COLLECTIVE_TIMEOUT_S (default 120 s) means another rank hung or
+// died without the runtime noticing: this rank says so on stderr and exits (no MPI call from the watchdog thread:
+// the world is FUNNELED), and mpirun then ends every rank. Ranks run the same step, so a healthy wait is short.
+class CollectiveWatchdog {
+ public:
+  explicit CollectiveWatchdog(int rank) : rank_(rank) {
+    const char* env = std::getenv("SLIMKV_COLLECTIVE_TIMEOUT_S");
+    if (env && std::atof(env) > 0) timeout_s_ = std::atof(env);
+    thread_ = std::thread([this] { watch(); });
+  }
+  ~CollectiveWatchdog() {
+    stop_ = true;
+    thread_.join();
+  }
+  void enter(const char* what) {
+    what_ = what;
+    since_s_ = steady_s();
+  }
+  void leave() { since_s_ = 0; }
+
+ private:
+  void watch() {
+    while (!stop_) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      const double since = since_s_;
+      if (since > 0 && steady_s() - since > timeout_s_) {
+        std::fprintf(stderr, "error: rank %d: %s waited %.0f s for the other ranks (SLIMKV_COLLECTIVE_TIMEOUT_S): one "
+                     "of them hung or died; ending this rank so mpirun ends the job\n", rank_, what_.load(),
+                     steady_s() - since);
+        std::fflush(stderr);
+        ::_exit(3);
+      }
+    }
+  }
+  int rank_;
+  double timeout_s_ = 120;
+  std::atomic<double> since_s_{0};
+  std::atomic<const char*> what_{""};
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
 class MpiCollectives : public Collectives {
  public:
   MpiCollectives() {
@@ -31,8 +83,10 @@ class MpiCollectives : public Collectives {
     check_mpi(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
     check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
     check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
+    watchdog_ = std::make_unique<CollectiveWatchdog>(rank_);
   }
   ~MpiCollectives() override {
+    watchdog_.reset();
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (!finalized) MPI_Finalize();
@@ -42,7 +96,10 @@ class MpiCollectives : public Collectives {
   void all_reduce_sum(float* x, int64_t n) override {
     SLIMKV_CHECK(n >= 0 && n <= INT_MAX, "MPI: an all-reduce of {} floats", n);
     const auto t0 = std::chrono::steady_clock::now();
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, x, static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce");
+    watchdog_->enter("MPI_Allreduce");
+    const int rc = MPI_Allreduce(MPI_IN_PLACE, x, static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    watchdog_->leave();
+    check_mpi(rc, "MPI_Allreduce");
     stats_.all_reduce_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     ++stats_.all_reduce_calls;
     stats_.all_reduce_bytes += n * static_cast<int64_t>(sizeof(float));
@@ -52,6 +109,7 @@ class MpiCollectives : public Collectives {
  private:
   int rank_ = 0, size_ = 1;
   CollectiveStats stats_;
+  std::unique_ptr<CollectiveWatchdog> watchdog_;
 };
 
 }  // namespace

@@ -5,7 +5,8 @@ For each synthetic file and rank count: `mpirun -np N slimkv logits --tensor-par
 `slimkv logits` on the same ids — mean KL per position (F32 files: <= 1e-6), max |logit difference|, the argmax
 equal wherever one process's top-2 margin exceeds 1e-3 — and greedy ids of `generate --prompt-ids` equal. Over
 Open MPI's shared-memory transport, and once over TCP on loopback. Then a rank killed mid-run: the job ends
-non-zero within 30 s, saying which rank died; and a model that cannot be split that way (deepseek4's 2 output
+non-zero within 30 s, saying which rank died; a rank stopped mid-run (hung): the collective watchdog ends the job
+within its timeout; and a model that cannot be split that way (deepseek4's 2 output
 groups over 4 ranks) ends every rank with a clear error. MoE layers: each rank runs its range of experts for every
 token routed to them; MLA and DeepSeek-V4 keep their shared latent / compressed streams whole on every rank.
 Exit 0 pass, 1 fail, 77 skipped (no mpirun or no files; under CI a missing input fails)."""
@@ -138,6 +139,42 @@ def check_killed_rank(binary, synth, failures):
         failures.append(f"killed rank: no clear error on stderr: {err[-500:]}")
 
 
+def check_hung_rank(binary, synth, failures):
+    """A rank stopped (SIGSTOP: alive, silent) mid-run: the others' collective watchdog ends the job, non-zero,
+    within SLIMKV_COLLECTIVE_TIMEOUT_S (3 s here) plus a margin, with the error on stderr; nothing left running."""
+    model = os.path.join(synth, "gemma3", "gemma3-f32.gguf")
+    env = dict(ENV, SLIMKV_COLLECTIVE_TIMEOUT_S="3")
+    proc = subprocess.Popen(MPIRUN + ["-x", "SLIMKV_COLLECTIVE_TIMEOUT_S", "-np", "2", binary, "generate", "-m", model,
+                                      "--prompt-ids", "1,2,3", "-n", "100000", "--print-ids", "--threads", "1",
+                                      "--tensor-parallel-size", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    time.sleep(1.5)
+    children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+    if proc.poll() is not None or len(children) < 2:
+        proc.kill()
+        failures.append(f"hung rank: the job did not run long enough to stop a rank ({proc.poll()}, {children})")
+        return
+    os.kill(int(children[-1]), signal.SIGSTOP)
+    t0 = time.time()
+    try:
+        _, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        os.kill(int(children[-1]), signal.SIGKILL)
+        failures.append("hung rank: the job was still running 30 s after a rank stopped (a hang)")
+        return
+    waited = time.time() - t0
+    left = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+    print(f"hung rank: job ended with {proc.returncode} after {waited:.1f} s: "
+          f"{[l for l in err.splitlines() if 'waited' in l][:1]}")
+    if proc.returncode == 0 or "waited" not in err or waited > 15:
+        failures.append(f"hung rank: exit {proc.returncode} after {waited:.1f} s: {err[-400:]}")
+    for pid in children:
+        if os.path.exists(f"/proc/{pid}") and open(f"/proc/{pid}/stat").read().split()[2] != "Z":
+            failures.append(f"hung rank: rank process {pid} still exists after the job ended")
+            os.kill(int(pid), signal.SIGKILL)
+
+
 def check_unsplittable(binary, synth, failures):
     """deepseek4's 2 output groups cannot be split over 4 ranks: every rank ends with a clear error."""
     model = os.path.join(synth, "deepseek4", "deepseek4-F32.gguf")
@@ -169,6 +206,7 @@ def main():
             check_file(binary, synth, rel, ranks, bound, tmp, failures)
         check_file(binary, synth, "llama/llama-f32.gguf", 2, 1e-6, tmp, failures, transport=TCP)
     check_killed_rank(binary, synth, failures)
+    check_hung_rank(binary, synth, failures)
     check_unsplittable(binary, synth, failures)
     for f in failures:
         print("FAIL:", f)
