@@ -88,7 +88,7 @@ std::unique_ptr<Model> load_model_from_flags(const ModelFlags& f) {
   o.tokenizer_path = f.tokenizer;
   std::shared_ptr<Collectives> world;
   if (f.tensor_parallel_size > 1) {
-    world = mpi_world();
+    world = mpi_world(f.mpi_serialized);
     SLIMKV_CHECK(world->size() == f.tensor_parallel_size,
                  "--tensor-parallel-size {} but this MPI job has {} rank(s): run it as mpirun -np {} slimkv ...",
                  f.tensor_parallel_size, world->size(), f.tensor_parallel_size);

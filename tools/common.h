@@ -15,6 +15,7 @@ struct ModelFlags {
   std::string tokenizer;  // -t
   int32_t threads = 0;    // 0 = number of cores
   int32_t tensor_parallel_size = 1;  // --tensor-parallel-size: ranks of the MPI job splitting each layer
+  bool mpi_serialized = false;       // not a flag: serve's engine thread makes the MPI calls (mpi_world.h)
 };
 
 void add_model_flags(CLI::App* app, ModelFlags& f);

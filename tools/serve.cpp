@@ -9,7 +9,9 @@
 #include <cstdlib>
 #include <thread>
 
+#include "dist/mpi_world.h"
 #include "engine/engine.h"
+#include "model/forward_batch_codec.h"
 #include "ops/dashboard_page.h"
 #include "server/chat_template.h"
 #include "server/engine_service.h"
@@ -83,6 +85,36 @@ std::vector<int32_t> output_end_ids(const Tokenizer& tok) {
   return tok.eos_id() >= 0 ? std::vector<int32_t>{tok.eos_id()} : std::vector<int32_t>{};
 }
 
+// Tensor parallelism: what every rank must agree on before it loads (the pool's size decides block ids; retention
+// that rewrites blocks on rank 0 alone would leave the others' caches behind).
+void check_parallel_serve(const ServeFlags& f) {
+  SLIMKV_CHECK(f.engine.cache.kv_cache_memory_gib > 0, "serve --tensor-parallel-size: give --kv-cache-memory (every "
+               "rank must size its pool alike: rank 0's block ids address every rank's cache)");
+  SLIMKV_CHECK(!f.engine.compress.dynamic(), "serve --tensor-parallel-size: dynamic retention is not supported yet "
+               "(its evictions and merges rewrite blocks on rank 0 only)");
+}
+
+// Ranks other than 0 of a tensor-parallel server: no HTTP; each step's batch comes from rank 0 (an empty message
+// ends the loop), and this rank runs its slice of the forward. SIGINT / SIGTERM stay blocked: rank 0 drains, then
+// says stop.
+int follow_rank0(ServeFlags f) {
+  f.model.mpi_serialized = true;
+  auto model = load_model_from_flags(f.model);
+  f.engine.threads = resolve_threads(f.model.threads);
+  Engine engine(*model, f.engine);
+  std::vector<uint8_t> msg;
+  int64_t steps = 0;
+  while (true) {
+    model->collectives->broadcast(msg, true);
+    if (msg.empty()) break;
+    engine.forward_only(decode_forward_batch(msg));
+    ++steps;
+  }
+  std::fprintf(stderr, "slimkv serve: rank %d of %d: stopped after %lld steps\n", model->shard.rank,
+               model->shard.ranks, (long long)steps);
+  return 0;
+}
+
 int run_serve(ServeFlags f) {
   f.server.load_api_key_file();
   f.server.validate();
@@ -92,6 +124,11 @@ int run_serve(ServeFlags f) {
   sigaddset(&sigs, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  if (f.model.tensor_parallel_size > 1) {
+    check_parallel_serve(f);
+    if (mpi_world(true)->rank() != 0) return follow_rank0(f);
+    f.model.mpi_serialized = true;
+  }
 
   HttpServer http(f.server, f.engine.sched.max_num_seqs + 16);
   http.set_dashboard(dashboard_page(HealthThresholds{}));
@@ -116,6 +153,12 @@ int run_serve(ServeFlags f) {
   model = load_model_from_flags(f.model);
   f.engine.threads = resolve_threads(f.model.threads);
   engine = std::make_unique<Engine>(*model, f.engine);
+  if (model->collectives) {  // rank 0 of a tensor-parallel server: every step's batch to the other ranks first
+    engine->set_before_forward([c = model->collectives](const ForwardBatch& b) {
+      std::vector<uint8_t> bytes = encode_forward_batch(b);
+      c->broadcast(bytes, false);
+    });
+  }
   if (f.server.chat_template.empty()) tmpl = model_chat_template(*model);
   tmpl.set_special_tokens(chat_special_tokens(*model->tokenizer));
 
@@ -148,6 +191,12 @@ int run_serve(ServeFlags f) {
   drain(http, service, f.server.shutdown_timeout_s, sigs, sig);
   http.stop();  // before the service and engine below go: no handler may run on them after this
   listener.thread.join();
+  if (model->collectives) {  // the other ranks stop following (under the engine lock: never beside a step)
+    service.inspect([&](Engine&) {
+      std::vector<uint8_t> stop;
+      model->collectives->broadcast(stop, false);
+    });
+  }
   std::fprintf(stderr, "slimkv serve: stopped\n");
   return 0;
 }
@@ -158,6 +207,7 @@ void add_serve_command(CLI::App& app, std::vector<Command>& out) {
   auto f = std::make_shared<ServeFlags>();
   CLI::App* sub = app.add_subcommand("serve", "OpenAI-compatible HTTP server (completions, chat, SSE, /metrics)");
   add_model_flags(sub, f->model);
+  add_parallel_flags(sub, f->model);
   add_engine_flags(sub, f->engine);
   ServerConfig& s = f->server;
   sub->add_option("--host", s.host, "Address to bind (default 127.0.0.1)");

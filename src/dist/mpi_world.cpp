@@ -76,10 +76,11 @@ class CollectiveWatchdog {
 
 class MpiCollectives : public Collectives {
  public:
-  MpiCollectives() {
+  explicit MpiCollectives(bool serialized) {
     int provided = 0;
-    check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
-    SLIMKV_CHECK(provided >= MPI_THREAD_FUNNELED, "MPI: the library gives thread level {}, below FUNNELED", provided);
+    const int level = serialized ? MPI_THREAD_SERIALIZED : MPI_THREAD_FUNNELED;
+    check_mpi(MPI_Init_thread(nullptr, nullptr, level, &provided), "MPI_Init_thread");
+    SLIMKV_CHECK(provided >= level, "MPI: the library gives thread level {}, below the {} asked for", provided, level);
     check_mpi(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
     check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
     check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
@@ -104,6 +105,32 @@ class MpiCollectives : public Collectives {
     ++stats_.all_reduce_calls;
     stats_.all_reduce_bytes += n * static_cast<int64_t>(sizeof(float));
   }
+  void broadcast(std::vector<uint8_t>& bytes, bool idle) override {
+    int64_t n = static_cast<int64_t>(bytes.size());
+    // The length first, nonblocking on every rank (a nonblocking collective matches only nonblocking ones): an
+    // idle follower polls it without spinning — it may wait minutes between requests — the others wait on it.
+    MPI_Request req;
+    check_mpi(MPI_Ibcast(&n, 1, MPI_INT64_T, 0, MPI_COMM_WORLD, &req), "MPI_Ibcast");
+    if (idle) {
+      for (int done = 0; !done;) {
+        check_mpi(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test");
+        if (!done) std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+    } else {
+      watchdog_->enter("MPI_Ibcast");
+      const int rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+      watchdog_->leave();
+      check_mpi(rc, "MPI_Wait");
+    }
+    SLIMKV_CHECK(n >= 0 && n <= INT_MAX, "MPI: a broadcast of {} bytes", n);
+    bytes.resize(static_cast<size_t>(n));
+    watchdog_->enter("MPI_Bcast");
+    const int rc = MPI_Bcast(bytes.data(), static_cast<int>(n), MPI_BYTE, 0, MPI_COMM_WORLD);
+    watchdog_->leave();
+    check_mpi(rc, "MPI_Bcast");
+    ++stats_.broadcast_calls;
+    stats_.broadcast_bytes += n;
+  }
   const CollectiveStats& stats() const override { return stats_; }
 
  private:
@@ -116,8 +143,8 @@ class MpiCollectives : public Collectives {
 
 bool mpi_built() { return true; }
 
-std::shared_ptr<Collectives> mpi_world() {
-  static std::shared_ptr<Collectives> world = std::make_shared<MpiCollectives>();
+std::shared_ptr<Collectives> mpi_world(bool serialized) {
+  static std::shared_ptr<Collectives> world = std::make_shared<MpiCollectives>(serialized);
   return world;
 }
 
@@ -132,7 +159,7 @@ void mpi_abort_if_running(int code) {
 
 bool mpi_built() { return false; }
 
-std::shared_ptr<Collectives> mpi_world() {
+std::shared_ptr<Collectives> mpi_world(bool) {
   fail("this slimkv was built without MPI (Debian: apt-get install libopenmpi-dev openmpi-bin, then rebuild)");
 }
 

@@ -10,8 +10,10 @@
 namespace slimkv {
 
 bool mpi_built();  // false when slimkv was built without an MPI library (then mpi_world() throws)
-// The collectives over MPI_COMM_WORLD (initialises MPI on the first call).
-std::shared_ptr<Collectives> mpi_world();
+// The collectives over MPI_COMM_WORLD (initialises MPI on the first call, at MPI_THREAD_FUNNELED — or
+// MPI_THREAD_SERIALIZED with `serialized`, for a server whose engine thread, not the main one, makes the calls
+// after the load: still one thread at a time).
+std::shared_ptr<Collectives> mpi_world(bool serialized = false);
 // Ends every rank of the job with `code` after an error on this one (MPI_Abort), so no rank waits forever in a
 // collective; nothing when MPI was never initialised.
 void mpi_abort_if_running(int code);

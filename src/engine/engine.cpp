@@ -140,6 +140,14 @@ std::variant<RequestId, std::string> Engine::add_synthetic_prefilled_request(std
   return id;
 }
 
+void Engine::forward_only(const ForwardBatch& batch) {
+  SLIMKV_CHECK(batch.num_groups() == layout_.num_groups(), "forward_only: a batch of {} KV groups for {}",
+               batch.num_groups(), layout_.num_groups());
+  SLIMKV_CHECK(batch.logits_rows.size() * model_.config.vocab_size <= logits_.size(),
+               "forward_only: {} logits rows", batch.logits_rows.size());
+  fwd_.forward(batch, storage_, logits_.data());
+}
+
 int64_t Engine::kv_bytes_in_use() const {
   int64_t b = 0;
   for (int32_t p = 0; p < kv_manager_.num_pools(); ++p) {
@@ -184,6 +192,7 @@ std::vector<StepEvent> Engine::step() {
   logprobs.clear();
   if (!out.chunks.empty()) {
     build_forward_batch(out, cfg_.cache.block_size, layout_.groups, batch_);
+    if (before_forward_) before_forward_(batch_);
     fwd_.forward(batch_, storage_, logits_.data());
     for (int32_t g = 0; g < layout_.num_groups(); ++g) {  // attention mass per page -> per-block importance
       if (!layout_.groups[g].spec.dynamic()) continue;

@@ -3,6 +3,7 @@
 // Owns: the KV storage, the scheduler, the forward pass and the metrics. Must not know: HTTP or text.
 #pragma once
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <variant>
@@ -33,6 +34,11 @@ class Engine {
                                                                        float scale = 1.0f);
   // Runs one step; returns the token events of this step (sampled tokens and finishes), in batch order.
   std::vector<StepEvent> step();
+  // Tensor parallelism (docs/scale-out.md): rank 0's engine hands each step's batch to `fn` just before its
+  // forward (to broadcast it); the other ranks run only the forward of the batches they receive, on their own
+  // slice and KV pool (the same block ids: the pools have the same geometry).
+  void set_before_forward(std::function<void(const ForwardBatch&)> fn) { before_forward_ = std::move(fn); }
+  void forward_only(const ForwardBatch& batch);
   bool has_unfinished() const { return scheduler_.has_unfinished(); }
 
   const Metrics& metrics() const { return metrics_; }
@@ -73,6 +79,7 @@ class Engine {
   int64_t vocab_rejected_ = 0;
   int32_t peak_used_blocks_ = 0;
   int64_t peak_kv_bytes_ = 0;
+  std::function<void(const ForwardBatch&)> before_forward_;
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
 };
 

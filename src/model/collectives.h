@@ -3,6 +3,7 @@
 // MPI. Must not know: MPI, models or blocks.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 namespace slimkv {
 
@@ -11,6 +12,8 @@ struct CollectiveStats {
   int64_t all_reduce_calls = 0;
   int64_t all_reduce_bytes = 0;  // this rank's buffer bytes per call, summed
   double all_reduce_ms = 0;
+  int64_t broadcast_calls = 0;
+  int64_t broadcast_bytes = 0;
 };
 
 class Collectives {
@@ -19,6 +22,9 @@ class Collectives {
   virtual int32_t rank() const = 0;
   virtual int32_t size() const = 0;
   virtual void all_reduce_sum(float* x, int64_t n) = 0;  // x = the sum of every rank's x (n floats), on every rank
+  // Rank 0's bytes to every rank (the others' `bytes` are replaced). `idle`: a wait that may be long by design (a
+  // follower waiting for the next step) — polled without spinning, and exempt from any collective timeout.
+  virtual void broadcast(std::vector<uint8_t>& bytes, bool idle) = 0;
   virtual const CollectiveStats& stats() const = 0;
 };
 

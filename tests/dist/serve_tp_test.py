@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""`slimkv serve` under `mpirun -np 2 --tensor-parallel-size 2` against one process (issue S): usage
+serve_tp_test.py SLIMKV_BINARY MODEL
+
+Rank 0 serves HTTP and broadcasts each step's batch; rank 1 runs its slice. The server suite's core cases on both
+servers: greedy completions (plain and streamed) and a chat completion equal to one process's; 8 concurrent
+requests in a pool small enough to preempt (every one finishes with one process's text, and the parallel server
+did preempt); a stream the client drops mid-way (the server goes on, nothing left running); SIGTERM to rank 0 (it
+drains, tells rank 1 to stop; the job exits 0 within 30 s). Exit 0 pass, 1 fail, 77 skipped (no mpirun;
+under CI a failure)."""
+import concurrent.futures
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+ENV = dict(os.environ, OMPI_MCA_btl_vader_single_copy_mechanism="none")
+PROMPTS = ["Once upon a time", "The little dog", "Lily and Tom went to the park", "One day, a big bird"]
+# A pool of 0.0004 GiB: 83 blocks of 8 tokens per rank at T = 2 (each rank holds half the heads), 41 on one process.
+SERVE = ["--threads", "1", "--kv-cache-memory", "0.0004", "--max-model-len", "256", "--max-num-seqs", "8"]
+
+
+class Server:
+    def __init__(self, cmd, log):
+        self.log_path = log
+        self.proc = subprocess.Popen(cmd, stdout=open(log, "wb"), stderr=subprocess.STDOUT, env=ENV)
+        deadline = time.time() + 60
+        self.port = None
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited: {open(log).read()[-1500:]}")
+            m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", open(log, errors="replace").read())
+            if m and "ready:" in open(log, errors="replace").read():
+                self.port = int(m.group(1))
+                return
+            time.sleep(0.05)
+        self.proc.kill()
+        raise RuntimeError("server did not start: " + open(log).read()[-1500:])
+
+    def post(self, path, body, timeout=60):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+        r = conn.getresponse()
+        raw = r.read().decode()
+        conn.close()
+        return r.status, raw
+
+    def metrics(self):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        conn.request("GET", "/metrics")
+        text = conn.getresponse().read().decode()
+        conn.close()
+        out = {}
+        for m in re.finditer(r"^slimkv:(\w+)\{[^}]*\} (\S+)$", text, re.M):
+            out.setdefault(m.group(1), float(m.group(2)))
+        return out
+
+
+def complete(s, prompt, max_tokens=40, stream=False):
+    status, raw = s.post("/v1/completions", {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0,
+                                             "stream": stream})
+    if status != 200:
+        return f"status {status}: {raw[:200]}"
+    if not stream:
+        return json.loads(raw)["choices"][0]["text"]
+    if "data: [DONE]" not in raw:
+        return "stream without [DONE]"
+    return "".join(json.loads(l[6:])["choices"][0].get("text", "") for l in raw.splitlines() if l.startswith("data: {"))
+
+
+def chat(s):
+    status, raw = s.post("/v1/chat/completions", {"messages": [{"role": "user", "content": "Tell me a story"}],
+                                                  "max_tokens": 24, "temperature": 0})
+    return json.loads(raw)["choices"][0]["message"]["content"] if status == 200 else f"status {status}"
+
+
+def drop_stream(s):
+    """Starts a long stream, reads a few chunks, hangs up."""
+    sock = http.client.HTTPConnection("127.0.0.1", s.port, timeout=30)
+    sock.request("POST", "/v1/completions", json.dumps({"prompt": "Once", "max_tokens": 200, "ignore_eos": True,
+                                                       "stream": True}), {"Content-Type": "application/json"})
+    r = sock.getresponse()
+    r.read1(64)
+    sock.close()
+
+
+def main():
+    binary, model = sys.argv[1:3]
+    ci = bool(os.environ.get("CI"))
+    if not shutil.which("mpirun") or not os.path.exists(model):
+        print(("FAIL" if ci else "SKIP") + ": no mpirun or no model")
+        return 1 if ci else 77
+    failures = []
+    tmp = tempfile.mkdtemp(prefix="slimkv-serve-tp-")
+    one = Server([binary, "serve", "-m", model, "--port", "0"] + SERVE, os.path.join(tmp, "one.log"))
+    tp = Server(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2", binary, "serve", "-m", model,
+                 "--port", "0", "--tensor-parallel-size", "2"] + SERVE, os.path.join(tmp, "tp.log"))
+    try:
+        for p in PROMPTS:
+            for stream in (False, True):
+                a, b = complete(one, p, stream=stream), complete(tp, p, stream=stream)
+                if a != b:
+                    failures.append(f"{p!r} stream={stream}: one process {a!r}, -np 2 {b!r}")
+        a, b = chat(one), chat(tp)
+        if a != b:
+            failures.append(f"chat: one process {a!r}, -np 2 {b!r}")
+        print(f"completions, streams and chat: {'equal' if not failures else 'DIFFER'}")
+        before = tp.metrics().get("num_preemptions_total", 0)
+        with concurrent.futures.ThreadPoolExecutor(8) as ex:
+            prompts = [f"{PROMPTS[i % 4]} {i}" for i in range(8)]
+            got_tp = list(ex.map(lambda p: complete(tp, p, max_tokens=150), prompts))
+            got_one = list(ex.map(lambda p: complete(one, p, max_tokens=150), prompts))
+        preempted = tp.metrics().get("num_preemptions_total", 0) - before
+        same = sum(a == b for a, b in zip(got_one, got_tp))
+        print(f"8 concurrent: {same}/8 equal to one process, {preempted:.0f} preemptions on the -np 2 server")
+        if same != 8:
+            failures.append(f"concurrent: {same}/8 equal: {[(a[:40], b[:40]) for a, b in zip(got_one, got_tp)]}")
+        if preempted < 1:
+            failures.append("concurrent: the -np 2 server never preempted (the pool is not small enough)")
+        drop_stream(tp)
+        time.sleep(1.0)
+        after = complete(tp, PROMPTS[0])
+        m = tp.metrics()
+        print(f"dropped stream: next request {'ok' if after == complete(one, PROMPTS[0]) else 'DIFFERS'}, running "
+              f"{m.get('num_requests_running')}, waiting {m.get('num_requests_waiting')}, KV "
+              f"{m.get('kv_cache_usage_perc')}")
+        if after != complete(one, PROMPTS[0]):
+            failures.append(f"after a dropped stream: {after!r}")
+        for g in ("num_requests_running", "num_requests_waiting"):
+            if m.get(g) != 0:
+                failures.append(f"after a dropped stream: {g} = {m.get(g)}")
+    finally:
+        t0 = time.time()
+        rank0 = None  # SIGTERM goes to rank 0, as to a single server (mpirun would forward it to every rank)
+        for pid in subprocess.run(["pgrep", "-P", str(tp.proc.pid)], capture_output=True, text=True).stdout.split():
+            try:
+                env = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+            except OSError:
+                continue
+            if b"OMPI_COMM_WORLD_RANK=0" in env:
+                rank0 = int(pid)
+        if rank0:
+            os.kill(rank0, signal.SIGTERM)
+        else:
+            failures.append("no rank 0 process found under mpirun")
+            tp.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = tp.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            tp.proc.kill()
+            rc = None
+        log = open(tp.log_path, errors="replace").read()
+        print(f"SIGTERM to rank 0: mpirun exited {rc} after {time.time() - t0:.1f} s; "
+              f"{[l for l in log.splitlines() if 'rank 1 of 2: stopped' in l][:1]}")
+        if rc != 0 or "rank 1 of 2: stopped" not in log:
+            failures.append(f"SIGTERM: exit {rc}: {log[-800:]}")
+        one.proc.send_signal(signal.SIGTERM)
+        one.proc.wait(timeout=30)
+        shutil.rmtree(tmp, ignore_errors=True)
+    for f in failures:
+        print("FAIL:", f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
