@@ -63,6 +63,10 @@ int run_doctor(DoctorFlags f) {
     SLIMKV_CHECK(j.contains("decode") && j["decode"].contains("sparse_share"), "{}: not a `profile --json` report",
                  f.profile_report);
     o.sparse_share = j["decode"]["sparse_share"].get<double>();
+    const char* kCollectives = "collectives (all-reduce between ranks)";
+    if (j.contains("collectives") && j["decode"]["kinds"].contains(kCollectives)) {
+      o.collective_share = j["decode"]["kinds"][kCollectives]["share"].get<double>();
+    }
     sources.push_back(f.profile_report + " (profile)");
   }
   std::vector<Finding> findings = diagnose(o, f.thresholds);

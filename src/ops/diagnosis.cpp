@@ -42,6 +42,14 @@ std::vector<Finding> diagnose(const Observations& o, const HealthThresholds& t) 
                  "raise --kv-sparse-topk (fewer evictions) or use --kv-sparse-mode static",
                  fmt::format("sparse-index share of decode {:.1f}% > {:.0f}%", 100 * *o.sparse_share, 100 * t.sparse_share)});
   }
+  if (o.collective_share && *o.collective_share > t.collective_share) {
+    f.push_back({"multi-rank communication bottleneck", "all-reduce time between ranks (a slow link, or ranks "
+                 "waiting for an oversubscribed or slower one)",
+                 "check the all-reduce time per step (slimkv profile), use fewer tensor-parallel ranks or replicas "
+                 "instead (scripts/replicas), keep ranks on one host's shared memory",
+                 fmt::format("collectives' share of decode {:.1f}% > {:.0f}%", 100 * *o.collective_share,
+                             100 * t.collective_share)});
+  }
   if (o.ttft_ms && *o.ttft_ms >= t.ttft_ms && (!o.tpot_ms || *o.tpot_ms < t.tpot_ms)) {
     f.push_back({"TTFT spike", "prefill is the bottleneck (long prompts, or prefill waiting behind decode)",
                  "lower --max-num-seqs or raise --max-num-batched-tokens; enable prefix caching for shared prompts",

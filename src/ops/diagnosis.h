@@ -11,6 +11,10 @@ namespace slimkv {
 struct HealthThresholds {      // --threshold-*: the seed's defaults
   double ttft_ms = 500, tpot_ms = 50, memory_use = 0.85, cache_hit_rate = 0.60, queue_ms = 200;
   double sparse_share = 0.20;  // sparse-index share of decode time (seed 5.3)
+  // Collectives' share of decode time under tensor parallelism (seed 5.4, "multi-card communication bottleneck"):
+  // a healthy 2-rank run measured 4% (shared memory) and 11% (TCP loopback), an oversubscribed one 44%
+  // (docs/scale-out.md); 15% sits between.
+  double collective_share = 0.15;
   double top1_agreement = 0.99;  // quality bar for "quality drop"
 };
 
@@ -22,6 +26,7 @@ struct Observations {          // every field optional: a rule runs only on what
   std::optional<double> preemptions;
   std::optional<double> kv_compression_ratio;        // f16 bytes / stored bytes (mean over layers)
   std::optional<double> sparse_share;                // from profile
+  std::optional<double> collective_share;            // from profile under mpirun: all-reduces' share of decode
   std::optional<double> top1_agreement;              // from eval (compressed vs baseline)
   std::optional<double> waiting_requests;
   std::string source;                                // for the report

@@ -93,6 +93,7 @@ TEST(Diagnosis, SymptomsMapToCausesCitingTheMeasuredValue) {
   healthy.queue_ms = 5;
   healthy.preemptions = 0;
   healthy.kv_compression_ratio = 4;
+  healthy.collective_share = 0.04;  // 2 ranks over shared memory (docs/scale-out.md)
   const HealthThresholds t;
   EXPECT_TRUE(diagnose(healthy, t).empty());
   for (const auto& c : health_checks(healthy, t)) EXPECT_TRUE(c.pass) << c.name;
@@ -102,6 +103,7 @@ TEST(Diagnosis, SymptomsMapToCausesCitingTheMeasuredValue) {
   sick.prefix_hit_rate = 0.2;
   sick.preemptions = 3;
   sick.sparse_share = 0.35;
+  sick.collective_share = 0.44;
   sick.top1_agreement = 0.95;
   sick.kv_compression_ratio = 1.0;
   std::map<std::string, std::string> found;
@@ -109,6 +111,7 @@ TEST(Diagnosis, SymptomsMapToCausesCitingTheMeasuredValue) {
   EXPECT_EQ(found["TTFT spike"], "TTFT 900 ms >= 500 ms while TPOT is fine");
   EXPECT_EQ(found["low cache hit rate"], "prefix hit rate 20.0% < 60%");
   EXPECT_EQ(found["throughput down"], "sparse-index share of decode 35.0% > 20%");
+  EXPECT_EQ(found["multi-rank communication bottleneck"], "collectives' share of decode 44.0% > 15%");
   EXPECT_EQ(found["quality drop"], "top-1 agreement 95.00% < 99.00%");
   EXPECT_EQ(found["memory not down"], "compression ratio vs f16 1.00");
   EXPECT_EQ(found["preemptions"], "3 preemptions");
