@@ -46,7 +46,8 @@ nlohmann::json collectives_json(const Model& m, const ProfileTimes& prefill, con
   const double per_token_layer = tokens > 0 ? static_cast<double>(s.all_reduce_bytes) / tokens / m.config.num_layers : 0;
   return {{"ranks", m.shard.ranks}, {"all_reduce_calls", s.all_reduce_calls}, {"all_reduce_bytes", s.all_reduce_bytes},
           {"all_reduce_ms", s.all_reduce_ms}, {"bytes_per_token_per_layer", per_token_layer},
-          {"formula_bytes_per_token_per_layer", 2.0 * m.config.dim * sizeof(float)}};
+          {"formula_bytes_per_token_per_layer", 2.0 * m.config.dim * sizeof(float)},
+          {"all_gather_calls", s.all_gather_calls}, {"all_gather_bytes", s.all_gather_bytes}};
 }
 
 int run_profile(ProfileFlags f) {
@@ -96,9 +97,11 @@ int run_profile(ProfileFlags f) {
     if (j.contains("collectives")) {
       const auto& c = j["collectives"];
       std::printf("\ncollectives (%d ranks): %lld all-reduces, %.1f MiB, %.1f ms on rank 0; %.0f bytes per token per "
-                  "layer (Megatron's 2 x dim x 4 = %.0f)\n", c["ranks"].get<int>(), c["all_reduce_calls"].get<long long>(),
+                  "layer (Megatron's 2 x dim x 4 = %.0f); %lld logits all-gathers (vocabulary-parallel head), %.1f "
+                  "MiB received\n", c["ranks"].get<int>(), c["all_reduce_calls"].get<long long>(),
                   c["all_reduce_bytes"].get<double>() / (1 << 20), c["all_reduce_ms"].get<double>(),
-                  c["bytes_per_token_per_layer"].get<double>(), c["formula_bytes_per_token_per_layer"].get<double>());
+                  c["bytes_per_token_per_layer"].get<double>(), c["formula_bytes_per_token_per_layer"].get<double>(),
+                  c["all_gather_calls"].get<long long>(), c["all_gather_bytes"].get<double>() / (1 << 20));
     }
     std::printf("\nsparse-index share of decode: %.1f%% (importance scoring + top-K selection + eviction/merge, or "
                 "DeepSeek-V4's lightning indexer; the attention kernel's own importance accumulation is fused and "

@@ -105,6 +105,15 @@ class MpiCollectives : public Collectives {
     ++stats_.all_reduce_calls;
     stats_.all_reduce_bytes += n * static_cast<int64_t>(sizeof(float));
   }
+  void all_gather(const float* x, int64_t n, float* out) override {
+    SLIMKV_CHECK(n >= 0 && n <= INT_MAX, "MPI: an all-gather of {} floats", n);
+    watchdog_->enter("MPI_Allgather");
+    const int rc = MPI_Allgather(x, static_cast<int>(n), MPI_FLOAT, out, static_cast<int>(n), MPI_FLOAT, MPI_COMM_WORLD);
+    watchdog_->leave();
+    check_mpi(rc, "MPI_Allgather");
+    ++stats_.all_gather_calls;
+    stats_.all_gather_bytes += n * size_ * static_cast<int64_t>(sizeof(float));
+  }
   void broadcast(std::vector<uint8_t>& bytes, bool idle) override {
     int64_t n = static_cast<int64_t>(bytes.size());
     // The length first, nonblocking on every rank (a nonblocking collective matches only nonblocking ones): an

@@ -1,5 +1,7 @@
 #include "model/backend_ops.h"
 
+#include <algorithm>
+
 #include "core/profiler.h"
 #include "kernels/ops.h"
 
@@ -26,6 +28,14 @@ class CpuOps : public BackendOps {
       ProfScope ps(ProfKind::Collective);
       collectives_->all_reduce_sum(x, n);
     }
+  }
+  void all_gather(const float* x, int64_t n, float* out) override {
+    if (!collectives_) {
+      std::copy(x, x + n, out);
+      return;
+    }
+    ProfScope ps(ProfKind::Collective);
+    collectives_->all_gather(x, n, out);
   }
   int32_t num_ranks() const override { return collectives_ ? collectives_->size() : 1; }
   ThreadPool* pool() const override { return pool_; }

@@ -28,6 +28,7 @@ class BackendOps {
   virtual void geglu(float* gate, const float* up, int64_t n) = 0;   // gate = gelu_tanh(gate) * up
   // Collectives over the ranks that share a layer (one process: nothing to do).
   virtual void all_reduce_sum(float* x, int64_t n) = 0;  // x = the sum of every rank's x (n floats)
+  virtual void all_gather(const float* x, int64_t n, float* out) = 0;  // out [ranks, n] = every rank's x, in order
   virtual int32_t num_ranks() const = 0;
   virtual ThreadPool* pool() const = 0;
 };

@@ -14,6 +14,8 @@ struct CollectiveStats {
   double all_reduce_ms = 0;
   int64_t broadcast_calls = 0;
   int64_t broadcast_bytes = 0;
+  int64_t all_gather_calls = 0;
+  int64_t all_gather_bytes = 0;  // received: every rank's slice
 };
 
 class Collectives {
@@ -25,6 +27,8 @@ class Collectives {
   // Rank 0's bytes to every rank (the others' `bytes` are replaced). `idle`: a wait that may be long by design (a
   // follower waiting for the next step) — polled without spinning, and exempt from any collective timeout.
   virtual void broadcast(std::vector<uint8_t>& bytes, bool idle) = 0;
+  // out [size(), n] = every rank's x [n], in rank order, on every rank.
+  virtual void all_gather(const float* x, int64_t n, float* out) = 0;
   virtual const CollectiveStats& stats() const = 0;
 };
 

@@ -183,11 +183,31 @@ void DecoderForward::forward(const ForwardBatch& b, KvStorage& kv, float* logits
     rmsnorm(final_.data() + static_cast<size_t>(r) * dim, x_.data() + static_cast<size_t>(t) * dim, model_.final_norm,
             dim, c.rms_eps);
   }
-  {
+  if (model_.shard.vocab_split) {
+    vocab_parallel_logits(rows, logits_out);
+  } else {
     ProfScope ps(ProfKind::Matmul);
     ops_->matmul(model_.output, final_.data(), rows, logits_out);
   }
   if (c.final_logit_softcap > 0) softcap(logits_out, static_cast<int64_t>(rows) * c.vocab_size, c.final_logit_softcap);
+}
+
+// Tensor parallelism with a vocabulary-parallel head: this rank's [rows, vocab / ranks] columns, all-gathered
+// ([ranks, rows, vocab / ranks]) and laid out as [rows, vocab].
+void DecoderForward::vocab_parallel_logits(int32_t rows, float* logits_out) {
+  const int64_t slice = model_.output.rows, ranks = model_.shard.ranks;
+  head_local_.resize(static_cast<size_t>(rows) * slice);
+  head_all_.resize(static_cast<size_t>(rows) * slice * ranks);
+  {
+    ProfScope ps(ProfKind::Matmul);
+    ops_->matmul(model_.output, final_.data(), rows, head_local_.data());
+  }
+  ops_->all_gather(head_local_.data(), static_cast<int64_t>(rows) * slice, head_all_.data());
+  for (int64_t k = 0; k < ranks; ++k) {
+    for (int32_t r = 0; r < rows; ++r) {
+      std::copy_n(head_all_.data() + (k * rows + r) * slice, slice, logits_out + r * slice * ranks + k * slice);
+    }
+  }
 }
 
 void pre_norm_layer(DecoderForward& f, int32_t l) {

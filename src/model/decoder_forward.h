@@ -102,6 +102,7 @@ class DecoderForward {
   void add_to_residual(const float* y);       // x += y
 
  private:
+  void vocab_parallel_logits(int32_t rows, float* logits_out);  // [rows, vocab] from every rank's slice of the head
   void dense_ffn(const WeightView& gate, const WeightView& up, const WeightView& down, const float* in,
                  int32_t num_tokens, float* out, float* h1, float* h2, float limit = 0.0f,
                  const MlpBiases& bias = MlpBiases{}, float alpha = 0.0f);
@@ -134,6 +135,7 @@ class DecoderForward {
   std::vector<float> proj_;     // [T, dim]
   std::vector<float> hb_, hb2_; // [T, max ffn] gated MLP
   std::vector<float> final_;    // [rows, dim] normed rows for the classifier
+  std::vector<float> head_local_, head_all_;  // vocabulary-parallel head: [rows, vocab / ranks], [ranks, rows, ...]
   std::vector<float> head_;     // [head_dim] one head being encoded
   // MoE scratch
   std::vector<float> router_;   // [T, num_experts] router logits -> probabilities

@@ -18,6 +18,7 @@ namespace slimkv {
 // Which slice of a tensor-parallel model this process holds: rank of ranks (1 = the whole model).
 struct TensorShard {
   int32_t rank = 0, ranks = 1;
+  bool vocab_split = false;  // the output head holds this rank's vocab / ranks rows; logits are all-gathered
 };
 
 // One layer's weights; a null pointer / empty view means "this layer has none" (the family's name table says

@@ -186,6 +186,11 @@ void shard_for_tensor_parallel(Model& m, TensorShard s) {
       shard_dense_ffn(m, l, s);
     }
   }
+  if (m.config.vocab_size % s.ranks == 0) {  // vocabulary-parallel head: each rank its logits' columns
+    const int64_t rows = m.config.vocab_size / s.ranks;
+    m.output = row_slice(m.output, static_cast<int64_t>(s.rank) * rows, rows);
+    s.vocab_split = true;
+  }
   const LayerConfig& first = m.config.layers[0];  // the uniform values tools read
   m.config.num_heads = first.num_heads;
   m.config.num_kv_heads = first.num_kv_heads;
