@@ -7,9 +7,11 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <thread>
 
 #include "core/check.h"
+#include "dist/shm_all_reduce.h"
 
 #ifdef SLIMKV_HAVE_MPI
 #include <mpi.h>
@@ -85,8 +87,10 @@ class MpiCollectives : public Collectives {
     check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
     check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
     watchdog_ = std::make_unique<CollectiveWatchdog>(rank_);
+    setup_shared_memory_path();
   }
   ~MpiCollectives() override {
+    shm_.reset();  // its window before MPI_Finalize
     watchdog_.reset();
     int finalized = 0;
     MPI_Finalized(&finalized);
@@ -94,9 +98,48 @@ class MpiCollectives : public Collectives {
   }
   int32_t rank() const override { return rank_; }
   int32_t size() const override { return size_; }
+  // The same-host path (dist/shm_all_reduce.h) when every rank shares this machine: measured (`bench all-reduce`,
+  // docs/scale-out.md) slower than Open MPI's own shared-memory transport up to 32K floats and faster from 256K, so
+  // by default it takes buffers of kShmMinFloats and more (prefill chunks); SLIMKV_ALL_REDUCE=mpi never, =shm
+  // always. Its slots take 4 MiB per rank and set.
+  static constexpr int64_t kShmMinFloats = 131072;
+  void setup_shared_memory_path() {
+    MPI_Comm node;
+    check_mpi(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+    int node_size = 0;
+    MPI_Comm_size(node, &node_size);
+    const char* env = std::getenv("SLIMKV_ALL_REDUCE");
+    const std::string mode = env ? env : "auto";
+    SLIMKV_CHECK(mode == "auto" || mode == "mpi" || mode == "shm", "SLIMKV_ALL_REDUCE={}: auto, mpi or shm", mode);
+    const bool wanted = mode != "mpi";
+    shm_min_floats_ = mode == "shm" ? 0 : kShmMinFloats;
+    if (node_size == size_ && size_ > 1 && wanted) {  // every rank decides alike: same node size, same environment
+      shm_ = std::make_unique<ShmAllReduce>(node, int64_t{1} << 20, [this](bool waiting) {
+        if (waiting) {
+          watchdog_->enter("the shared-memory all-reduce");
+        } else {
+          watchdog_->leave();
+        }
+      });
+    }
+    MPI_Comm_free(&node);
+  }
+  bool use_shm(bool on) {  // benchmarks: every call through one path, whatever its size
+    const bool was = shm_min_floats_ == 0;
+    shm_min_floats_ = on ? 0 : INT64_MAX;
+    return was;
+  }
+
   void all_reduce_sum(float* x, int64_t n) override {
     SLIMKV_CHECK(n >= 0 && n <= INT_MAX, "MPI: an all-reduce of {} floats", n);
     const auto t0 = std::chrono::steady_clock::now();
+    if (shm_ && n >= shm_min_floats_ && shm_->fits(n)) {  // every rank has the same n: all take the same path
+      shm_->all_reduce_sum(x, n);
+      stats_.all_reduce_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      ++stats_.all_reduce_calls;
+      stats_.all_reduce_bytes += n * static_cast<int64_t>(sizeof(float));
+      return;
+    }
     watchdog_->enter("MPI_Allreduce");
     const int rc = MPI_Allreduce(MPI_IN_PLACE, x, static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     watchdog_->leave();
@@ -146,6 +189,8 @@ class MpiCollectives : public Collectives {
   int rank_ = 0, size_ = 1;
   CollectiveStats stats_;
   std::unique_ptr<CollectiveWatchdog> watchdog_;
+  std::unique_ptr<ShmAllReduce> shm_;  // null: not every rank on this host, or SLIMKV_ALL_REDUCE=mpi
+  int64_t shm_min_floats_ = kShmMinFloats;
 };
 
 }  // namespace
@@ -155,6 +200,10 @@ bool mpi_built() { return true; }
 std::shared_ptr<Collectives> mpi_world(bool serialized) {
   static std::shared_ptr<Collectives> world = std::make_shared<MpiCollectives>(serialized);
   return world;
+}
+
+bool mpi_use_shared_memory_all_reduce(bool on) {
+  return static_cast<MpiCollectives&>(*mpi_world()).use_shm(on);
 }
 
 void mpi_abort_if_running(int code) {
@@ -173,6 +222,8 @@ std::shared_ptr<Collectives> mpi_world(bool) {
 }
 
 void mpi_abort_if_running(int) {}
+
+bool mpi_use_shared_memory_all_reduce(bool) { return false; }
 
 #endif
 

@@ -4,7 +4,8 @@
 For each synthetic file and rank count: `mpirun -np N slimkv logits --tensor-parallel-size N` against
 `slimkv logits` on the same ids — mean KL per position (F32 files: <= 1e-6), max |logit difference|, the argmax
 equal wherever one process's top-2 margin exceeds 1e-3 — and greedy ids of `generate --prompt-ids` equal. Over
-Open MPI's shared-memory transport, and once over TCP on loopback. Then a rank killed mid-run: the job ends
+Open MPI's shared-memory transport, once over TCP on loopback, and twice through slimkv's own shared-memory
+all-reduce. Then a rank killed mid-run: the job ends
 non-zero within 30 s, saying which rank died; a rank stopped mid-run (hung): the collective watchdog ends the job
 within its timeout; and a model that cannot be split that way (deepseek4's 2 output
 groups over 4 ranks) ends every rank with a clear error. MoE layers: each rank runs its range of experts for every
@@ -43,8 +44,8 @@ TCP = ["--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo"]
 ENV = dict(os.environ, OMPI_MCA_btl_vader_single_copy_mechanism="none")  # containers forbid CMA's ptrace
 
 
-def run(cmd, timeout=120):
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=ENV)
+def run(cmd, timeout=120, env=None):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env or ENV)
 
 
 def read_f32(path):
@@ -74,7 +75,7 @@ def compare(ref, got, vocab):
     return kl_sum / n, max_diff, flips
 
 
-def check_file(binary, synth, rel, ranks, bound, tmp, failures, transport=()):
+def check_file(binary, synth, rel, ranks, bound, tmp, failures, transport=(), env=None, label=""):
     model = os.path.join(synth, rel)
     ids_file = os.path.join(synth, "prompts", "p64.ids")
     ref, got = os.path.join(tmp, "ref.f32"), os.path.join(tmp, "tp.f32")
@@ -83,7 +84,7 @@ def check_file(binary, synth, rel, ranks, bound, tmp, failures, transport=()):
         failures.append(f"{rel}: one process failed: {r.stderr[-500:]}")
         return
     r = run(MPIRUN + list(transport) + ["-np", str(ranks), binary, "logits", "-m", model, "--ids-file", ids_file,
-                                        "-o", got, "--threads", "1", "--tensor-parallel-size", str(ranks)])
+                                        "-o", got, "--threads", "1", "--tensor-parallel-size", str(ranks)], env=env)
     if r.returncode != 0:
         failures.append(f"{rel} -np {ranks}: failed: {r.stderr[-800:]}")
         return
@@ -98,9 +99,9 @@ def check_file(binary, synth, rel, ranks, bound, tmp, failures, transport=()):
     g1 = run([binary, "generate", "-m", model, "--prompt-ids", prompt, "-n", "16", "--print-ids", "--threads", "1"])
     g2 = run(MPIRUN + list(transport) + ["-np", str(ranks), binary, "generate", "-m", model, "--prompt-ids", prompt,
                                          "-n", "16", "--print-ids", "--threads", "1", "--tensor-parallel-size",
-                                         str(ranks)])
+                                         str(ranks)], env=env)
     same = g1.returncode == 0 and g2.returncode == 0 and g1.stdout.strip() == g2.stdout.strip() and g1.stdout.strip()
-    name = f"{rel} -np {ranks}{' (tcp)' if transport else ''}"
+    name = f"{rel} -np {ranks}{' (tcp)' if transport == TCP else ''}{label}"
     print(f"{name}: mean KL {kl:.2e} (bound {bound:.0e}), max |diff| {diff:.2e}, argmax flips {flips}, "
           f"greedy ids {'equal' if same else 'DIFFER'}")
     if kl > bound:
@@ -205,6 +206,10 @@ def main():
         for rel, ranks, bound in MATRIX:
             check_file(binary, synth, rel, ranks, bound, tmp, failures)
         check_file(binary, synth, "llama/llama-f32.gguf", 2, 1e-6, tmp, failures, transport=TCP)
+        shm = dict(ENV, SLIMKV_ALL_REDUCE="shm")  # the same-host path for every all-reduce (default: large ones)
+        for rel, ranks in (("qwen3/qwen3-f32.gguf", 2), ("qwen3moe/qwen3moe-f32.gguf", 4)):
+            check_file(binary, synth, rel, ranks, 1e-6, tmp, failures, transport=["-x", "SLIMKV_ALL_REDUCE"], env=shm,
+                       label=" (shared-memory all-reduce)")
     check_killed_rank(binary, synth, failures)
     check_hung_rank(binary, synth, failures)
     check_unsplittable(binary, synth, failures)
