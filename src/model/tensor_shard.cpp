@@ -47,9 +47,54 @@ WeightView col_slice(Model& m, const WeightView& w, int64_t first, int64_t count
   return v;
 }
 
-const char* unsplittable(const Model& m, const LayerConfig& lc) {
-  if (lc.delta_net) return "a Gated DeltaNet mixer";
-  return nullptr;
+// Rows [first, first + count) of each range's start, stacked into one matrix the model owns (a split of a matrix
+// whose output rows are several head-indexed blocks, e.g. DeltaNet's [q | k | v]).
+WeightView stacked_rows(Model& m, const WeightView& w, const std::vector<std::pair<int64_t, int64_t>>& ranges) {
+  int64_t rows = 0;
+  for (const auto& r : ranges) rows += r.second;
+  auto buf = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(rows * w.row_bytes()));
+  uint8_t* dst = buf->data();
+  for (const auto& [first, count] : ranges) {
+    std::memcpy(dst, w.row(first), static_cast<size_t>(count * w.row_bytes()));
+    dst += count * w.row_bytes();
+  }
+  m.keepalive.push_back(buf);
+  WeightView v = w;
+  v.rows = rows;
+  v.data = buf->data();
+  return v;
+}
+
+// Gated DeltaNet: each rank keeps a contiguous range of key heads and the value heads that read them — the
+// [q | k | v] projection and the convolution's channels in those three ranges, z, beta/alpha (grouped per key head),
+// dt bias and A by head, the out projection's matching input columns. The recurrent state follows the config
+// (per rank ÷ T). `config_done`: the model-wide head counts are divided once.
+void shard_delta_net(Model& m, int32_t l, TensorShard s, bool config_done) {
+  DeltaNetConfig& d = m.config.delta_net;
+  LayerWeights& w = m.layers[l];
+  const int32_t k_heads = config_done ? d.num_k_heads * s.ranks : d.num_k_heads;
+  const int32_t v_heads = config_done ? d.num_v_heads * s.ranks : d.num_v_heads;
+  SLIMKV_CHECK(k_heads % s.ranks == 0, "tensor parallel: layer {}'s {} DeltaNet key heads are not divisible by {} "
+               "ranks", l, k_heads, s.ranks);
+  const int64_t kn = k_heads / s.ranks, vn = v_heads / s.ranks, kf = s.rank * kn, vf = s.rank * vn;
+  const int64_t hk = d.head_k_dim, hv = d.head_v_dim, key_dim = k_heads * hk, ratio = v_heads / k_heads;
+  const std::vector<std::pair<int64_t, int64_t>> channels = {{kf * hk, kn * hk}, {key_dim + kf * hk, kn * hk},
+                                                             {2 * key_dim + vf * hv, vn * hv}};
+  w.ssm_qkv = stacked_rows(m, w.ssm_qkv, channels);
+  std::vector<float> conv;  // [channels, conv_kernel]
+  for (const auto& [first, count] : channels) {
+    conv.insert(conv.end(), w.ssm_conv + first * d.conv_kernel, w.ssm_conv + (first + count) * d.conv_kernel);
+  }
+  w.ssm_conv = m.own_f32(std::move(conv));
+  w.ssm_z = row_slice(w.ssm_z, vf * hv, vn * hv);
+  w.ssm_ba = row_slice(w.ssm_ba, kf * 2 * ratio, kn * 2 * ratio);
+  w.ssm_dt_bias += vf;
+  w.ssm_a += vf;
+  w.ssm_out = col_slice(m, w.ssm_out, vf * hv, vn * hv, l, "DeltaNet out");
+  if (!config_done) {
+    d.num_k_heads = static_cast<int32_t>(kn);
+    d.num_v_heads = static_cast<int32_t>(vn);
+  }
 }
 
 void shard_attention(Model& m, int32_t l, TensorShard s) {
@@ -164,11 +209,12 @@ void shard_dense_ffn(Model& m, int32_t l, TensorShard s) {
 void shard_for_tensor_parallel(Model& m, TensorShard s) {
   SLIMKV_CHECK(s.ranks >= 1 && s.rank >= 0 && s.rank < s.ranks, "tensor parallel: rank {} of {}", s.rank, s.ranks);
   if (s.ranks == 1) return;
+  bool delta_done = false;
   for (int32_t l = 0; l < m.config.num_layers; ++l) {
-    const char* why = unsplittable(m, m.config.layers[l]);
-    SLIMKV_CHECK(why == nullptr, "tensor parallel: layer {} of this {} model is {}; split so far: attention and dense "
-                 "FFN or MoE layers, MLA and DeepSeek-V4 attention (llama, qwen2/3, qwen3moe, gemma3, phi3, deepseek2, deepseek4)", l, m.config.family, why);
-    if (m.config.layers[l].mla) {
+    if (m.config.layers[l].delta_net) {
+      shard_delta_net(m, l, s, delta_done);
+      delta_done = true;
+    } else if (m.config.layers[l].mla) {
       shard_mla(m, l, s);
     } else if (m.config.dsv4.enabled()) {
       if (l == 0) {
@@ -191,7 +237,9 @@ void shard_for_tensor_parallel(Model& m, TensorShard s) {
     m.output = row_slice(m.output, static_cast<int64_t>(s.rank) * rows, rows);
     s.vocab_split = true;
   }
-  const LayerConfig& first = m.config.layers[0];  // the uniform values tools read
+  int32_t first_attention = 0;  // the uniform values tools read: the first attention layer's
+  while (first_attention + 1 < m.config.num_layers && m.config.layers[first_attention].delta_net) ++first_attention;
+  const LayerConfig& first = m.config.layers[first_attention];
   m.config.num_heads = first.num_heads;
   m.config.num_kv_heads = first.num_kv_heads;
   m.config.hidden_dim = first.ffn_dim;

@@ -10,8 +10,8 @@
 namespace slimkv {
 
 // Slices `m` in place (before weight packing). Throws Error naming the layer and the reason where a layer cannot
-// be split this way (MLA, DeepSeek-V4, linear attention; heads, widths or experts not divisible; a split inside a
-// quantization block).
+// be split this way (heads, widths, experts or output groups not divisible; a split inside a quantization
+// block). Every layer kind is split: attention (plain, MLA, DeepSeek-V4's), Gated DeltaNet, dense FFN and MoE.
 void shard_for_tensor_parallel(Model& m, TensorShard shard);
 
 }  // namespace slimkv

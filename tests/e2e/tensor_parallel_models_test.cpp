@@ -1,6 +1,7 @@
-// gpt-oss (issue X's test model: sinks, alternating windows, MoE with every bias) split over MPI ranks
-// (docs/scale-out.md): `mpirun -np 2` and `-np 4` logits against one process — F32: mean KL <= 1e-6 and the 16
-// greedy ids equal. MXFP4 experts quantize their inputs to 8 bits per 32-value block, so the all-reduce's other
+// Issue X's test models split over MPI ranks (docs/scale-out.md) — gpt-oss (sinks, alternating windows, MoE with
+// every bias) at `-np 2` and `-np 4`, Qwen3-Next (Gated DeltaNet with its recurrent state, gated attention, MoE
+// with a gated shared expert) at `-np 2` — logits against one process: F32 mean KL <= 1e-6 and the 16 greedy ids
+// equal. MXFP4 experts quantize their inputs to 8 bits per 32-value block, so the all-reduce's other
 // summation order (~1e-7) flips a rounding now and then and, near a routing tie, an expert choice: most positions
 // stay bit-equal, a few move (measured at 2 ranks: KL 3.3e-3, one position by 1.8 logits) — bound 1e-2 and the
 // first 8 greedy ids. Needs Open MPI's mpirun (scripts/setup installs it); without it the test skips (fails in CI).
@@ -9,10 +10,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <vector>
 
 #include "gptoss_model.h"
+#include "qwen3next_model.h"
 #include "test_paths.h"
 
 namespace slimkv::test {
@@ -64,20 +67,21 @@ double mean_kl(const std::vector<float>& p, const std::vector<float>& q, int64_t
   return total / static_cast<double>(rows);
 }
 
-TEST(TensorParallelGptOss, LogitsAndGreedyIdsEqualOneProcess) {
-  SKIP_IF_MISSING(kMpirun);
+// Writes the model with `experts` storage, then compares one process with each rank count.
+void check_split(const std::string& name, const std::function<void(const std::string&, DType)>& write,
+                 const std::vector<DType>& storages, const std::vector<int>& rank_counts, int64_t vocab) {
   const std::string ids = models_dir() + "/synthetic/prompts/p64.ids";
   SKIP_IF_MISSING(ids);
-  for (DType experts : {DType::F32, DType::MXFP4}) {
-    const std::string model = ::testing::TempDir() + "/gptoss-tp-" + std::to_string(::getpid()) + ".gguf";
-    gptoss::write_model(model, experts);
+  for (DType experts : storages) {
+    const std::string model = ::testing::TempDir() + "/" + name + "-tp-" + std::to_string(::getpid()) + ".gguf";
+    write(model, experts);
     std::string out, err;
     const std::string ref = model + ".ref.f32", got = model + ".tp.f32";
     ASSERT_EQ(slimkv(1, "logits -m " + model + " --ids-file " + ids + " --threads 1 -o " + ref, &out, &err), 0) << err;
     std::string greedy_one;
     ASSERT_EQ(slimkv(1, "generate -m " + model + " --prompt-ids 1,2,3,4 -n 16 --print-ids --threads 1", &greedy_one,
                      &err), 0) << err;
-    for (int ranks : {2, 4}) {
+    for (int ranks : rank_counts) {
       const int status = slimkv(ranks, "logits -m " + model + " --ids-file " + ids + " --threads 1 -o " + got, &out,
                                 &err);
       if (err.find("built without MPI") != std::string::npos) {
@@ -88,7 +92,7 @@ TEST(TensorParallelGptOss, LogitsAndGreedyIdsEqualOneProcess) {
       const std::vector<float> a = floats(slurp(ref)), b = floats(slurp(got));
       ASSERT_EQ(a.size(), b.size());
       const bool exact = experts == DType::F32;
-      EXPECT_LE(mean_kl(a, b, gptoss::kVocab), exact ? 1e-6 : 1e-2) << ranks << " ranks, experts " << dtype_name(experts);
+      EXPECT_LE(mean_kl(a, b, vocab), exact ? 1e-6 : 1e-2) << name << ", " << ranks << " ranks, " << dtype_name(experts);
       std::string greedy_tp;
       ASSERT_EQ(slimkv(ranks, "generate -m " + model + " --prompt-ids 1,2,3,4 -n 16 --print-ids --threads 1",
                        &greedy_tp, &err), 0) << err;
@@ -98,13 +102,26 @@ TEST(TensorParallelGptOss, LogitsAndGreedyIdsEqualOneProcess) {
         return json_ids.substr(0, at);
       };
       if (exact) {
-        EXPECT_EQ(greedy_tp, greedy_one) << ranks << " ranks";
+        EXPECT_EQ(greedy_tp, greedy_one) << name << ", " << ranks << " ranks";
       } else {
-        EXPECT_EQ(first(greedy_tp, 8), first(greedy_one, 8)) << ranks << " ranks, MXFP4";
+        EXPECT_EQ(first(greedy_tp, 8), first(greedy_one, 8)) << name << ", " << ranks << " ranks, " << dtype_name(experts);
       }
     }
     for (const std::string& f : {model, ref, got}) std::remove(f.c_str());
   }
+}
+
+TEST(TensorParallelModels, GptOssLogitsAndGreedyIdsEqualOneProcess) {
+  SKIP_IF_MISSING(kMpirun);
+  check_split("gptoss", [](const std::string& p, DType d) { gptoss::write_model(p, d); }, {DType::F32, DType::MXFP4},
+              {2, 4}, gptoss::kVocab);
+}
+
+// 2 key heads of DeltaNet: 2 ranks at most.
+TEST(TensorParallelModels, Qwen3NextLogitsAndGreedyIdsEqualOneProcess) {
+  SKIP_IF_MISSING(kMpirun);
+  check_split("qwen3next", [](const std::string& p, DType d) { qwen3next::write_model(p, d); }, {DType::F32}, {2},
+              qwen3next::kVocab);
 }
 
 }  // namespace
