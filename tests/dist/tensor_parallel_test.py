@@ -3,7 +3,8 @@
 
 For each synthetic file and rank count: `mpirun -np N slimkv logits --tensor-parallel-size N` against
 `slimkv logits` on the same ids — mean KL per position (F32 files: <= 1e-6), max |logit difference|, the argmax
-equal wherever one process's top-2 margin exceeds 1e-3 — and greedy ids of `generate --prompt-ids` equal. Over
+equal wherever one process's top-2 margin exceeds 1e-3 — and greedy ids of `generate --prompt-ids` equal (F32 files;
+their quantized variants compare logits only, to keep CI short). Over
 Open MPI's shared-memory transport, once over TCP on loopback, and twice through slimkv's own shared-memory
 all-reduce. Then a rank killed mid-run: the job ends
 non-zero within 30 s, saying which rank died; a rank stopped mid-run (hung): the collective watchdog ends the job
@@ -75,7 +76,7 @@ def compare(ref, got, vocab):
     return kl_sum / n, max_diff, flips
 
 
-def check_file(binary, synth, rel, ranks, bound, tmp, failures, transport=(), env=None, label=""):
+def check_file(binary, synth, rel, ranks, bound, tmp, failures, transport=(), env=None, label="", greedy_too=True):
     model = os.path.join(synth, rel)
     ids_file = os.path.join(synth, "prompts", "p64.ids")
     ref, got = os.path.join(tmp, "ref.f32"), os.path.join(tmp, "tp.f32")
@@ -94,6 +95,12 @@ def check_file(binary, synth, rel, ranks, bound, tmp, failures, transport=(), en
         failures.append(f"{rel} -np {ranks}: {len(b)} logits, one process wrote {len(a)}")
         return
     kl, diff, flips = compare(a, b, vocab)
+    name = f"{rel} -np {ranks}{' (tcp)' if transport == TCP else ''}{label}"
+    if greedy_too is False:  # quantized variants of a file whose F32 greedy run is checked: logits only (CI time)
+        print(f"{name}: mean KL {kl:.2e} (bound {bound:.0e}), max |diff| {diff:.2e}, argmax flips {flips}")
+        if kl > bound or flips:
+            failures.append(f"{name}: mean KL {kl:.3e} (bound {bound:.0e}), {flips} clear argmax flips")
+        return
     # Greedy ids: 16 tokens after the first 16 prompt ids.
     prompt = ",".join(open(ids_file).read().replace(",", " ").split()[:16])
     g1 = run([binary, "generate", "-m", model, "--prompt-ids", prompt, "-n", "16", "--print-ids", "--threads", "1"])
@@ -101,7 +108,6 @@ def check_file(binary, synth, rel, ranks, bound, tmp, failures, transport=(), en
                                          "-n", "16", "--print-ids", "--threads", "1", "--tensor-parallel-size",
                                          str(ranks)], env=env)
     same = g1.returncode == 0 and g2.returncode == 0 and g1.stdout.strip() == g2.stdout.strip() and g1.stdout.strip()
-    name = f"{rel} -np {ranks}{' (tcp)' if transport == TCP else ''}{label}"
     print(f"{name}: mean KL {kl:.2e} (bound {bound:.0e}), max |diff| {diff:.2e}, argmax flips {flips}, "
           f"greedy ids {'equal' if same else 'DIFFER'}")
     if kl > bound:
@@ -204,7 +210,8 @@ def main():
     failures = []
     with tempfile.TemporaryDirectory(prefix="slimkv-tp-") as tmp:
         for rel, ranks, bound in MATRIX:
-            check_file(binary, synth, rel, ranks, bound, tmp, failures)
+            quantized = not any(t in rel for t in ("f32", "F32"))
+            check_file(binary, synth, rel, ranks, bound, tmp, failures, greedy_too=not quantized)
         check_file(binary, synth, "llama/llama-f32.gguf", 2, 1e-6, tmp, failures, transport=TCP)
         shm = dict(ENV, SLIMKV_ALL_REDUCE="shm")  # the same-host path for every all-reduce (default: large ones)
         for rel, ranks in (("qwen3/qwen3-f32.gguf", 2), ("qwen3moe/qwen3moe-f32.gguf", 4)):
