@@ -4,6 +4,7 @@
 
 #include "core/check.h"
 #include "model/model.h"
+#include "ops/memory_plan.h"
 
 namespace slimkv {
 namespace {
@@ -91,6 +92,23 @@ ParallelShape parallel_shape_of_model(const Model& m, int64_t kv_split, int64_t 
   s.kv_split_bytes_per_token = kv_split;
   s.kv_replicated_bytes_per_token = kv_replicated;
   return s;
+}
+
+ParallelShape parallel_shape_of_plan(const ModelShape& s, int64_t weights_bytes, int64_t kv_bytes_per_token) {
+  ParallelShape p;
+  p.name = "the planner's shape";
+  p.num_layers = s.num_layers;
+  p.dim = s.hidden();
+  const int64_t params = s.num_params > 0 ? s.num_params : s.estimated_params();
+  const double bytes_per_param = params > 0 ? static_cast<double>(weights_bytes) / static_cast<double>(params) : 0;
+  const int64_t attention = s.num_layers * s.hidden() * 2 * (s.num_heads + s.num_kv_heads) * s.head_dim;
+  const int64_t embeddings = 2 * s.vocab_size * s.hidden();
+  p.head_split_bytes = static_cast<int64_t>(static_cast<double>(attention) * bytes_per_param);
+  p.replicated_bytes = static_cast<int64_t>(static_cast<double>(embeddings) * bytes_per_param);
+  p.expert_bytes = std::max<int64_t>(0, weights_bytes - p.head_split_bytes - p.replicated_bytes);
+  (s.mla() ? p.kv_replicated_bytes_per_token : p.kv_split_bytes_per_token) = kv_bytes_per_token;
+  p.min_kv_heads = s.mla() ? 1 : std::max<int64_t>(1, s.num_kv_heads);
+  return p;
 }
 
 bool is_parallel_preset(const std::string& n) { return n == "deepseek-v4-flash"; }

@@ -42,6 +42,11 @@ ParallelPlanRow plan_parallel(const ParallelShape& s, int32_t tensor_parallel, i
 
 ParallelShape parallel_shape_of_model(const Model& m, int64_t kv_split_bytes_per_token,
                                       int64_t kv_replicated_bytes_per_token);
+// A planner shape (`plan --preset NAME` or explicit hyper-parameters) from its weights and KV bytes: attention
+// (q, k, v, o by heads) split over T, embeddings and head whole, every other weight (FFN or experts — a preset does
+// not say which) over all T x E ranks; KV per head split, an MLA latent whole. An approximation, said in the output.
+struct ModelShape;
+ParallelShape parallel_shape_of_plan(const ModelShape& s, int64_t weights_bytes, int64_t kv_bytes_per_token);
 // deepseek-v4-flash (its config.json's shape, bf16), or throws.
 ParallelShape parallel_shape_preset(const std::string& name);
 bool is_parallel_preset(const std::string& name);
