@@ -134,20 +134,31 @@ def start_long_job(binary, synth, what, failures, extra=(), env=None):
     return proc, children
 
 
-def check_killed_rank(binary, synth, failures):
-    """A rank SIGKILLed mid-run ends the job non-zero within 30 s, naming the rank."""
-    proc, children = start_long_job(binary, synth, "killed rank", failures)
+def signalled_job(binary, synth, sig, what, failures, extra=(), env=None):
+    """A long 2-rank job whose last rank gets sig once both run; waits up to 30 s for the job to end:
+    (proc, rank pids, stderr, seconds waited), or None (the job never ran, or it hung — a failure either way)."""
+    proc, children = start_long_job(binary, synth, what, failures, extra=extra, env=env)
     if not proc:
-        return
-    os.kill(int(children[-1]), signal.SIGKILL)
+        return None
+    os.kill(int(children[-1]), sig)
     t0 = time.time()
     try:
         _, err = proc.communicate(timeout=30)
     except subprocess.TimeoutExpired:
         proc.kill()
-        failures.append("killed rank: the job was still running 30 s after a rank died (a hang)")
+        os.kill(int(children[-1]), signal.SIGKILL)
+        failures.append(f"{what}: the job was still running 30 s after signal {sig} to a rank (a hang)")
+        return None
+    return proc, children, err, time.time() - t0
+
+
+def check_killed_rank(binary, synth, failures):
+    """A rank SIGKILLed mid-run ends the job non-zero within 30 s, naming the rank."""
+    ended = signalled_job(binary, synth, signal.SIGKILL, "killed rank", failures)
+    if not ended:
         return
-    print(f"killed rank: job ended with {proc.returncode} after {time.time() - t0:.1f} s: "
+    proc, _, err, waited = ended
+    print(f"killed rank: job ended with {proc.returncode} after {waited:.1f} s: "
           f"{' '.join(l.strip() for l in err.splitlines() if 'rank' in l.lower())[:200]}")
     if proc.returncode == 0:
         failures.append("killed rank: the job exited 0")
@@ -158,20 +169,11 @@ def check_killed_rank(binary, synth, failures):
 def check_hung_rank(binary, synth, failures):
     """A rank stopped (SIGSTOP: alive, silent) mid-run: the others' collective watchdog ends the job, non-zero,
     within SLIMKV_COLLECTIVE_TIMEOUT_S (3 s here) plus a margin, with the error on stderr; nothing left running."""
-    proc, children = start_long_job(binary, synth, "hung rank", failures, extra=["-x", "SLIMKV_COLLECTIVE_TIMEOUT_S"],
-                                    env=dict(ENV, SLIMKV_COLLECTIVE_TIMEOUT_S="3"))
-    if not proc:
+    ended = signalled_job(binary, synth, signal.SIGSTOP, "hung rank", failures, extra=["-x", "SLIMKV_COLLECTIVE_TIMEOUT_S"],
+                          env=dict(ENV, SLIMKV_COLLECTIVE_TIMEOUT_S="3"))
+    if not ended:
         return
-    os.kill(int(children[-1]), signal.SIGSTOP)
-    t0 = time.time()
-    try:
-        _, err = proc.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        os.kill(int(children[-1]), signal.SIGKILL)
-        failures.append("hung rank: the job was still running 30 s after a rank stopped (a hang)")
-        return
-    waited = time.time() - t0
+    proc, children, err, waited = ended
     print(f"hung rank: job ended with {proc.returncode} after {waited:.1f} s: "
           f"{[l for l in err.splitlines() if 'waited' in l][:1]}")
     if proc.returncode == 0 or "waited" not in err or waited > 15:
