@@ -234,7 +234,7 @@ def kill_under_load(binary, model, failures):
 
 def main():
     binary, model = sys.argv[1:3]
-    if not shutil.which("haproxy"):
+    if not (shutil.which("haproxy") or os.path.exists("/usr/sbin/haproxy")):  # a PATH without /usr/sbin
         return missing("no haproxy (Debian: apt-get install haproxy; scripts/setup installs it)")
     if not os.path.exists(model):
         return missing(f"{model} not found")
