@@ -154,8 +154,8 @@ int run_serve(ServeFlags f) {
   f.engine.threads = resolve_threads(f.model.threads);
   engine = std::make_unique<Engine>(*model, f.engine);
   if (model->collectives) {  // rank 0 of a tensor-parallel server: every step's batch to the other ranks first
-    engine->set_before_forward([c = model->collectives](const ForwardBatch& b) {
-      std::vector<uint8_t> bytes = encode_forward_batch(b);
+    engine->set_before_forward([c = model->collectives, bytes = std::vector<uint8_t>()](const ForwardBatch& b) mutable {
+      encode_forward_batch(b, bytes);
       c->broadcast(bytes, false);
     });
   }

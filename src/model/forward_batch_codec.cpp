@@ -10,6 +10,7 @@ namespace {
 
 class Writer {
  public:
+  explicit Writer(std::vector<uint8_t>& o) : out(o) { out.clear(); }
   template <class T>
   void scalar(T v) {
     static_assert(std::is_trivially_copyable_v<T>);
@@ -22,7 +23,7 @@ class Writer {
     const auto* p = reinterpret_cast<const uint8_t*>(v.data());
     out.insert(out.end(), p, p + v.size() * sizeof(T));
   }
-  std::vector<uint8_t> out;
+  std::vector<uint8_t>& out;  // reused between steps: its capacity stays
 };
 
 class Reader {
@@ -85,8 +86,8 @@ PagedBatchMeta read_meta(Reader& r) {
 
 }  // namespace
 
-std::vector<uint8_t> encode_forward_batch(const ForwardBatch& b) {
-  Writer w;
+void encode_forward_batch(const ForwardBatch& b, std::vector<uint8_t>& out) {
+  Writer w(out);
   w.vec(b.token_ids);
   w.vec(b.positions);
   w.scalar<int64_t>(static_cast<int64_t>(b.slots.size()));
@@ -96,7 +97,6 @@ std::vector<uint8_t> encode_forward_batch(const ForwardBatch& b) {
   w.scalar<int64_t>(static_cast<int64_t>(b.states.size()));
   for (const auto& s : b.states) w.vec(s);
   w.vec(b.logits_rows);
-  return std::move(w.out);
 }
 
 ForwardBatch decode_forward_batch(std::span<const uint8_t> bytes) {

@@ -10,7 +10,8 @@
 
 namespace slimkv {
 
-std::vector<uint8_t> encode_forward_batch(const ForwardBatch& b);
+// Into `out` (cleared; its capacity is kept, so a server reusing it allocates nothing per step once warm).
+void encode_forward_batch(const ForwardBatch& b, std::vector<uint8_t>& out);
 // Throws Error on bytes that are not an encoded batch (short, or lengths past the end).
 ForwardBatch decode_forward_batch(std::span<const uint8_t> bytes);
 

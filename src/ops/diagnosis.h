@@ -12,9 +12,9 @@ struct HealthThresholds {      // --threshold-*: the seed's defaults
   double ttft_ms = 500, tpot_ms = 50, memory_use = 0.85, cache_hit_rate = 0.60, queue_ms = 200;
   double sparse_share = 0.20;  // sparse-index share of decode time (seed 5.3)
   // Collectives' share of decode time under tensor parallelism (seed 5.4, "multi-card communication bottleneck"):
-  // a healthy 2-rank run measured 4% (shared memory) and 11% (TCP loopback), an oversubscribed one 44%
-  // (docs/scale-out.md); 15% sits between.
-  double collective_share = 0.15;
+  // healthy 2-rank runs measured 4-25% (shared memory) and 5-11% (TCP loopback) over two sittings on a noisy
+  // 2-vCPU VM, oversubscribed 4-rank runs 44-57% (docs/scale-out.md); 30% sits between.
+  double collective_share = 0.30;
   double top1_agreement = 0.99;  // quality bar for "quality drop"
 };
 

@@ -111,7 +111,7 @@ TEST(Diagnosis, SymptomsMapToCausesCitingTheMeasuredValue) {
   EXPECT_EQ(found["TTFT spike"], "TTFT 900 ms >= 500 ms while TPOT is fine");
   EXPECT_EQ(found["low cache hit rate"], "prefix hit rate 20.0% < 60%");
   EXPECT_EQ(found["throughput down"], "sparse-index share of decode 35.0% > 20%");
-  EXPECT_EQ(found["multi-rank communication bottleneck"], "collectives' share of decode 44.0% > 15%");
+  EXPECT_EQ(found["multi-rank communication bottleneck"], "collectives' share of decode 44.0% > 30%");
   EXPECT_EQ(found["quality drop"], "top-1 agreement 95.00% < 99.00%");
   EXPECT_EQ(found["memory not down"], "compression ratio vs f16 1.00");
   EXPECT_EQ(found["preemptions"], "3 preemptions");
