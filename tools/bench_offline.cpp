@@ -11,6 +11,7 @@
 #include "tools/bench_long.h"
 #include "tools/commands.h"
 #include "tools/common.h"
+#include "tools/step_follow.h"
 #include "tools/prompts_file.h"
 
 namespace slimkv {
@@ -70,14 +71,24 @@ nlohmann::json summary_json(const LatencySummary& s) {
 
 int run_offline(OfflineFlags f) {
   if (f.long_ctx.context_len > 0) {
+    SLIMKV_CHECK(f.model.tensor_parallel_size == 1, "bench offline --context-len runs on one process (drop "
+                 "--tensor-parallel-size)");
     f.long_ctx.json = f.json;
     f.long_ctx.output_len = f.output_len;
     f.long_ctx.seed = f.seed;
     return run_long_context(f.long_ctx, f.model, f.engine);
   }
+  SLIMKV_CHECK(f.model.tensor_parallel_size == 1 || f.engine.cache.kv_cache_memory_gib > 0,
+               "bench offline --tensor-parallel-size: give --kv-cache-memory (every rank must size its pool alike: "
+               "rank 0's block ids address every rank's cache)");
   auto model = load_model_from_flags(f.model);
   f.engine.threads = resolve_threads(f.model.threads);
   Engine engine(*model, f.engine);
+  if (!is_output_rank(*model)) {  // tensor parallelism: rank 0 schedules, this rank runs its slice of each step
+    follow_leader(engine, *model);
+    return 0;
+  }
+  lead_followers(engine, *model);
   if (!f.json) std::fprintf(stderr, "%s\n", describe_plan(engine.kv_layout()).c_str());
   auto work = make_workload(f, *model);
   RequestParams params;
@@ -104,6 +115,7 @@ int run_offline(OfflineFlags f) {
     if (progress) std::fprintf(stderr, "\r%zu/%zu requests done", done, work.size());
   }
   if (progress) std::fprintf(stderr, "\n");
+  release_followers(*model);
   const double secs = elapsed_ms() / 1000.0;
   const Metrics& m = engine.metrics();
   const double out_tps = m.generation_tokens / secs;
@@ -146,6 +158,7 @@ void add_bench_offline_command(CLI::App& bench, std::vector<Command>& out) {
   auto f = std::make_shared<OfflineFlags>();
   auto* sub = bench.add_subcommand("offline", "Batched workload through the engine: throughput and latency");
   add_model_flags(sub, f->model);
+  add_parallel_flags(sub, f->model);
   add_engine_flags(sub, f->engine);
   sub->add_option("--num-prompts", f->num_prompts, "Requests")->check(CLI::Range(1, 1 << 20));
   sub->add_option("--input-len", f->input_len, "Prompt tokens (BOS included)")->check(CLI::Range(1, 1 << 24));

@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -66,6 +68,14 @@ void add_parallel_flags(CLI::App* app, ModelFlags& f) {
   app->add_option("--tensor-parallel-size", f.tensor_parallel_size,
                   "Split each layer over this many MPI ranks (run under mpirun -np N; default 1)")
       ->check(CLI::Range(1, 64));
+  app->add_option("--expert-parallel-size", f.expert_parallel_size,
+                  "MoE: spread the routed experts over E groups of T / E ranks, each expert column-split inside its "
+                  "group (E divides T; default T: every rank its experts whole; 1: every expert over every rank)")
+      ->check(CLI::Range(1, 64));
+  app->add_option("--expert-combine", f.expert_combine,
+                  "MoE: how the ranks' expert outputs meet: all-reduce (default), or all-to-all (each token's rows "
+                  "only to the rank that owns it, then an all-gather; shared experts kept whole)")
+      ->check(CLI::IsMember({"all-reduce", "all-to-all"}));
 }
 
 bool is_output_rank(const Model& m) { return m.shard.rank == 0; }
@@ -92,7 +102,15 @@ std::unique_ptr<Model> load_model_from_flags(const ModelFlags& f) {
     SLIMKV_CHECK(world->size() == f.tensor_parallel_size,
                  "--tensor-parallel-size {} but this MPI job has {} rank(s): run it as mpirun -np {} slimkv ...",
                  f.tensor_parallel_size, world->size(), f.tensor_parallel_size);
-    o.shard = TensorShard{world->rank(), world->size()};
+    o.shard.rank = world->rank();
+    o.shard.ranks = world->size();
+    o.shard.expert_groups = f.expert_parallel_size > 0 ? f.expert_parallel_size : world->size();
+    o.shard.expert_all_to_all = f.expert_combine == "all-to-all";
+    SLIMKV_CHECK(o.shard.ranks % o.shard.expert_groups == 0, "--expert-parallel-size {} must divide "
+                 "--tensor-parallel-size {}", o.shard.expert_groups, o.shard.ranks);
+  } else {
+    SLIMKV_CHECK(f.expert_parallel_size <= 1 && f.expert_combine == "all-reduce", "--expert-parallel-size and "
+                 "--expert-combine need --tensor-parallel-size above 1 (under mpirun)");
   }
   auto m = load_model(o);
   m->collectives = world;
@@ -111,7 +129,17 @@ DType parse_dtype(const std::string& s) {  // a weight type's GGML name, any cas
   fail("unknown weight dtype '{}' ({})", s, names);
 }
 
-int32_t resolve_threads(int32_t flag) { return flag > 0 ? flag : default_num_threads(); }
+// 0: the cores, shared among the ranks an MPI launcher started on this host (Open MPI's / MPICH's local size), so
+// ranks on one machine do not oversubscribe it with spinning pools.
+int32_t resolve_threads(int32_t flag) {
+  if (flag > 0) return flag;
+  int32_t local_ranks = 1;
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}) {
+    const char* v = std::getenv(name);
+    if (v && std::atoi(v) > 0) local_ranks = std::atoi(v);
+  }
+  return std::max(1, default_num_threads() / local_ranks);
+}
 
 std::vector<int32_t> parse_token_ids(const std::string& text, int32_t vocab_size, const std::string& what) {
   std::vector<int32_t> ids;

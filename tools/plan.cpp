@@ -136,22 +136,26 @@ void print_parallel(const ParallelShape& s, const PlanFlags& f) {
   if (f.tensor_parallel == std::vector<int32_t>{1} && f.expert_parallel == std::vector<int32_t>{1}) return;
   nlohmann::json rows = nlohmann::json::array();
   if (!f.json) {
-    std::printf("\nper rank, %s, context %lld x batch %lld (routed experts over all T x E ranks, the rest over T):\n",
-                s.name.c_str(), (long long)f.in.context_tokens, (long long)f.in.batch);
-    std::printf("%4s %4s %6s %14s %14s %20s %20s %18s\n", "T", "E", "ranks", "weights/rank", "KV/rank",
-                "all-reduce B/token", "(ring, on the wire)", "all-to-all B/token");
+    std::printf("\nper rank, %s, context %lld x batch %lld (T ranks; routed experts in E groups of T / E ranks, "
+                "column-split inside a group; the rest over T):\n", s.name.c_str(), (long long)f.in.context_tokens,
+                (long long)f.in.batch);
+    std::printf("%4s %4s %14s %14s %20s %20s %12s %22s\n", "T", "E", "weights/rank", "KV/rank", "all-reduce B/token",
+                "(ring, on the wire)", "expert reach", "all-to-all combine B/token");
   }
   for (int32_t tp : f.tensor_parallel) {
     for (int32_t ep : f.expert_parallel) {
+      if (tp % ep != 0) continue;  // E divides T
       const ParallelPlanRow r = plan_parallel(s, tp, ep, f.in.context_tokens, f.in.batch);
       rows.push_back({{"tensor_parallel", tp}, {"expert_parallel", ep}, {"weights_bytes_per_rank", r.weights_bytes_per_rank},
                       {"kv_bytes_per_rank", r.kv_bytes_per_rank}, {"all_reduce_bytes_per_token", r.all_reduce_bytes_per_token},
                       {"all_reduce_wire_bytes_per_token", r.all_reduce_wire_bytes_per_token},
-                      {"all_to_all_bytes_per_token", r.all_to_all_bytes_per_token}});
+                      {"expert_reach", r.expert_reach},
+                      {"all_to_all_wire_bytes_per_token", r.all_to_all_wire_bytes_per_token}});
       if (!f.json) {
-        std::printf("%4d %4d %6d %14s %14s %20lld %20lld %18lld\n", tp, ep, r.ranks, gib(r.weights_bytes_per_rank).c_str(),
+        std::printf("%4d %4d %14s %14s %20lld %20lld %12.3f %22lld\n", tp, ep, gib(r.weights_bytes_per_rank).c_str(),
                     gib(r.kv_bytes_per_rank).c_str(), (long long)r.all_reduce_bytes_per_token,
-                    (long long)r.all_reduce_wire_bytes_per_token, (long long)r.all_to_all_bytes_per_token);
+                    (long long)r.all_reduce_wire_bytes_per_token, r.expert_reach,
+                    (long long)r.all_to_all_wire_bytes_per_token);
       }
     }
   }
@@ -384,7 +388,8 @@ void add_plan_command(CLI::App& app, std::vector<Command>& out) {
   sub->add_flag("--json", f->json, "Machine-readable output");
   sub->add_option("--tensor-parallel-size", f->tensor_parallel, "Per-rank rows for these tensor-parallel sizes (e.g. 1 2 4 8)")
       ->check(CLI::Range(1, 64));
-  sub->add_option("--expert-parallel-size", f->expert_parallel, "... and these expert-parallel sizes")
+  sub->add_option("--expert-parallel-size", f->expert_parallel, "... and these expert-parallel sizes (expert groups; "
+                  "rows where E divides T)")
       ->check(CLI::Range(1, 64));
   out.push_back({sub, [f] { return run_plan(*f); }});
 }

@@ -43,11 +43,17 @@ nlohmann::json phase_json(const ProfileTimes& t) {
 nlohmann::json collectives_json(const Model& m, const ProfileTimes& prefill, const ProfileTimes& decode) {
   const CollectiveStats& s = m.collectives->stats();
   const int64_t tokens = prefill.tokens + decode.tokens;
+  int64_t moe_layers = 0;
+  for (const LayerConfig& l : m.config.layers) moe_layers += l.moe;
   const double per_token_layer = tokens > 0 ? static_cast<double>(s.all_reduce_bytes) / tokens / m.config.num_layers : 0;
   return {{"ranks", m.shard.ranks}, {"all_reduce_calls", s.all_reduce_calls}, {"all_reduce_bytes", s.all_reduce_bytes},
           {"all_reduce_ms", s.all_reduce_ms}, {"bytes_per_token_per_layer", per_token_layer},
           {"formula_bytes_per_token_per_layer", 2.0 * m.config.dim * sizeof(float)},
-          {"all_gather_calls", s.all_gather_calls}, {"all_gather_bytes", s.all_gather_bytes}};
+          {"all_gather_calls", s.all_gather_calls}, {"all_gather_bytes", s.all_gather_bytes},
+          {"all_to_all_calls", s.all_to_all_calls}, {"all_to_all_bytes", s.all_to_all_bytes},
+          {"all_to_all_ms", s.all_to_all_ms}, {"expert_parallel_size", m.shard.expert_groups},
+          {"expert_combine", m.shard.expert_all_to_all ? "all-to-all" : "all-reduce"}, {"moe_layers", moe_layers},
+          {"tokens", tokens}};
 }
 
 int run_profile(ProfileFlags f) {
@@ -102,6 +108,12 @@ int run_profile(ProfileFlags f) {
                   c["all_reduce_bytes"].get<double>() / (1 << 20), c["all_reduce_ms"].get<double>(),
                   c["bytes_per_token_per_layer"].get<double>(), c["formula_bytes_per_token_per_layer"].get<double>(),
                   c["all_gather_calls"].get<long long>(), c["all_gather_bytes"].get<double>() / (1 << 20));
+      if (c["all_to_all_calls"].get<long long>() > 0) {
+        std::printf("expert combine (all-to-all, %d expert groups): %lld exchanges, %.1f MiB sent, %.1f ms on rank 0 "
+                    "(with the all-gather after each)\n", c["expert_parallel_size"].get<int>(),
+                    c["all_to_all_calls"].get<long long>(), c["all_to_all_bytes"].get<double>() / (1 << 20),
+                    c["all_to_all_ms"].get<double>());
+      }
     }
     std::printf("\nsparse-index share of decode: %.1f%% (importance scoring + top-K selection + eviction/merge, or "
                 "DeepSeek-V4's lightning indexer; the attention kernel's own importance accumulation is fused and "

@@ -10,8 +10,8 @@
 #include <thread>
 
 #include "dist/mpi_world.h"
+#include "tools/step_follow.h"
 #include "engine/engine.h"
-#include "model/forward_batch_codec.h"
 #include "ops/dashboard_page.h"
 #include "server/chat_template.h"
 #include "server/engine_service.h"
@@ -102,14 +102,7 @@ int follow_rank0(ServeFlags f) {
   auto model = load_model_from_flags(f.model);
   f.engine.threads = resolve_threads(f.model.threads);
   Engine engine(*model, f.engine);
-  std::vector<uint8_t> msg;
-  int64_t steps = 0;
-  while (true) {
-    model->collectives->broadcast(msg, true);
-    if (msg.empty()) break;
-    engine.forward_only(decode_forward_batch(msg));
-    ++steps;
-  }
+  const int64_t steps = follow_leader(engine, *model);
   std::fprintf(stderr, "slimkv serve: rank %d of %d: stopped after %lld steps\n", model->shard.rank,
                model->shard.ranks, (long long)steps);
   return 0;
@@ -153,12 +146,7 @@ int run_serve(ServeFlags f) {
   model = load_model_from_flags(f.model);
   f.engine.threads = resolve_threads(f.model.threads);
   engine = std::make_unique<Engine>(*model, f.engine);
-  if (model->collectives) {  // rank 0 of a tensor-parallel server: every step's batch to the other ranks first
-    engine->set_before_forward([c = model->collectives, bytes = std::vector<uint8_t>()](const ForwardBatch& b) mutable {
-      encode_forward_batch(b, bytes);
-      c->broadcast(bytes, false);
-    });
-  }
+  lead_followers(*engine, *model);  // rank 0 of a tensor-parallel server: every step's batch to the other ranks first
   if (f.server.chat_template.empty()) tmpl = model_chat_template(*model);
   tmpl.set_special_tokens(chat_special_tokens(*model->tokenizer));
 
@@ -192,10 +180,7 @@ int run_serve(ServeFlags f) {
   http.stop();  // before the service and engine below go: no handler may run on them after this
   listener.thread.join();
   if (model->collectives) {  // the other ranks stop following (under the engine lock: never beside a step)
-    service.inspect([&](Engine&) {
-      std::vector<uint8_t> stop;
-      model->collectives->broadcast(stop, false);
-    });
+    service.inspect([&](Engine&) { release_followers(*model); });
   }
   std::fprintf(stderr, "slimkv serve: stopped\n");
   return 0;

@@ -83,10 +83,12 @@ class MpiCollectives : public Collectives {
     const int level = serialized ? MPI_THREAD_SERIALIZED : MPI_THREAD_FUNNELED;
     check_mpi(MPI_Init_thread(nullptr, nullptr, level, &provided), "MPI_Init_thread");
     SLIMKV_CHECK(provided >= level, "MPI: the library gives thread level {}, below the {} asked for", provided, level);
-    check_mpi(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
-    check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
-    check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
-    watchdog_ = std::make_unique<CollectiveWatchdog>(rank_);
+    comm_ = MPI_COMM_WORLD;
+    check_mpi(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
+    check_mpi(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
+    stats_ = std::make_shared<CollectiveStats>();
+    watchdog_ = std::make_shared<CollectiveWatchdog>(rank_);
     setup_shared_memory_path();
   }
   ~MpiCollectives() override {
@@ -135,34 +137,32 @@ class MpiCollectives : public Collectives {
     const auto t0 = std::chrono::steady_clock::now();
     if (shm_ && n >= shm_min_floats_ && shm_->fits(n)) {  // every rank has the same n: all take the same path
       shm_->all_reduce_sum(x, n);
-      stats_.all_reduce_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      ++stats_.all_reduce_calls;
-      stats_.all_reduce_bytes += n * static_cast<int64_t>(sizeof(float));
-      return;
+    } else {
+      watchdog_->enter("MPI_Allreduce");
+      const int rc = MPI_Allreduce(MPI_IN_PLACE, x, static_cast<int>(n), MPI_FLOAT, MPI_SUM, comm_);
+      watchdog_->leave();
+      check_mpi(rc, "MPI_Allreduce");
     }
-    watchdog_->enter("MPI_Allreduce");
-    const int rc = MPI_Allreduce(MPI_IN_PLACE, x, static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    watchdog_->leave();
-    check_mpi(rc, "MPI_Allreduce");
-    stats_.all_reduce_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    ++stats_.all_reduce_calls;
-    stats_.all_reduce_bytes += n * static_cast<int64_t>(sizeof(float));
+    stats_->all_reduce_ms += ms_since(t0);
+    ++stats_->all_reduce_calls;
+    stats_->all_reduce_bytes += n * static_cast<int64_t>(sizeof(float));
   }
   void all_gather(const float* x, int64_t n, float* out) override {
     SLIMKV_CHECK(n >= 0 && n <= INT_MAX, "MPI: an all-gather of {} floats", n);
     watchdog_->enter("MPI_Allgather");
-    const int rc = MPI_Allgather(x, static_cast<int>(n), MPI_FLOAT, out, static_cast<int>(n), MPI_FLOAT, MPI_COMM_WORLD);
+    const int rc = MPI_Allgather(x, static_cast<int>(n), MPI_FLOAT, out, static_cast<int>(n), MPI_FLOAT, comm_);
     watchdog_->leave();
     check_mpi(rc, "MPI_Allgather");
-    ++stats_.all_gather_calls;
-    stats_.all_gather_bytes += n * size_ * static_cast<int64_t>(sizeof(float));
+    ++stats_->all_gather_calls;
+    stats_->all_gather_bytes += n * size_ * static_cast<int64_t>(sizeof(float));
   }
+  void sum_rows(float* x, int64_t rows, int64_t row_len, const uint8_t* present) override;
   void broadcast(std::vector<uint8_t>& bytes, bool idle) override {
     int64_t n = static_cast<int64_t>(bytes.size());
     // The length first, nonblocking on every rank (a nonblocking collective matches only nonblocking ones): an
     // idle follower polls it without spinning — it may wait minutes between requests — the others wait on it.
     MPI_Request req;
-    check_mpi(MPI_Ibcast(&n, 1, MPI_INT64_T, 0, MPI_COMM_WORLD, &req), "MPI_Ibcast");
+    check_mpi(MPI_Ibcast(&n, 1, MPI_INT64_T, 0, comm_, &req), "MPI_Ibcast");
     if (idle) {
       for (int done = 0; !done;) {
         check_mpi(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test");
@@ -177,21 +177,93 @@ class MpiCollectives : public Collectives {
     SLIMKV_CHECK(n >= 0 && n <= INT_MAX, "MPI: a broadcast of {} bytes", n);
     bytes.resize(static_cast<size_t>(n));
     watchdog_->enter("MPI_Bcast");
-    const int rc = MPI_Bcast(bytes.data(), static_cast<int>(n), MPI_BYTE, 0, MPI_COMM_WORLD);
+    const int rc = MPI_Bcast(bytes.data(), static_cast<int>(n), MPI_BYTE, 0, comm_);
     watchdog_->leave();
     check_mpi(rc, "MPI_Bcast");
-    ++stats_.broadcast_calls;
-    stats_.broadcast_bytes += n;
+    ++stats_->broadcast_calls;
+    stats_->broadcast_bytes += n;
   }
-  const CollectiveStats& stats() const override { return stats_; }
+  const CollectiveStats& stats() const override { return *stats_; }
 
  private:
+  static double ms_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+  void checked(int rc, const char* call) {
+    watchdog_->leave();
+    check_mpi(rc, call);
+  }
+  MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
-  CollectiveStats stats_;
-  std::unique_ptr<CollectiveWatchdog> watchdog_;
+  std::shared_ptr<CollectiveStats> stats_;
+  std::shared_ptr<CollectiveWatchdog> watchdog_;
   std::unique_ptr<ShmAllReduce> shm_;  // null: not every rank on this host, or SLIMKV_ALL_REDUCE=mpi
   int64_t shm_min_floats_ = kShmMinFloats;
+  std::vector<float> send_rows_, recv_rows_;  // sum_rows scratch, reused
+  std::vector<int32_t> send_ids_, recv_ids_;
 };
+
+void MpiCollectives::sum_rows(float* x, int64_t rows, int64_t row_len, const uint8_t* present) {
+  SLIMKV_CHECK(rows >= 0 && row_len > 0 && rows * row_len <= INT_MAX, "MPI: sum_rows of {} x {}", rows, row_len);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<int> send_n(size_, 0), recv_n(size_, 0), send_off(size_ + 1, 0), recv_off(size_ + 1, 0);
+  send_ids_.clear();
+  send_rows_.clear();
+  for (int32_t k = 0; k < size_; ++k) {  // present rows owned elsewhere, grouped by owner (rows are in order)
+    if (k == rank_) continue;
+    for (int64_t r = owned_first_row(rows, size_, k); r < owned_first_row(rows, size_, k + 1); ++r) {
+      if (!present[r]) continue;
+      send_ids_.push_back(static_cast<int32_t>(r));
+      send_rows_.insert(send_rows_.end(), x + r * row_len, x + (r + 1) * row_len);
+      ++send_n[k];
+    }
+  }
+  watchdog_->enter("MPI_Alltoall");
+  checked(MPI_Alltoall(send_n.data(), 1, MPI_INT, recv_n.data(), 1, MPI_INT, comm_), "MPI_Alltoall");
+  for (int32_t k = 0; k < size_; ++k) {
+    send_off[k + 1] = send_off[k] + send_n[k];
+    recv_off[k + 1] = recv_off[k] + recv_n[k];
+  }
+  recv_ids_.resize(static_cast<size_t>(recv_off[size_]));
+  recv_rows_.resize(static_cast<size_t>(recv_off[size_] * row_len));
+  watchdog_->enter("MPI_Alltoallv");
+  checked(MPI_Alltoallv(send_ids_.data(), send_n.data(), send_off.data(), MPI_INT, recv_ids_.data(), recv_n.data(),
+                        recv_off.data(), MPI_INT, comm_), "MPI_Alltoallv");
+  MPI_Datatype row_type;  // one row of floats: counts stay in rows
+  check_mpi(MPI_Type_contiguous(static_cast<int>(row_len), MPI_FLOAT, &row_type), "MPI_Type_contiguous");
+  check_mpi(MPI_Type_commit(&row_type), "MPI_Type_commit");
+  watchdog_->enter("MPI_Alltoallv");
+  const int rc = MPI_Alltoallv(send_rows_.data(), send_n.data(), send_off.data(), row_type, recv_rows_.data(),
+                               recv_n.data(), recv_off.data(), row_type, comm_);
+  watchdog_->leave();
+  // My rows: mine (zero where absent) plus the others' in rank order.
+  const int64_t mine_first = owned_first_row(rows, size_, rank_), mine_end = owned_first_row(rows, size_, rank_ + 1);
+  for (int64_t r = mine_first; r < mine_end; ++r) {
+    if (!present[r]) std::fill(x + r * row_len, x + (r + 1) * row_len, 0.0f);
+  }
+  for (int64_t i = 0; rc == MPI_SUCCESS && i < recv_off[size_]; ++i) {
+    const int64_t r = recv_ids_[static_cast<size_t>(i)];
+    SLIMKV_CHECK(r >= mine_first && r < mine_end, "MPI: sum_rows received row {} owned by another rank", r);
+    const float* src = recv_rows_.data() + i * row_len;
+    float* dst = x + r * row_len;
+    for (int64_t d = 0; d < row_len; ++d) dst[d] += src[d];
+  }
+  std::vector<int> own_n(size_), own_off(size_);
+  for (int32_t k = 0; k < size_; ++k) {
+    own_off[k] = static_cast<int>(owned_first_row(rows, size_, k));
+    own_n[k] = static_cast<int>(owned_first_row(rows, size_, k + 1)) - own_off[k];
+  }
+  if (rc == MPI_SUCCESS) {
+    watchdog_->enter("MPI_Allgatherv");
+    checked(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, x, own_n.data(), own_off.data(), row_type, comm_),
+            "MPI_Allgatherv");
+  }
+  MPI_Type_free(&row_type);
+  check_mpi(rc, "MPI_Alltoallv");
+  stats_->all_to_all_ms += ms_since(t0);
+  ++stats_->all_to_all_calls;
+  stats_->all_to_all_bytes += static_cast<int64_t>(send_ids_.size()) * static_cast<int64_t>(sizeof(int32_t) + row_len * sizeof(float));
+}
 
 }  // namespace
 

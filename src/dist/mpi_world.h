@@ -14,6 +14,7 @@ bool mpi_built();  // false when slimkv was built without an MPI library (then m
 // MPI_THREAD_SERIALIZED with `serialized`, for a server whose engine thread, not the main one, makes the calls
 // after the load: still one thread at a time).
 std::shared_ptr<Collectives> mpi_world(bool serialized = false);
+
 // Benchmarks: every rank switches the all-reduce between the same-host shared-memory path (dist/shm_all_reduce.h,
 // when available) and MPI_Allreduce alike; returns the previous choice.
 bool mpi_use_shared_memory_all_reduce(bool on);

@@ -34,6 +34,17 @@ uint64_t cache_salt(const Model& m, const CompressionConfig& cc) {  // everythin
   return h;
 }
 
+// How many of a request's top logits its next sample reads: 1 greedy, top_k when sampling with a small top-k
+// (top-p and min-p then act inside it), 0 (the whole row) when anything reads the rest — penalties, logit bias,
+// a grammar, logprobs, a masked EOS before min_tokens, or no top-k.
+constexpr int32_t kMaxLogitsCandidates = 64;
+int32_t logits_candidates(const Request& r) {
+  const RequestParams& p = r.params;
+  if (p.sampling.has_penalties() || r.constraint || p.logprobs >= 0 || r.num_output_tokens() < p.min_tokens) return 0;
+  if (p.sampling.temperature == 0.0f) return 1;
+  return p.sampling.top_k > 0 && p.sampling.top_k <= kMaxLogitsCandidates ? p.sampling.top_k : 0;
+}
+
 }  // namespace
 
 Engine::Engine(const Model& model, EngineConfig cfg)
@@ -192,6 +203,13 @@ std::vector<StepEvent> Engine::step() {
   logprobs.clear();
   if (!out.chunks.empty()) {
     build_forward_batch(out, cfg_.cache.block_size, layout_.groups, batch_);
+    int32_t need = 1;  // the most any sampled row reads, or 0: whole rows
+    for (const auto& c : out.chunks) {
+      if (!c.samples) continue;
+      const int32_t k = logits_candidates(*scheduler_.find(c.id));
+      need = k == 0 || need == 0 ? 0 : std::max(need, k);
+    }
+    batch_.logits_candidates = need;
     if (before_forward_) before_forward_(batch_);
     fwd_.forward(batch_, storage_, logits_.data());
     for (int32_t g = 0; g < layout_.num_groups(); ++g) {  // attention mass per page -> per-block importance

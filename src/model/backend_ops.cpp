@@ -37,6 +37,15 @@ class CpuOps : public BackendOps {
     ProfScope ps(ProfKind::Collective);
     collectives_->all_gather(x, n, out);
   }
+  void combine_experts(float* x, int64_t rows, int64_t row_len, const uint8_t* present) override {
+    if (!collectives_) return;
+    ProfScope ps(ProfKind::Collective);
+    if (present) {
+      collectives_->sum_rows(x, rows, row_len, present);
+    } else {
+      collectives_->all_reduce_sum(x, rows * row_len);
+    }
+  }
   int32_t num_ranks() const override { return collectives_ ? collectives_->size() : 1; }
   ThreadPool* pool() const override { return pool_; }
 

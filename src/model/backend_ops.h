@@ -29,6 +29,10 @@ class BackendOps {
   // Collectives over the ranks that share a layer (one process: nothing to do).
   virtual void all_reduce_sum(float* x, int64_t n) = 0;  // x = the sum of every rank's x (n floats)
   virtual void all_gather(const float* x, int64_t n, float* out) = 0;  // out [ranks, n] = every rank's x, in order
+  // The MoE combine: x [rows, row_len] = the sum of every rank's x. `present`
+  // null: an all-reduce; otherwise [rows] flags of the rows this rank wrote, the others being zero here and not
+  // sent (Collectives::sum_rows: an all-to-all to each row's owner, then an all-gather).
+  virtual void combine_experts(float* x, int64_t rows, int64_t row_len, const uint8_t* present) = 0;
   virtual int32_t num_ranks() const = 0;
   virtual ThreadPool* pool() const = 0;
 };

@@ -183,6 +183,10 @@ void DecoderForward::forward(const ForwardBatch& b, KvStorage& kv, float* logits
     rmsnorm(final_.data() + static_cast<size_t>(r) * dim, x_.data() + static_cast<size_t>(t) * dim, model_.final_norm,
             dim, c.rms_eps);
   }
+  if (model_.shard.vocab_split && b.logits_candidates > 0) {
+    vocab_parallel_candidates(rows, b.logits_candidates, logits_out);  // soft-capped there: the rest stays -inf
+    return;
+  }
   if (model_.shard.vocab_split) {
     vocab_parallel_logits(rows, logits_out);
   } else {
@@ -206,6 +210,51 @@ void DecoderForward::vocab_parallel_logits(int32_t rows, float* logits_out) {
   for (int64_t k = 0; k < ranks; ++k) {
     for (int32_t r = 0; r < rows; ++r) {
       std::copy_n(head_all_.data() + (k * rows + r) * slice, slice, logits_out + r * slice * ranks + k * slice);
+    }
+  }
+}
+
+// Tensor parallelism, a step that reads only each row's top k logits: every rank picks its slice's top k per row
+// (by logit, then the lower id), an all-gather exchanges those (value, id) pairs ([ranks, rows, k, 2]), and every
+// rank keeps the best k of them: the row holds those logits, the rest -inf. The same k logits, bit for bit, as the
+// whole-row path, so greedy and top-k sampling pick the same tokens.
+void DecoderForward::vocab_parallel_candidates(int32_t rows, int32_t k, float* logits_out) {
+  const ModelConfig& c = model_.config;
+  const int64_t slice = model_.output.rows, ranks = model_.shard.ranks, first_id = model_.shard.rank * slice;
+  k = static_cast<int32_t>(std::min<int64_t>(k, slice));
+  head_local_.resize(static_cast<size_t>(rows) * slice);
+  {
+    ProfScope ps(ProfKind::Matmul);
+    ops_->matmul(model_.output, final_.data(), rows, head_local_.data());
+  }
+  auto better = [](const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  };
+  std::vector<std::pair<float, int32_t>> cand(static_cast<size_t>(std::max<int64_t>(slice, ranks * k)));
+  std::vector<float> mine(static_cast<size_t>(rows) * k * 2);  // [rows, k, (logit, id)]
+  for (int32_t r = 0; r < rows; ++r) {
+    const float* row = head_local_.data() + static_cast<size_t>(r) * slice;
+    for (int64_t i = 0; i < slice; ++i) cand[i] = {row[i], static_cast<int32_t>(first_id + i)};
+    std::partial_sort(cand.begin(), cand.begin() + k, cand.begin() + slice, better);
+    for (int32_t j = 0; j < k; ++j) {  // ids below 2^24 are exact in a float
+      mine[(static_cast<size_t>(r) * k + j) * 2] = cand[j].first;
+      mine[(static_cast<size_t>(r) * k + j) * 2 + 1] = static_cast<float>(cand[j].second);
+    }
+  }
+  head_all_.resize(static_cast<size_t>(ranks) * mine.size());
+  ops_->all_gather(mine.data(), static_cast<int64_t>(mine.size()), head_all_.data());
+  std::fill(logits_out, logits_out + static_cast<size_t>(rows) * c.vocab_size, -INFINITY);
+  for (int32_t r = 0; r < rows; ++r) {
+    size_t n = 0;
+    for (int64_t q = 0; q < ranks; ++q) {
+      const float* p = head_all_.data() + (static_cast<size_t>(q * rows + r) * k) * 2;
+      for (int32_t j = 0; j < k; ++j) cand[n++] = {p[2 * j], static_cast<int32_t>(p[2 * j + 1])};
+    }
+    std::partial_sort(cand.begin(), cand.begin() + k, cand.begin() + n, better);
+    float* out = logits_out + static_cast<size_t>(r) * c.vocab_size;
+    for (int32_t j = 0; j < k; ++j) out[cand[j].second] = cand[j].first;
+    if (c.final_logit_softcap > 0) {
+      for (int32_t j = 0; j < k; ++j) softcap(out + cand[j].second, 1, c.final_logit_softcap);
     }
   }
 }

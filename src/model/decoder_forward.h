@@ -103,13 +103,15 @@ class DecoderForward {
 
  private:
   void vocab_parallel_logits(int32_t rows, float* logits_out);  // [rows, vocab] from every rank's slice of the head
+  void vocab_parallel_candidates(int32_t rows, int32_t k, float* logits_out);  // each row's top k; the rest -inf
   void dense_ffn(const WeightView& gate, const WeightView& up, const WeightView& down, const float* in,
                  int32_t num_tokens, float* out, float* h1, float* h2, float limit = 0.0f,
                  const MlpBiases& bias = MlpBiases{}, float alpha = 0.0f);
   void moe_ffn(int32_t layer, const float* in, float* out);
   void project_gated_q(int32_t layer, const float* in);  // q_ and qgate_ from a [q | gate] per-head projection
   void route_experts(int32_t layer);  // router_ -> sel_, selw_ for the step's tokens
-  void gate_shared_expert(const float* gate, const float* in);  // eout_[t] *= sigmoid(gate · in[t])
+  void gate_shared_expert(const float* gate, const float* in, int32_t rows);  // eout_[t] *= sigmoid(gate · in[t])
+  void add_shared_experts(int32_t layer, const float* in, int32_t first, int32_t rows, float* out);
 
   const Model& model_;
   const ModelFamily& family_;
@@ -144,6 +146,7 @@ class DecoderForward {
   std::vector<float> ein_, eout_;  // [T, dim] tokens routed to one expert, and its output
   std::vector<int32_t> etok_;   // [T] their token indices
   std::vector<float> ewt_;      // [T] their weights
+  std::vector<uint8_t> moe_rows_;  // [T] all-to-all expert combine: the tokens this rank's experts wrote
   std::vector<LayerProjection> kv_proj_;  // [num_layers] low-rank K/V bases, or empty
   KvObserver observer_;
   QObserver q_observer_;

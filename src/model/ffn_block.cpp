@@ -118,10 +118,10 @@ void DecoderForward::route_experts(int32_t l) {
   }
 }
 
-// eout_[t] *= sigmoid(gate · in[t]): the shared expert's per-token gate.
-void DecoderForward::gate_shared_expert(const float* gate, const float* in) {
+// eout_[i] *= sigmoid(gate · in[i]) for `rows` rows: the shared expert's per-token gate.
+void DecoderForward::gate_shared_expert(const float* gate, const float* in, int32_t rows) {
   const int32_t dim = model_.config.dim;
-  for (int32_t t = 0; t < T_; ++t) {
+  for (int32_t t = 0; t < rows; ++t) {
     const float* x = in + static_cast<size_t>(t) * dim;
     float dot = 0.0f;
     for (int32_t i = 0; i < dim; ++i) dot += gate[i] * x[i];
@@ -129,6 +129,18 @@ void DecoderForward::gate_shared_expert(const float* gate, const float* in) {
     float* y = eout_.data() + static_cast<size_t>(t) * dim;
     for (int32_t i = 0; i < dim; ++i) y[i] *= s;
   }
+}
+
+// out[first, first + rows) += the shared experts (fused into one MLP) over those tokens.
+void DecoderForward::add_shared_experts(int32_t l, const float* in, int32_t first, int32_t rows, float* out) {
+  const MoeConfig& mc = model_.config.moe;
+  const LayerWeights& w = model_.layers[l];
+  const size_t dim = static_cast<size_t>(model_.config.dim), off = static_cast<size_t>(first) * dim;
+  if (rows == 0) return;
+  dense_ffn(w.shexp_gate, w.shexp_up, w.shexp_down, in + off, rows, eout_.data(), hb_.data(), hb2_.data(),
+            mc.swiglu_limit_shared);
+  if (w.shexp_gate_inp) gate_shared_expert(w.shexp_gate_inp, in + off, rows);
+  for (size_t i = 0; i < static_cast<size_t>(rows) * dim; ++i) out[off + i] += eout_[i];
 }
 
 void DecoderForward::moe_ffn(int32_t l, const float* in, float* out) {
@@ -142,6 +154,8 @@ void DecoderForward::moe_ffn(int32_t l, const float* in, float* out) {
   }
   route_experts(l);
   std::fill(out, out + static_cast<size_t>(T) * dim, 0.0f);
+  const bool all_to_all = model_.shard.expert_all_to_all && model_.shard.ranks > 1;
+  if (all_to_all) moe_rows_.assign(static_cast<size_t>(T), 0);  // [T] the tokens this rank wrote
   for (int32_t e = 0; e < E; ++e) {  // each expert once, over the tokens routed to it
     if (w.exp_gate[e].data == nullptr) continue;  // another rank's expert (tensor_shard.h): it adds its share there
     int32_t n = 0;
@@ -165,15 +179,24 @@ void DecoderForward::moe_ffn(int32_t l, const float* in, float* out) {
       float* dst = out + static_cast<size_t>(etok_[i]) * dim;
       const float* src = eout_.data() + static_cast<size_t>(i) * dim;
       for (int32_t d = 0; d < dim; ++d) dst[d] += ewt_[i] * src[d];
+      if (all_to_all) moe_rows_[static_cast<size_t>(etok_[i])] = 1;
     }
   }
-  if (mc.num_shared_experts > 0) {  // every token through the shared experts (fused into one MLP)
-    dense_ffn(w.shexp_gate, w.shexp_up, w.shexp_down, in, T, eout_.data(), hb_.data(), hb2_.data(),
-              mc.swiglu_limit_shared);
-    if (w.shexp_gate_inp) gate_shared_expert(w.shexp_gate_inp, in);
-    for (size_t i = 0; i < static_cast<size_t>(T) * dim; ++i) out[i] += eout_[i];
+  if (!all_to_all) {
+    if (mc.num_shared_experts > 0) add_shared_experts(l, in, 0, T, out);  // whole, or this rank's columns
+    ops_->combine_experts(out, T, dim, nullptr);  // experts (or their slices) on other ranks add theirs
+    return;
   }
-  ops_->all_reduce_sum(out, static_cast<int64_t>(T) * dim);  // experts (or their slices) on other ranks add theirs
+  // All-to-all: the shared experts (whole here) run on the tokens this rank owns; each present row goes to its
+  // owner, which sums, then every rank gathers every owner's rows.
+  const int32_t ranks = model_.shard.ranks, rank = model_.shard.rank;
+  const int32_t own_first = static_cast<int32_t>(owned_first_row(T, ranks, rank));
+  const int32_t own_end = static_cast<int32_t>(owned_first_row(T, ranks, rank + 1));
+  if (mc.num_shared_experts > 0) {
+    add_shared_experts(l, in, own_first, own_end - own_first, out);
+    std::fill(moe_rows_.begin() + own_first, moe_rows_.begin() + own_end, uint8_t{1});
+  }
+  ops_->combine_experts(out, T, dim, moe_rows_.data());
 }
 
 }  // namespace slimkv

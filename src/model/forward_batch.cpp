@@ -3,6 +3,7 @@
 namespace slimkv {
 
 void ForwardBatch::clear(int32_t num_groups) {
+  logits_candidates = 0;
   token_ids.clear();
   positions.clear();
   slots.resize(num_groups);

@@ -27,6 +27,10 @@ struct ForwardBatch {
   std::vector<PagedBatchMeta> attn;  // [groups] page table (CSR) + per-token sequence and position
   std::vector<std::vector<StateSlots>> states;  // [groups][sequences] recurrent-state groups only (else empty)
   std::vector<int32_t> logits_rows;  // token indices whose logits are computed, in output order
+  // > 0: the step needs only each row's top logits_candidates logits (greedy, or top-k sampling with nothing that
+  // reads the whole row); the others may come back as -inf, so a vocabulary-parallel head exchanges each rank's
+  // candidates instead of its whole slice. 0: whole rows.
+  int32_t logits_candidates = 0;
 
   int32_t num_tokens() const { return static_cast<int32_t>(token_ids.size()); }
   int32_t num_groups() const { return static_cast<int32_t>(attn.size()); }

@@ -97,6 +97,7 @@ void encode_forward_batch(const ForwardBatch& b, std::vector<uint8_t>& out) {
   w.scalar<int64_t>(static_cast<int64_t>(b.states.size()));
   for (const auto& s : b.states) w.vec(s);
   w.vec(b.logits_rows);
+  w.scalar<int32_t>(b.logits_candidates);
 }
 
 ForwardBatch decode_forward_batch(std::span<const uint8_t> bytes) {
@@ -116,6 +117,8 @@ ForwardBatch decode_forward_batch(std::span<const uint8_t> bytes) {
   b.states.resize(count("state groups"));
   for (auto& s : b.states) s = r.vec<StateSlots>();
   b.logits_rows = r.vec<int32_t>();
+  b.logits_candidates = r.scalar<int32_t>();
+  SLIMKV_CHECK(b.logits_candidates >= 0, "forward batch: {} logits candidates", b.logits_candidates);
   SLIMKV_CHECK(r.done(), "forward batch: {} bytes, more than one batch", bytes.size());
   return b;
 }

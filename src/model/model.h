@@ -17,8 +17,19 @@ namespace slimkv {
 
 // Which slice of a tensor-parallel model this process holds: rank of ranks (1 = the whole model).
 struct TensorShard {
-  int32_t rank = 0, ranks = 1;
+  int32_t rank = 0, ranks = 1;  // T ranks split attention and dense FFNs (the whole MPI job)
+  // Expert parallelism (E divides T, as in vLLM, SGLang and TensorRT-LLM): the routed experts are spread over E
+  // groups of T / E consecutive ranks (Ne / E experts each) and each expert is column-split over its group's ranks.
+  // E = T: every rank its experts whole; E = 1: every expert split over every rank.
+  int32_t expert_groups = 1;
+  // The expert combine: false — an all-reduce over every rank (each rank's partial [tokens, dim]); true — each
+  // rank sends only the tokens that reached its experts to the token's owner (MPI_Alltoallv), then an all-gather;
+  // shared experts are then kept whole and run by each token's owner.
+  bool expert_all_to_all = false;
   bool vocab_split = false;  // the output head holds this rank's vocab / ranks rows; logits are all-gathered
+  int32_t expert_group() const { return rank / (ranks / expert_groups); }
+  int32_t expert_slice() const { return rank % (ranks / expert_groups); }  // this rank's column share of an expert
+  int32_t expert_slices() const { return ranks / expert_groups; }
 };
 
 // One layer's weights; a null pointer / empty view means "this layer has none" (the family's name table says

@@ -11,25 +11,34 @@ namespace slimkv {
 
 int64_t write_synthetic_gguf(const std::string& shape, DType dtype, const std::string& path, uint64_t seed) {
   const ModelConfig c = synthetic_shape(shape);
-  SLIMKV_CHECK(!c.mla.enabled() && !c.dsv4.enabled() && c.moe.num_experts == 0,
-               "write_synthetic_gguf: '{}' is not a dense llama shape", shape);
+  const bool moe = c.family == "qwen3moe";
+  SLIMKV_CHECK(!c.mla.enabled() && !c.dsv4.enabled() && (c.moe.num_experts == 0 || moe),
+               "write_synthetic_gguf: '{}' is not a dense llama or a qwen3moe shape", shape);
+  const std::string arch = moe ? "qwen3moe" : "llama";
   GgufWriter w;
-  w.add_string("general.architecture", "llama");
+  w.add_string("general.architecture", arch);
   w.add_string("general.name", "slimkv synthetic " + shape);
   // llama.cpp's file type (LLAMA_FTYPE_*) for the uniform types; other types leave it out (informational only).
   if (dtype == DType::F32 || dtype == DType::F16 || dtype == DType::Q4_0 || dtype == DType::Q8_0) {
     w.add_u32("general.file_type", dtype == DType::F32 ? 0 : dtype == DType::F16 ? 1 : dtype == DType::Q4_0 ? 2 : 7);
   }
-  w.add_u32("llama.context_length", static_cast<uint32_t>(c.max_seq_len));
-  w.add_u32("llama.embedding_length", static_cast<uint32_t>(c.dim));
-  w.add_u32("llama.block_count", static_cast<uint32_t>(c.num_layers));
-  w.add_u32("llama.feed_forward_length", static_cast<uint32_t>(c.hidden_dim));
-  w.add_u32("llama.attention.head_count", static_cast<uint32_t>(c.num_heads));
-  w.add_u32("llama.attention.head_count_kv", static_cast<uint32_t>(c.num_kv_heads));
-  w.add_u32("llama.rope.dimension_count", static_cast<uint32_t>(c.head_dim));
-  w.add_f32("llama.rope.freq_base", c.rope_theta);
-  w.add_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
-  w.add_u32("llama.vocab_size", static_cast<uint32_t>(c.vocab_size));
+  w.add_u32(arch + ".context_length", static_cast<uint32_t>(c.max_seq_len));
+  w.add_u32(arch + ".embedding_length", static_cast<uint32_t>(c.dim));
+  w.add_u32(arch + ".block_count", static_cast<uint32_t>(c.num_layers));
+  w.add_u32(arch + ".feed_forward_length", static_cast<uint32_t>(c.hidden_dim));
+  w.add_u32(arch + ".attention.head_count", static_cast<uint32_t>(c.num_heads));
+  w.add_u32(arch + ".attention.head_count_kv", static_cast<uint32_t>(c.num_kv_heads));
+  w.add_u32(arch + ".rope.dimension_count", static_cast<uint32_t>(c.head_dim));
+  w.add_f32(arch + ".rope.freq_base", c.rope_theta);
+  w.add_f32(arch + ".attention.layer_norm_rms_epsilon", 1e-5f);
+  w.add_u32(arch + ".vocab_size", static_cast<uint32_t>(c.vocab_size));
+  if (moe) {
+    w.add_u32(arch + ".expert_count", static_cast<uint32_t>(c.moe.num_experts));
+    w.add_u32(arch + ".expert_used_count", static_cast<uint32_t>(c.moe.num_experts_used));
+    w.add_u32(arch + ".expert_feed_forward_length", static_cast<uint32_t>(c.moe.expert_ffn_dim));
+    w.add_u32(arch + ".attention.key_length", static_cast<uint32_t>(c.head_dim));
+    w.add_u32(arch + ".attention.value_length", static_cast<uint32_t>(c.head_dim));
+  }
   // Placeholder SentencePiece vocabulary: <unk> <s> </s>, the 256 byte tokens, then fillers.
   std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
   std::vector<int32_t> types = {2, 3, 3};
@@ -54,12 +63,17 @@ int64_t write_synthetic_gguf(const std::string& shape, DType dtype, const std::s
 
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> dist(0.0f, 0.02f);
-  auto matrix = [&](const std::string& name, int64_t rows, int64_t cols) {
-    std::vector<float> f(static_cast<size_t>(rows * cols));
+  // [experts x] rows x cols (an expert stack is one 3-D tensor: ne = {cols, rows, experts}).
+  auto matrix = [&](const std::string& name, int64_t rows, int64_t cols, int64_t experts = 0) {
+    std::vector<float> f(static_cast<size_t>(rows * cols * std::max<int64_t>(experts, 1)));
     for (auto& x : f) x = dist(rng);
     const DType t = cols % dtype_block_elems(dtype) == 0 ? dtype : DType::F32;
-    const auto q = quantize_rows(t, f.data(), rows * cols);
-    w.add_tensor(name, t, {cols, rows}, q.data(), q.size());
+    const auto q = quantize_rows(t, f.data(), static_cast<int64_t>(f.size()));
+    if (experts > 0) {
+      w.add_tensor(name, t, {cols, rows, experts}, q.data(), q.size());
+    } else {
+      w.add_tensor(name, t, {cols, rows}, q.data(), q.size());
+    }
   };
   auto ones = [&](const std::string& name, int64_t n) {
     const std::vector<float> v(static_cast<size_t>(n), 1.0f);
@@ -77,6 +91,18 @@ int64_t write_synthetic_gguf(const std::string& shape, DType dtype, const std::s
     matrix(p + "attn_v.weight", kv, dim);
     matrix(p + "attn_output.weight", dim, static_cast<int64_t>(c.num_heads) * c.head_dim);
     ones(p + "ffn_norm.weight", dim);
+    if (moe) {  // per-head q/k norms, the router (F32), and each expert stack
+      ones(p + "attn_q_norm.weight", c.head_dim);
+      ones(p + "attn_k_norm.weight", c.head_dim);
+      std::vector<float> router(static_cast<size_t>(c.moe.num_experts * dim));
+      for (auto& x : router) x = dist(rng) * 5.0f;  // routing scores of std ~0.1 x |x|: spread choices
+      w.add_tensor(p + "ffn_gate_inp.weight", DType::F32, {dim, c.moe.num_experts}, router.data(), router.size() * 4);
+      const int64_t eff = c.moe.expert_ffn_dim;
+      matrix(p + "ffn_gate_exps.weight", eff, dim, c.moe.num_experts);
+      matrix(p + "ffn_up_exps.weight", eff, dim, c.moe.num_experts);
+      matrix(p + "ffn_down_exps.weight", dim, eff, c.moe.num_experts);
+      continue;
+    }
     matrix(p + "ffn_gate.weight", hidden, dim);
     matrix(p + "ffn_up.weight", hidden, dim);
     matrix(p + "ffn_down.weight", dim, hidden);

@@ -39,6 +39,20 @@ ModelConfig synthetic_shape(const std::string& name) {
     // baseline for the DeepSeek-V4 shape below (same width, same depth, the same active FFN width).
     set(4096, 14336, 4, 32, 8, 32000, 1 << 20);
     c.rope_theta = 500000.0f;
+  } else if (name == "qwen3moe-a3b-4l") {
+    // Qwen3-30B-A3B's layer (dim 2048, 32 heads / 4 KV heads of 128 with q/k norms, 128 experts of 768, 8 used,
+    // renormalised softmax router) in 4 layers with a 32K vocabulary: the MoE input of the scale-out bench.
+    set(2048, 6144, 4, 32, 4, 32000, 40960);
+    c.family = "qwen3moe";
+    c.head_dim = c.head_dim_v = c.rotary_dim = 128;
+    c.rope_theta = 1000000.0f;
+    c.rope_layout = RopeLayout::RotateHalf;
+    c.moe.num_experts = 128;
+    c.moe.num_experts_used = 8;
+    c.moe.expert_ffn_dim = 768;
+    c.moe.norm_topk_prob = true;
+    c.finalize();
+    for (auto& l : c.layers) l.moe = true;
   } else if (name == "deepseek-v4-flash-4l") {
     // DeepSeek-V4-Flash's attention at full width (dim 4096, 64 heads of 512 with 64 RoPE dims, q LoRA 1024, 8
     // output groups of LoRA 1024, window 128, indexer 64 heads x 128, top-512, hc 4) in 4 layers CSA, HCA, CSA, HCA;
@@ -80,7 +94,7 @@ ModelConfig synthetic_shape(const std::string& name) {
     }
   } else {
     fail("unknown synthetic shape '{}' (choose one of llama-260k, llama-15m, llama-110m, llama-1b, deepseek-v2-lite, "
-         "llama3-8b-4l, deepseek-v4-flash-4l)", name);
+         "llama3-8b-4l, qwen3moe-a3b-4l, deepseek-v4-flash-4l)", name);
   }
   c.finalize();
   c.validate();
@@ -89,7 +103,7 @@ ModelConfig synthetic_shape(const std::string& name) {
 
 std::vector<std::string> synthetic_shape_names() {
   return {"llama-260k", "llama-15m", "llama-110m", "llama-1b", "deepseek-v2-lite", "llama3-8b-4l",
-          "deepseek-v4-flash-4l"};
+          "qwen3moe-a3b-4l", "deepseek-v4-flash-4l"};
 }
 
 std::unique_ptr<Model> make_synthetic_model(const std::string& shape, DType dtype, uint64_t seed) {

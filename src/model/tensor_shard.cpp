@@ -166,29 +166,56 @@ void shard_dsv4_attention(Model& m, int32_t l, TensorShard s) {
   lc.num_heads = heads;
 }
 
-// MoE: each rank keeps a contiguous range of the routed experts whole (the others' views emptied: their pages are
-// never touched) and runs them for every token routed to them; the router stays whole, so every rank routes alike,
-// and the all-reduce after the layer adds the other ranks' experts. Shared experts are column-split like a dense FFN.
-void shard_moe(Model& m, int32_t l, TensorShard s) {
-  const MoeConfig& mc = m.config.moe;
+// A copy of `bias` [experts, width] keeping columns [first, first + count) of each expert's row.
+const float* expert_bias_slice(Model& m, const float* bias, int32_t experts, int64_t width, int64_t first,
+                               int64_t count) {
+  if (!bias || count == width) return bias;
+  std::vector<float> out;
+  for (int32_t e = 0; e < experts; ++e) out.insert(out.end(), bias + e * width + first, bias + e * width + first + count);
+  return m.own_f32(std::move(out));
+}
+
+// MoE: the routed experts are spread over the E expert groups (a contiguous range each, the others' views emptied:
+// their pages are never touched) and each kept expert is column-split over the T / E ranks of its group (gate / up
+// by rows, down by input columns, the down bias on the group's first rank only); the router stays whole, so every
+// rank routes alike, and the combine after the layer adds the other ranks' shares. Shared experts are column-split
+// over every rank (all-reduce combine) or kept whole (all-to-all combine: each token's owner runs them).
+// `config_done`: the expert width is divided once.
+void shard_moe(Model& m, int32_t l, TensorShard s, bool config_done) {
+  MoeConfig& mc = m.config.moe;
   LayerWeights& w = m.layers[l];
-  SLIMKV_CHECK(mc.num_experts % s.ranks == 0, "tensor parallel: layer {} has {} experts, not divisible by {} ranks", l,
-               mc.num_experts, s.ranks);
-  const int32_t per_rank = mc.num_experts / s.ranks, first = s.rank * per_rank;
+  SLIMKV_CHECK(mc.num_experts % s.expert_groups == 0, "expert parallel: layer {} has {} experts, not divisible by {} "
+               "expert groups", l, mc.num_experts, s.expert_groups);
+  const int32_t per_group = mc.num_experts / s.expert_groups, first = s.expert_group() * per_group;
+  const int32_t slices = s.expert_slices();
+  const int64_t full = config_done ? mc.expert_ffn_dim * int64_t{slices} : mc.expert_ffn_dim;
+  SLIMKV_CHECK(full % slices == 0, "expert parallel: layer {}'s experts ({} wide) are not divisible by {} ranks per "
+               "expert group", l, full, slices);
+  const int64_t width = full / slices, col = static_cast<int64_t>(s.expert_slice()) * width;
   for (int32_t e = 0; e < mc.num_experts; ++e) {
-    if (e >= first && e < first + per_rank) continue;
+    if (e >= first && e < first + per_group) {
+      if (slices == 1) continue;
+      w.exp_gate[e] = row_slice(w.exp_gate[e], col, width);
+      if (w.exp_up[e].data) w.exp_up[e] = row_slice(w.exp_up[e], col, width);
+      w.exp_down[e] = col_slice(m, w.exp_down[e], col, width, l, "expert down");
+      continue;
+    }
     w.exp_gate[e] = WeightView{};
     w.exp_up[e] = WeightView{};
     w.exp_down[e] = WeightView{};
   }
-  if (mc.num_shared_experts > 0 && w.shexp_gate.data) {
+  w.exp_gate_b = expert_bias_slice(m, w.exp_gate_b, mc.num_experts, full, col, width);
+  w.exp_up_b = expert_bias_slice(m, w.exp_up_b, mc.num_experts, full, col, width);
+  if (s.expert_slice() != 0) w.exp_down_b = nullptr;  // added once per expert: by its group's first rank
+  if (!config_done) mc.expert_ffn_dim = static_cast<int32_t>(width);
+  if (mc.num_shared_experts > 0 && w.shexp_gate.data && !s.expert_all_to_all) {
     const int64_t sff = w.shexp_gate.rows;
     SLIMKV_CHECK(sff % s.ranks == 0, "tensor parallel: layer {}'s shared experts ({} wide) are not divisible by {} "
                  "ranks", l, sff, s.ranks);
-    const int64_t width = sff / s.ranks, off = static_cast<int64_t>(s.rank) * width;
-    w.shexp_gate = row_slice(w.shexp_gate, off, width);
-    w.shexp_up = row_slice(w.shexp_up, off, width);
-    w.shexp_down = col_slice(m, w.shexp_down, off, width, l, "shared-expert down");
+    const int64_t share = sff / s.ranks, off = static_cast<int64_t>(s.rank) * share;
+    w.shexp_gate = row_slice(w.shexp_gate, off, share);
+    w.shexp_up = row_slice(w.shexp_up, off, share);
+    w.shexp_down = col_slice(m, w.shexp_down, off, share, l, "shared-expert down");
   }
 }
 
@@ -208,8 +235,10 @@ void shard_dense_ffn(Model& m, int32_t l, TensorShard s) {
 
 void shard_for_tensor_parallel(Model& m, TensorShard s) {
   SLIMKV_CHECK(s.ranks >= 1 && s.rank >= 0 && s.rank < s.ranks, "tensor parallel: rank {} of {}", s.rank, s.ranks);
+  SLIMKV_CHECK(s.expert_groups >= 1 && s.ranks % s.expert_groups == 0, "--expert-parallel-size {} must divide the "
+               "{} ranks", s.expert_groups, s.ranks);
   if (s.ranks == 1) return;
-  bool delta_done = false;
+  bool delta_done = false, moe_done = false;
   for (int32_t l = 0; l < m.config.num_layers; ++l) {
     if (m.config.layers[l].delta_net) {
       shard_delta_net(m, l, s, delta_done);
@@ -227,7 +256,8 @@ void shard_for_tensor_parallel(Model& m, TensorShard s) {
       shard_attention(m, l, s);
     }
     if (m.config.layers[l].moe) {
-      shard_moe(m, l, s);
+      shard_moe(m, l, s, moe_done);
+      moe_done = true;
     } else {
       shard_dense_ffn(m, l, s);
     }

@@ -1,6 +1,6 @@
-// Tensor parallelism (Megatron) at load: keeps this rank's slice of every attention and dense-FFN layer — its query
-// heads with the KV heads they read (a KV head is replicated where a model has fewer KV heads than ranks), its FFN
-// columns or its range of routed experts (shared experts column-split) — and cuts the row-split projections (wo,
+// Tensor and expert parallelism at load (Megatron): keeps this rank's slice of every attention and dense-FFN layer —
+// its query heads with the KV heads they read (a KV head is replicated where a model has fewer KV heads than ranks),
+// its FFN columns, its expert group's routed experts, column-split inside the group (TensorShard) — and cuts the row-split projections (wo,
 // down) to the matching input columns, so the forward's all-reduce after each sums the partial outputs. Norms,
 // routers, embeddings and the output head stay whole on every rank.
 // Must not know: MPI, engines or KV caches (the KV layout follows the sliced config: KV memory per rank ÷ T).

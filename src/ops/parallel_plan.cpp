@@ -35,6 +35,7 @@ ParallelShape dsv4(const std::string& name, int64_t layers, int64_t dim, int64_t
   s.expert_bytes = layers * experts * 3 * dim * expert_ffn * kBytes;
   s.shared_expert_bytes = layers * 3 * dim * expert_ffn * kBytes;
   s.num_moe_layers = layers;
+  s.num_experts = experts;
   s.experts_used = 6;
   s.min_kv_heads = 1;
   return s;
@@ -42,22 +43,37 @@ ParallelShape dsv4(const std::string& name, int64_t layers, int64_t dim, int64_t
 
 }  // namespace
 
+// The chance that one of a token's k experts (of n, distinct, uniformly chosen) lies in a given group of n / groups.
+double expert_reach(int64_t n, int64_t k, int32_t groups) {
+  if (k <= 0) return 0;
+  double miss = 1;
+  if (n > 0) {
+    const int64_t outside = n - n / groups;
+    for (int64_t i = 0; i < k; ++i) miss *= outside > i ? static_cast<double>(outside - i) / static_cast<double>(n - i) : 0;
+  } else {
+    for (int64_t i = 0; i < k; ++i) miss *= 1.0 - 1.0 / groups;
+  }
+  return 1 - miss;
+}
+
 ParallelPlanRow plan_parallel(const ParallelShape& s, int32_t tp, int32_t ep, int64_t ctx, int64_t batch) {
-  SLIMKV_CHECK(tp >= 1 && ep >= 1 && tp * ep <= 4096, "plan: tensor-parallel {} x expert-parallel {}", tp, ep);
+  SLIMKV_CHECK(tp >= 1 && ep >= 1 && tp <= 4096 && tp % ep == 0, "plan: expert-parallel {} must divide "
+               "tensor-parallel {}", ep, tp);
   ParallelPlanRow r;
   r.tensor_parallel = tp;
   r.expert_parallel = ep;
-  r.ranks = tp * ep;
-  r.weights_bytes_per_rank = (s.head_split_bytes + s.dense_ffn_bytes + s.shared_expert_bytes) / tp +
-                             s.expert_bytes / (static_cast<int64_t>(tp) * ep) + s.replicated_bytes;
+  r.ranks = tp;
+  r.weights_bytes_per_rank =
+      (s.head_split_bytes + s.dense_ffn_bytes + s.shared_expert_bytes + s.expert_bytes) / tp + s.replicated_bytes;
   const int64_t kv_share = s.min_kv_heads > 0 ? std::min<int64_t>(tp, s.min_kv_heads) : tp;  // not below one head
   r.kv_bytes_per_rank = (s.kv_split_bytes_per_token / kv_share + s.kv_replicated_bytes_per_token) * ctx * batch;
   if (tp > 1) {
     r.all_reduce_bytes_per_token = 2 * s.num_layers * s.dim * 4;
     r.all_reduce_wire_bytes_per_token = r.all_reduce_bytes_per_token * 2 * (tp - 1) / tp;
-  }
-  if (ep > 1 && s.num_moe_layers > 0) {  // each token's activation to its experts' ranks and back, in bf16
-    r.all_to_all_bytes_per_token = 2 * s.num_moe_layers * s.experts_used * s.dim * 2 * (ep - 1) / ep;
+    r.expert_reach = s.num_moe_layers > 0 ? expert_reach(s.num_experts, s.experts_used, ep) : 0;
+    const double row = static_cast<double>(s.dim) * 4 * (tp - 1) / tp;
+    r.all_to_all_wire_bytes_per_token = static_cast<int64_t>(
+        (2 * s.num_layers - s.num_moe_layers) * row * 2 + s.num_moe_layers * row * (r.expert_reach + 1));
   }
   return r;
 }
@@ -89,6 +105,7 @@ ParallelShape parallel_shape_of_model(const Model& m, int64_t kv_split, int64_t 
   s.replicated_bytes += view_bytes(m.tok_embd) + (m.output.data != m.tok_embd.data ? view_bytes(m.output) : 0) +
                         norm_bytes(c);
   s.experts_used = c.moe.num_experts_used;
+  s.num_experts = c.moe.num_experts;
   s.kv_split_bytes_per_token = kv_split;
   s.kv_replicated_bytes_per_token = kv_replicated;
   return s;

@@ -3,7 +3,8 @@
 serve_tp_test.py SLIMKV_BINARY MODEL
 
 Rank 0 serves HTTP and broadcasts each step's batch; rank 1 runs its slice. The server suite's core cases on both
-servers: greedy completions (plain and streamed) and a chat completion equal to one process's; 8 concurrent
+servers: greedy completions (plain and streamed), a chat completion, top-k and top-p sampling with a seed and
+greedy logprobs equal to one process's; 8 concurrent
 requests in a pool small enough to preempt (every one finishes with one process's text, and the parallel server
 did preempt); a stream the client drops mid-way (the server goes on, nothing left running); SIGTERM to rank 0 (it
 drains, tells rank 1 to stop; the job exits 0 within 30 s). Exit 0 pass, 1 fail, 77 skipped (no mpirun;
@@ -80,6 +81,21 @@ def chat(s):
     return json.loads(raw)["choices"][0]["message"]["content"] if status == 200 else f"status {status}"
 
 
+# Sampling through the vocabulary-parallel head: top-k sampling and greedy read only each row's top candidates (the
+# ranks exchange those, not whole rows); top-p without top-k and logprobs read whole rows. Each equal to one process.
+SAMPLED = [{"temperature": 0.9, "top_k": 20, "seed": 7}, {"temperature": 0.9, "top_p": 0.9, "seed": 7},
+           {"temperature": 0, "logprobs": 3}]
+
+
+def sampled(s, params):
+    status, raw = s.post("/v1/completions", dict({"prompt": PROMPTS[1], "max_tokens": 32}, **params))
+    if status != 200:
+        return f"status {status}: {raw[:200]}"
+    choice = json.loads(raw)["choices"][0]
+    lp = choice.get("logprobs") or {}
+    return choice["text"], lp.get("tokens"), lp.get("token_logprobs") or []
+
+
 def drop_stream(s):
     """Starts a long stream, reads a few chunks, hangs up."""
     sock = http.client.HTTPConnection("127.0.0.1", s.port, timeout=30)
@@ -110,7 +126,12 @@ def main():
         a, b = chat(one), chat(tp)
         if a != b:
             failures.append(f"chat: one process {a!r}, -np 2 {b!r}")
-        print(f"completions, streams and chat: {'equal' if not failures else 'DIFFER'}")
+        for params in SAMPLED:
+            a, b = sampled(one, params), sampled(tp, params)
+            # log-probabilities to summation order (the split sums each logit in two halves): within 1e-4
+            if a[:2] != b[:2] or len(a[2]) != len(b[2]) or any(abs(x - y) > 1e-4 for x, y in zip(a[2], b[2])):
+                failures.append(f"sampled {params}: one process {str(a)[:300]}, -np 2 {str(b)[:300]}")
+        print(f"completions, streams, chat and sampled: {'equal' if not failures else 'DIFFER'}")
         before = tp.metrics().get("num_preemptions_total", 0)
         with concurrent.futures.ThreadPoolExecutor(8) as ex:
             prompts = [f"{PROMPTS[i % 4]} {i}" for i in range(8)]

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Tensor parallelism over MPI against one process (issue S §2): usage tensor_parallel_test.py SLIMKV_BINARY SYNTH_DIR
+"""Tensor parallelism over MPI against one process (issue S §2): usage
+tensor_parallel_test.py SLIMKV_BINARY SYNTH_DIR [tensor|experts]   (CTest runs the two halves side by side; the
+experts half also runs `bench offline` under mpirun: rank 0 schedules, rank 1 follows)
 
 For each synthetic file and rank count: `mpirun -np N slimkv logits --tensor-parallel-size N` against
 `slimkv logits` on the same ids — mean KL per position (F32 files: <= 1e-6), max |logit difference|, the argmax
@@ -10,9 +12,11 @@ all-reduce. Then a rank killed mid-run: the job ends
 non-zero within 30 s, saying which rank died; a rank stopped mid-run (hung): the collective watchdog ends the job
 within its timeout; and a model that cannot be split that way (deepseek4's 2 output
 groups over 4 ranks) ends every rank with a clear error. MoE layers: each rank runs its range of experts for every
-token routed to them; MLA and DeepSeek-V4 keep their shared latent / compressed streams whole on every rank.
+token routed to them (expert parallelism: EXPERT_MATRIX, both combines); MLA and DeepSeek-V4 keep their shared
+latent / compressed streams whole on every rank.
 Exit 0 pass, 1 fail, 77 skipped (no mpirun or no files; under CI a missing input fails)."""
 import array
+import json
 import math
 import os
 import shutil
@@ -39,6 +43,19 @@ MATRIX = [
     ("deepseek4/deepseek4-F32.gguf", 2, 1e-6), ("deepseek4/deepseek4-Q8_0.gguf", 2, 1e-4),
     ("deepseek4/deepseek4-MXFP4_MOE.gguf", 2, 1e-4),
     ("llama/llama-f16.gguf", 2, 1e-6), ("llama/llama-q8_0.gguf", 2, 1e-6), ("llama/llama-q4_0.gguf", 2, 1e-6),
+]
+# Expert parallelism (E divides T): E = 1 splits every expert's columns over every rank, E = T (the default above)
+# keeps each rank's experts whole, between them groups of T / E ranks; the all-to-all combine sends each token's
+# rows only to its owner rank (shared experts then whole). (file, ranks, mean-KL bound, extra flags)
+EXPERT_MATRIX = [
+    ("qwen3moe/qwen3moe-f32.gguf", 2, 1e-6, ["--expert-parallel-size", "1"]),
+    ("qwen3moe/qwen3moe-f32.gguf", 4, 1e-6, ["--expert-parallel-size", "2"]),
+    ("qwen3moe/qwen3moe-f32.gguf", 4, 1e-6, ["--expert-combine", "all-to-all"]),
+    ("qwen3moe/qwen3moe-f32.gguf", 4, 1e-6, ["--expert-parallel-size", "2", "--expert-combine", "all-to-all"]),
+    ("deepseek2/deepseek2-v3-F32.gguf", 2, 1e-6, ["--expert-parallel-size", "1"]),
+    ("deepseek2/deepseek2-v3-F32.gguf", 2, 1e-6, ["--expert-combine", "all-to-all"]),
+    ("deepseek4/deepseek4-F32.gguf", 2, 1e-6, ["--expert-parallel-size", "1", "--expert-combine", "all-to-all"]),
+    ("qwen3moe/qwen3moe-mxfp4_moe.gguf", 2, 1e-6, ["--expert-parallel-size", "1"]),
 ]
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
 TCP = ["--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo"]
@@ -76,7 +93,8 @@ def compare(ref, got, vocab):
     return kl_sum / n, max_diff, flips
 
 
-def check_file(binary, synth, rel, ranks, bound, tmp, failures, transport=(), env=None, label="", greedy_too=True):
+def check_file(binary, synth, rel, ranks, bound, tmp, failures, transport=(), env=None, label="", greedy_too=True,
+               extra=()):
     model = os.path.join(synth, rel)
     ids_file = os.path.join(synth, "prompts", "p64.ids")
     ref, got = os.path.join(tmp, "ref.f32"), os.path.join(tmp, "tp.f32")
@@ -85,7 +103,8 @@ def check_file(binary, synth, rel, ranks, bound, tmp, failures, transport=(), en
         failures.append(f"{rel}: one process failed: {r.stderr[-500:]}")
         return
     r = run(MPIRUN + list(transport) + ["-np", str(ranks), binary, "logits", "-m", model, "--ids-file", ids_file,
-                                        "-o", got, "--threads", "1", "--tensor-parallel-size", str(ranks)], env=env)
+                                        "-o", got, "--threads", "1", "--tensor-parallel-size", str(ranks)] + list(extra),
+            env=env)
     if r.returncode != 0:
         failures.append(f"{rel} -np {ranks}: failed: {r.stderr[-800:]}")
         return
@@ -95,7 +114,7 @@ def check_file(binary, synth, rel, ranks, bound, tmp, failures, transport=(), en
         failures.append(f"{rel} -np {ranks}: {len(b)} logits, one process wrote {len(a)}")
         return
     kl, diff, flips = compare(a, b, vocab)
-    name = f"{rel} -np {ranks}{' (tcp)' if transport == TCP else ''}{label}"
+    name = f"{rel} -np {ranks}{' (tcp)' if transport == TCP else ''}{label}{' ' + ' '.join(extra) if extra else ''}"
     if greedy_too is False:  # quantized variants of a file whose F32 greedy run is checked: logits only (CI time)
         print(f"{name}: mean KL {kl:.2e} (bound {bound:.0e}), max |diff| {diff:.2e}, argmax flips {flips}")
         if kl > bound or flips:
@@ -106,7 +125,7 @@ def check_file(binary, synth, rel, ranks, bound, tmp, failures, transport=(), en
     g1 = run([binary, "generate", "-m", model, "--prompt-ids", prompt, "-n", "16", "--print-ids", "--threads", "1"])
     g2 = run(MPIRUN + list(transport) + ["-np", str(ranks), binary, "generate", "-m", model, "--prompt-ids", prompt,
                                          "-n", "16", "--print-ids", "--threads", "1", "--tensor-parallel-size",
-                                         str(ranks)], env=env)
+                                         str(ranks)] + list(extra), env=env)
     same = g1.returncode == 0 and g2.returncode == 0 and g1.stdout.strip() == g2.stdout.strip() and g1.stdout.strip()
     print(f"{name}: mean KL {kl:.2e} (bound {bound:.0e}), max |diff| {diff:.2e}, argmax flips {flips}, "
           f"greedy ids {'equal' if same else 'DIFFER'}")
@@ -194,8 +213,39 @@ def check_unsplittable(binary, synth, failures):
         failures.append(f"deepseek4 under -np 4: expected a clear error, got {r.returncode}: {r.stderr[-400:]}")
 
 
+def check_bad_expert_size(binary, synth, failures):
+    """--expert-parallel-size that does not divide the ranks: every rank ends with a clear error."""
+    model = os.path.join(synth, "qwen3moe", "qwen3moe-f32.gguf")
+    r = run(MPIRUN + ["-np", "2", binary, "logits", "-m", model, "--ids", "1,2,3", "-o", os.devnull,
+                      "--tensor-parallel-size", "2", "--expert-parallel-size", "4"], timeout=60)
+    print(f"bad expert size: exit {r.returncode}: {[l for l in r.stderr.splitlines() if l.startswith('error')][:1]}")
+    if r.returncode == 0 or "--expert-parallel-size 4 must divide" not in r.stderr:
+        failures.append(f"--expert-parallel-size 4 under -np 2: expected a clear error, got {r.returncode}: "
+                        f"{r.stderr[-400:]}")
+
+
+def check_bench_offline(binary, synth, failures):
+    """`bench offline` under mpirun: rank 0 schedules timed arrivals and broadcasts each step, rank 1 follows; every
+    request finishes, none refused, the job exits 0, one JSON line (rank 0's)."""
+    model = os.path.join(synth, "llama", "llama-f32.gguf")
+    r = run(MPIRUN + ["-np", "2", binary, "bench", "offline", "-m", model, "--tensor-parallel-size", "2",
+                      "--kv-cache-memory", "0.01", "--num-prompts", "12", "--input-len", "24", "--output-len", "16",
+                      "--request-rate", "40", "--json"], timeout=120)
+    lines = [l for l in r.stdout.splitlines() if l.startswith("{")]
+    try:
+        j = json.loads(lines[0]) if len(lines) == 1 else {}
+    except ValueError:
+        j = {}
+    print(f"bench offline -np 2: exit {r.returncode}, {j.get('requests_per_s', 0) * j.get('duration_s', 0):.0f} "
+          f"requests finished, {j.get('rejected')} refused")
+    if r.returncode != 0 or len(lines) != 1 or j.get("rejected") != 0 or \
+            round(j.get("requests_per_s", 0) * j.get("duration_s", 0)) != 12:
+        failures.append(f"bench offline under mpirun: exit {r.returncode}, {r.stdout[-300:]} {r.stderr[-500:]}")
+
+
 def main():
     binary, synth = sys.argv[1:3]
+    part = sys.argv[3] if len(sys.argv) > 3 else "tensor"
     ci = bool(os.environ.get("CI"))
     if not shutil.which("mpirun"):
         print(("FAIL" if ci else "SKIP") + ": no mpirun (Debian: apt-get install openmpi-bin libopenmpi-dev)")
@@ -205,23 +255,33 @@ def main():
     if "built without MPI" in built.stderr:
         print(("FAIL" if ci else "SKIP") + ": slimkv was built without MPI")
         return 1 if ci else 77
-    missing = [rel for rel, _, _ in MATRIX if not os.path.exists(os.path.join(synth, rel))]
+    files = [m[0] for m in (MATRIX if part == "tensor" else EXPERT_MATRIX)]
+    missing = [rel for rel in files if not os.path.exists(os.path.join(synth, rel))]
     if missing:
         print(("FAIL" if ci else "SKIP") + f": missing {missing}")
         return 1 if ci else 77
     failures = []
     with tempfile.TemporaryDirectory(prefix="slimkv-tp-") as tmp:
-        for rel, ranks, bound in MATRIX:
-            quantized = not any(t in rel for t in ("f32", "F32"))
-            check_file(binary, synth, rel, ranks, bound, tmp, failures, greedy_too=not quantized)
-        check_file(binary, synth, "llama/llama-f32.gguf", 2, 1e-6, tmp, failures, transport=TCP)
-        shm = dict(ENV, SLIMKV_ALL_REDUCE="shm")  # the same-host path for every all-reduce (default: large ones)
-        for rel, ranks in (("qwen3/qwen3-f32.gguf", 2), ("qwen3moe/qwen3moe-f32.gguf", 4)):
-            check_file(binary, synth, rel, ranks, 1e-6, tmp, failures, transport=["-x", "SLIMKV_ALL_REDUCE"], env=shm,
-                       label=" (shared-memory all-reduce)")
-    check_killed_rank(binary, synth, failures)
-    check_hung_rank(binary, synth, failures)
-    check_unsplittable(binary, synth, failures)
+        if part == "experts":
+            for rel, ranks, bound, extra in EXPERT_MATRIX:
+                quantized = not any(t in rel for t in ("f32", "F32"))
+                check_file(binary, synth, rel, ranks, bound, tmp, failures, greedy_too=not quantized, extra=extra)
+        else:
+            for rel, ranks, bound in MATRIX:
+                quantized = not any(t in rel for t in ("f32", "F32"))
+                check_file(binary, synth, rel, ranks, bound, tmp, failures, greedy_too=not quantized)
+            check_file(binary, synth, "llama/llama-f32.gguf", 2, 1e-6, tmp, failures, transport=TCP)
+            shm = dict(ENV, SLIMKV_ALL_REDUCE="shm")  # the same-host path for every all-reduce (default: large ones)
+            for rel, ranks in (("qwen3/qwen3-f32.gguf", 2), ("qwen3moe/qwen3moe-f32.gguf", 4)):
+                check_file(binary, synth, rel, ranks, 1e-6, tmp, failures, transport=["-x", "SLIMKV_ALL_REDUCE"],
+                           env=shm, label=" (shared-memory all-reduce)")
+    if part == "experts":
+        check_bad_expert_size(binary, synth, failures)
+        check_bench_offline(binary, synth, failures)
+    if part == "tensor":
+        check_killed_rank(binary, synth, failures)
+        check_hung_rank(binary, synth, failures)
+        check_unsplittable(binary, synth, failures)
     for f in failures:
         print("FAIL:", f)
     return 1 if failures else 0

@@ -4,7 +4,8 @@
 // equal. MXFP4 experts quantize their inputs to 8 bits per 32-value block, so the all-reduce's other
 // summation order (~1e-7) flips a rounding now and then and, near a routing tie, an expert choice: most positions
 // stay bit-equal, a few move (measured at 2 ranks: KL 3.3e-3, one position by 1.8 logits) — bound 1e-2 and the
-// first 8 greedy ids. Needs Open MPI's mpirun (scripts/setup installs it); without it the test skips (fails in CI).
+// first 8 greedy ids. Expert parallelism (E = 1: experts column-split; 2 groups of 2; the all-to-all combine) on
+// the F32 files. Needs Open MPI's mpirun (scripts/setup installs it); without it the test skips (fails in CI).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -29,13 +30,13 @@ std::string slurp(const std::string& path) {
 }
 
 // Runs `slimkv args` (under mpirun with `ranks` > 1); its exit status, stdout in *out and stderr in *err.
-int slimkv(int ranks, const std::string& args, std::string* out, std::string* err) {
+int slimkv(int ranks, std::string args, std::string* out, std::string* err) {
+  if (ranks > 1) args += " --tensor-parallel-size " + std::to_string(ranks);
   const std::string dir = ::testing::TempDir() + "/tp-gptoss-" + std::to_string(::getpid());
   const std::string launcher = ranks > 1 ? kMpirun + " --allow-run-as-root --oversubscribe -np " +
                                                std::to_string(ranks) + " " : std::string();
   const std::string cmd = "OMPI_MCA_btl_vader_single_copy_mechanism=none " + launcher + SLIMKV_BINARY + " " + args +
-                          (ranks > 1 ? " --tensor-parallel-size " + std::to_string(ranks) : std::string()) + " >" +
-                          dir + ".out 2>" + dir + ".err";
+                          " >" + dir + ".out 2>" + dir + ".err";
   const int status = std::system(cmd.c_str());
   *out = slurp(dir + ".out");
   *err = slurp(dir + ".err");
@@ -67,9 +68,16 @@ double mean_kl(const std::vector<float>& p, const std::vector<float>& q, int64_t
   return total / static_cast<double>(rows);
 }
 
-// Writes the model with `experts` storage, then compares one process with each rank count.
+// One split to compare: ranks, extra flags (expert parallelism), and whether quantized experts run it too.
+struct Split {
+  int ranks;
+  std::string flags;
+  bool quantized_too = true;
+};
+
+// Writes the model with `experts` storage, then compares one process with each split.
 void check_split(const std::string& name, const std::function<void(const std::string&, DType)>& write,
-                 const std::vector<DType>& storages, const std::vector<int>& rank_counts, int64_t vocab) {
+                 const std::vector<DType>& storages, const std::vector<Split>& splits, int64_t vocab) {
   const std::string ids = models_dir() + "/synthetic/prompts/p64.ids";
   SKIP_IF_MISSING(ids);
   for (DType experts : storages) {
@@ -81,9 +89,12 @@ void check_split(const std::string& name, const std::function<void(const std::st
     std::string greedy_one;
     ASSERT_EQ(slimkv(1, "generate -m " + model + " --prompt-ids 1,2,3,4 -n 16 --print-ids --threads 1", &greedy_one,
                      &err), 0) << err;
-    for (int ranks : rank_counts) {
-      const int status = slimkv(ranks, "logits -m " + model + " --ids-file " + ids + " --threads 1 -o " + got, &out,
-                                &err);
+    for (const Split& split : splits) {
+      if (experts != DType::F32 && !split.quantized_too) continue;
+      const int ranks = split.ranks;
+      const std::string what = name + ", " + std::to_string(ranks) + " ranks " + split.flags;
+      const int status = slimkv(ranks, "logits -m " + model + " --ids-file " + ids + " --threads 1 -o " + got + " " +
+                                split.flags, &out, &err);
       if (err.find("built without MPI") != std::string::npos) {
         if (in_ci()) FAIL() << "slimkv was built without MPI";
         GTEST_SKIP() << "slimkv was built without MPI";
@@ -92,19 +103,19 @@ void check_split(const std::string& name, const std::function<void(const std::st
       const std::vector<float> a = floats(slurp(ref)), b = floats(slurp(got));
       ASSERT_EQ(a.size(), b.size());
       const bool exact = experts == DType::F32;
-      EXPECT_LE(mean_kl(a, b, vocab), exact ? 1e-6 : 1e-2) << name << ", " << ranks << " ranks, " << dtype_name(experts);
+      EXPECT_LE(mean_kl(a, b, vocab), exact ? 1e-6 : 1e-2) << what << ", " << dtype_name(experts);
       std::string greedy_tp;
-      ASSERT_EQ(slimkv(ranks, "generate -m " + model + " --prompt-ids 1,2,3,4 -n 16 --print-ids --threads 1",
-                       &greedy_tp, &err), 0) << err;
+      ASSERT_EQ(slimkv(ranks, "generate -m " + model + " --prompt-ids 1,2,3,4 -n 16 --print-ids --threads 1 " +
+                       split.flags, &greedy_tp, &err), 0) << err;
       auto first = [&](const std::string& json_ids, int n) {  // the first n ids of "[a,b,...]"
         size_t at = 0;
         for (int i = 0; i < n && at != std::string::npos; ++i) at = json_ids.find(',', at + 1);
         return json_ids.substr(0, at);
       };
       if (exact) {
-        EXPECT_EQ(greedy_tp, greedy_one) << name << ", " << ranks << " ranks";
+        EXPECT_EQ(greedy_tp, greedy_one) << what;
       } else {
-        EXPECT_EQ(first(greedy_tp, 8), first(greedy_one, 8)) << name << ", " << ranks << " ranks, " << dtype_name(experts);
+        EXPECT_EQ(first(greedy_tp, 8), first(greedy_one, 8)) << what << ", " << dtype_name(experts);
       }
     }
     for (const std::string& f : {model, ref, got}) std::remove(f.c_str());
@@ -113,15 +124,19 @@ void check_split(const std::string& name, const std::function<void(const std::st
 
 TEST(TensorParallelModels, GptOssLogitsAndGreedyIdsEqualOneProcess) {
   SKIP_IF_MISSING(kMpirun);
+  // Expert parallelism too: every expert (and its biases) column-split over 2 ranks; 2 groups of 2 with the
+  // all-to-all combine.
   check_split("gptoss", [](const std::string& p, DType d) { gptoss::write_model(p, d); }, {DType::F32, DType::MXFP4},
-              {2, 4}, gptoss::kVocab);
+              {{2, ""}, {4, ""}, {2, "--expert-parallel-size 1", false},
+               {4, "--expert-parallel-size 2 --expert-combine all-to-all", false}},
+              gptoss::kVocab);
 }
 
 // 2 key heads of DeltaNet: 2 ranks at most.
 TEST(TensorParallelModels, Qwen3NextLogitsAndGreedyIdsEqualOneProcess) {
   SKIP_IF_MISSING(kMpirun);
-  check_split("qwen3next", [](const std::string& p, DType d) { qwen3next::write_model(p, d); }, {DType::F32}, {2},
-              qwen3next::kVocab);
+  check_split("qwen3next", [](const std::string& p, DType d) { qwen3next::write_model(p, d); }, {DType::F32},
+              {{2, ""}, {2, "--expert-parallel-size 1 --expert-combine all-to-all"}}, qwen3next::kVocab);
 }
 
 }  // namespace

@@ -28,6 +28,7 @@ ForwardBatch two_group_batch() {
   b.attn = {m, PagedBatchMeta{}};
   b.states = {{}, {StateSlots{0, 2, -1, 7, 9, 1}}};
   b.logits_rows = {1, 2};
+  b.logits_candidates = 20;
   return b;
 }
 
@@ -58,6 +59,7 @@ TEST(ForwardBatchCodec, RoundTripsEveryField) {
   EXPECT_EQ(d.states[1][0].out_block, 7);
   EXPECT_EQ(d.states[1][0].snapshot_token, 1);
   EXPECT_EQ(d.logits_rows, b.logits_rows);
+  EXPECT_EQ(d.logits_candidates, 20);
 }
 
 TEST(ForwardBatchCodec, RefusesTruncatedAndTrailingBytes) {
