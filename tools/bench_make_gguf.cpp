@@ -15,7 +15,8 @@ void add_bench_make_gguf_command(CLI::App& bench, std::vector<Command>& out) {
   };
   auto f = std::make_shared<Flags>();
   auto* sub = bench.add_subcommand("make-gguf", "Write a synthetic dense shape as a llama GGUF (random weights)");
-  sub->add_option("--shape", f->shape, "llama-260k | llama-15m | llama-110m | llama-1b | llama3-8b-4l | qwen3moe-a3b-4l (MoE)");
+  sub->add_option("--shape", f->shape, "llama-260k | llama-15m | llama-110m | llama-1b | llama3.2-1b | llama3.1-8b | llama3-8b-4l | "
+                  "qwen3moe-a3b-4l (MoE)");
   sub->add_option("--dtype", f->dtype, "Matrix type (any weight type: f32, f16, q8_0, q4_k, ...)");
   sub->add_option("-o,--output", f->output, "Output .gguf path")->required();
   sub->add_option("--seed", f->seed, "Weight seed");

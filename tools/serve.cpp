@@ -85,13 +85,10 @@ std::vector<int32_t> output_end_ids(const Tokenizer& tok) {
   return tok.eos_id() >= 0 ? std::vector<int32_t>{tok.eos_id()} : std::vector<int32_t>{};
 }
 
-// Tensor parallelism: what every rank must agree on before it loads (the pool's size decides block ids; retention
-// that rewrites blocks on rank 0 alone would leave the others' caches behind).
+// Tensor parallelism: what every rank must agree on before it loads (the pool's size decides block ids).
 void check_parallel_serve(const ServeFlags& f) {
   SLIMKV_CHECK(f.engine.cache.kv_cache_memory_gib > 0, "serve --tensor-parallel-size: give --kv-cache-memory (every "
                "rank must size its pool alike: rank 0's block ids address every rank's cache)");
-  SLIMKV_CHECK(!f.engine.compress.dynamic(), "serve --tensor-parallel-size: dynamic retention is not supported yet "
-               "(its evictions and merges rewrite blocks on rank 0 only)");
 }
 
 // Ranks other than 0 of a tensor-parallel server: no HTTP; each step's batch comes from rank 0 (an empty message

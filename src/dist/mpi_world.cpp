@@ -147,6 +147,17 @@ class MpiCollectives : public Collectives {
     ++stats_->all_reduce_calls;
     stats_->all_reduce_bytes += n * static_cast<int64_t>(sizeof(float));
   }
+  void all_reduce_sum(double* x, int64_t n) override {
+    SLIMKV_CHECK(n >= 0 && n <= INT_MAX, "MPI: an all-reduce of {} doubles", n);
+    const auto t0 = std::chrono::steady_clock::now();
+    watchdog_->enter("MPI_Allreduce");
+    const int rc = MPI_Allreduce(MPI_IN_PLACE, x, static_cast<int>(n), MPI_DOUBLE, MPI_SUM, comm_);
+    watchdog_->leave();
+    check_mpi(rc, "MPI_Allreduce");
+    stats_->all_reduce_ms += ms_since(t0);
+    ++stats_->all_reduce_calls;
+    stats_->all_reduce_bytes += n * static_cast<int64_t>(sizeof(double));
+  }
   void all_gather(const float* x, int64_t n, float* out) override {
     SLIMKV_CHECK(n >= 0 && n <= INT_MAX, "MPI: an all-gather of {} floats", n);
     watchdog_->enter("MPI_Allgather");

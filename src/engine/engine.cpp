@@ -64,7 +64,8 @@ Engine::Engine(const Model& model, EngineConfig cfg)
   // blocks without an indexer ignore it.
   if (cfg_.compress.enabled) fwd_.block_options().index_topk = cfg_.compress.kv_sparse_topk;
   kv_manager_.set_evict_hook([this](SeqKv& seq, int32_t g, const std::vector<KvCacheManager::Evicted>& ev) {
-    merge_into_summaries(storage_, kv_manager_, seq, g, ev);
+    // A tensor-parallel leader records each fold for the other ranks (sent with the next step's batch).
+    merge_into_summaries(storage_, kv_manager_, seq, g, ev, before_forward_ ? &pending_folds_ : nullptr);
   });
   fwd_.reserve(cfg_.sched.max_num_batched_tokens, std::min(cfg_.sched.max_num_seqs, cfg_.sched.max_num_batched_tokens));
   logits_.resize(static_cast<size_t>(std::min(cfg_.sched.max_num_seqs, cfg_.sched.max_num_batched_tokens)) *
@@ -156,6 +157,7 @@ void Engine::forward_only(const ForwardBatch& batch) {
                batch.num_groups(), layout_.num_groups());
   SLIMKV_CHECK(batch.logits_rows.size() * model_.config.vocab_size <= logits_.size(),
                "forward_only: {} logits rows", batch.logits_rows.size());
+  for (const SummaryFold& f : batch.summary_folds) apply_summary_fold(storage_, f);  // rank 0's merges, my heads
   fwd_.forward(batch, storage_, logits_.data());
 }
 
@@ -210,6 +212,8 @@ std::vector<StepEvent> Engine::step() {
       need = k == 0 || need == 0 ? 0 : std::max(need, k);
     }
     batch_.logits_candidates = need;
+    batch_.summary_folds.swap(pending_folds_);  // the folds since the last step, for the followers
+    pending_folds_.clear();
     if (before_forward_) before_forward_(batch_);
     fwd_.forward(batch_, storage_, logits_.data());
     for (int32_t g = 0; g < layout_.num_groups(); ++g) {  // attention mass per page -> per-block importance

@@ -80,6 +80,7 @@ class Engine {
   int32_t peak_used_blocks_ = 0;
   int64_t peak_kv_bytes_ = 0;
   std::function<void(const ForwardBatch&)> before_forward_;
+  std::vector<SummaryFold> pending_folds_;  // a tensor-parallel leader's merges since the last step
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
 };
 

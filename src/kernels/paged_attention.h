@@ -79,6 +79,7 @@ class PagedAttention {
   // in double the grouping's rounding stays far below what the float score used for eviction can show, so every
   // schedule evicts and merges the same blocks with the same weights.
   const std::vector<double>& page_importance() const { return page_importance_; }
+  std::vector<double>& page_importance() { return page_importance_; }  // tensor parallelism sums it over ranks
   const PagedBatchMeta& meta() const { return *meta_; }  // the step's page tables (after plan())
 
  private:

@@ -29,6 +29,12 @@ class CpuOps : public BackendOps {
       collectives_->all_reduce_sum(x, n);
     }
   }
+  void all_reduce_sum(double* x, int64_t n) override {
+    if (collectives_) {
+      ProfScope ps(ProfKind::Collective);
+      collectives_->all_reduce_sum(x, n);
+    }
+  }
   void all_gather(const float* x, int64_t n, float* out) override {
     if (!collectives_) {
       std::copy(x, x + n, out);

@@ -28,6 +28,7 @@ class BackendOps {
   virtual void geglu(float* gate, const float* up, int64_t n) = 0;   // gate = gelu_tanh(gate) * up
   // Collectives over the ranks that share a layer (one process: nothing to do).
   virtual void all_reduce_sum(float* x, int64_t n) = 0;  // x = the sum of every rank's x (n floats)
+  virtual void all_reduce_sum(double* x, int64_t n) = 0;
   virtual void all_gather(const float* x, int64_t n, float* out) = 0;  // out [ranks, n] = every rank's x, in order
   // The MoE combine: x [rows, row_len] = the sum of every rank's x. `present`
   // null: an all-reduce; otherwise [rows] flags of the rows this rank wrote, the others being zero here and not

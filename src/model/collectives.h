@@ -30,6 +30,7 @@ class Collectives {
   virtual int32_t rank() const = 0;
   virtual int32_t size() const = 0;
   virtual void all_reduce_sum(float* x, int64_t n) = 0;  // x = the sum of every rank's x (n floats), on every rank
+  virtual void all_reduce_sum(double* x, int64_t n) = 0;  // the same in double (attention importance)
   // Rank 0's bytes to every rank (the others' `bytes` are replaced). `idle`: a wait that may be long by design (a
   // follower waiting for the next step) — polled without spinning, and exempt from any collective timeout.
   virtual void broadcast(std::vector<uint8_t>& bytes, bool idle) = 0;

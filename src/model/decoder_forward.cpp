@@ -173,6 +173,7 @@ void DecoderForward::forward(const ForwardBatch& b, KvStorage& kv, float* logits
     }
   }
   for (int32_t l = 0; l < c.num_layers; ++l) family_.layer(*this, l);
+  sum_importance_over_ranks(b);
   batch_ = nullptr;
   kv_ = nullptr;
   const int32_t rows = static_cast<int32_t>(b.logits_rows.size());
@@ -194,6 +195,19 @@ void DecoderForward::forward(const ForwardBatch& b, KvStorage& kv, float* logits
     ops_->matmul(model_.output, final_.data(), rows, logits_out);
   }
   if (c.final_logit_softcap > 0) softcap(logits_out, static_cast<int64_t>(rows) * c.vocab_size, c.final_logit_softcap);
+}
+
+// Tensor parallelism: each rank's attention saw only its heads, so the attention mass per page that dynamic
+// retention reads is summed over the ranks (in double, as it is accumulated) — every rank, and rank 0's scheduler,
+// then holds one process's figure up to summation order and evicts alike.
+void DecoderForward::sum_importance_over_ranks(const ForwardBatch& b) {
+  if (ops_->num_ranks() == 1) return;
+  for (int32_t g = 0; g < b.num_groups(); ++g) {
+    const auto& track = b.attn[g].token_track;
+    if (!planned_[g] || std::find(track.begin(), track.end(), uint8_t{1}) == track.end()) continue;  // alike on every rank
+    std::vector<double>& imp = attention_[g].page_importance();
+    ops_->all_reduce_sum(imp.data(), static_cast<int64_t>(imp.size()));
+  }
 }
 
 // Tensor parallelism with a vocabulary-parallel head: this rank's [rows, vocab / ranks] columns, all-gathered

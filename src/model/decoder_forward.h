@@ -104,6 +104,7 @@ class DecoderForward {
  private:
   void vocab_parallel_logits(int32_t rows, float* logits_out);  // [rows, vocab] from every rank's slice of the head
   void vocab_parallel_candidates(int32_t rows, int32_t k, float* logits_out);  // each row's top k; the rest -inf
+  void sum_importance_over_ranks(const ForwardBatch& b);  // dynamic retention's page importance, over every rank
   void dense_ffn(const WeightView& gate, const WeightView& up, const WeightView& down, const float* in,
                  int32_t num_tokens, float* out, float* h1, float* h2, float limit = 0.0f,
                  const MlpBiases& bias = MlpBiases{}, float alpha = 0.0f);

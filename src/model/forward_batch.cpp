@@ -4,6 +4,7 @@ namespace slimkv {
 
 void ForwardBatch::clear(int32_t num_groups) {
   logits_candidates = 0;
+  summary_folds.clear();
   token_ids.clear();
   positions.clear();
   slots.resize(num_groups);

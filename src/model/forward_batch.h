@@ -20,6 +20,14 @@ struct StateSlots {
   int32_t snapshot_token = -1;
 };
 
+// One block folded into a sequence's summary block by dynamic retention's merge (model/summary_merger.h): every
+// row r of src_block, weighted `weight` each, averaged into the summary row `slot` of dst_block that already
+// held `weight_before`. Decided on rank 0; a tensor-parallel follower applies the same folds to its own heads.
+struct SummaryFold {
+  int32_t group = 0, dst_block = -1, slot = 0, src_block = -1;
+  float weight = 0.0f, weight_before = 0.0f;
+};
+
 struct ForwardBatch {
   std::vector<int32_t> token_ids;    // [T]
   std::vector<int32_t> positions;    // [T] position of each token in its sequence
@@ -31,6 +39,9 @@ struct ForwardBatch {
   // reads the whole row); the others may come back as -inf, so a vocabulary-parallel head exchanges each rank's
   // candidates instead of its whole slice. 0: whole rows.
   int32_t logits_candidates = 0;
+  // Tensor parallelism: the summary folds rank 0 made since the previous step, in order; a follower applies them
+  // to its KV before this step's forward (one process: always empty, the merge has written them already).
+  std::vector<SummaryFold> summary_folds;
 
   int32_t num_tokens() const { return static_cast<int32_t>(token_ids.size()); }
   int32_t num_groups() const { return static_cast<int32_t>(attn.size()); }

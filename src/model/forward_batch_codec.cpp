@@ -98,6 +98,7 @@ void encode_forward_batch(const ForwardBatch& b, std::vector<uint8_t>& out) {
   for (const auto& s : b.states) w.vec(s);
   w.vec(b.logits_rows);
   w.scalar<int32_t>(b.logits_candidates);
+  w.vec(b.summary_folds);
 }
 
 ForwardBatch decode_forward_batch(std::span<const uint8_t> bytes) {
@@ -119,6 +120,7 @@ ForwardBatch decode_forward_batch(std::span<const uint8_t> bytes) {
   b.logits_rows = r.vec<int32_t>();
   b.logits_candidates = r.scalar<int32_t>();
   SLIMKV_CHECK(b.logits_candidates >= 0, "forward batch: {} logits candidates", b.logits_candidates);
+  b.summary_folds = r.vec<SummaryFold>();
   SLIMKV_CHECK(r.done(), "forward batch: {} bytes, more than one batch", bytes.size());
   return b;
 }

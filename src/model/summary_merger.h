@@ -8,11 +8,16 @@
 
 #include "kv/kv_cache_manager.h"
 #include "kv/kv_storage.h"
+#include "model/forward_batch.h"
 
 namespace slimkv {
 
-// Folds the evicted blocks of `group` into that group's summary block (its layers only).
+// Folds the evicted blocks of `group` into that group's summary block (its layers only); each fold made is also
+// appended to `record` when given (tensor parallelism: the other ranks replay them).
 void merge_into_summaries(KvStorage& kv, KvCacheManager& mgr, SeqKv& seq, int32_t group,
-                          const std::vector<KvCacheManager::Evicted>& evicted);
+                          const std::vector<KvCacheManager::Evicted>& evicted,
+                          std::vector<SummaryFold>* record = nullptr);
+// Rewrites the KV of one fold (what merge_into_summaries does per evicted block, without the bookkeeping).
+void apply_summary_fold(KvStorage& kv, const SummaryFold& fold);
 
 }  // namespace slimkv

@@ -22,6 +22,13 @@ ModelConfig synthetic_shape(const std::string& name) {
   else if (name == "llama-15m") set(288, 768, 6, 6, 6, 32000, 256);
   else if (name == "llama-110m") set(768, 2048, 12, 12, 12, 32000, 1024);
   else if (name == "llama-1b") set(2048, 8192, 16, 32, 8, 32000, 2048);
+  else if (name == "llama3.2-1b" || name == "llama3.1-8b") {
+    // Llama-3.2-1B / Llama-3.1-8B as released (GQA 8, the 128,256-token vocabulary, RoPE base 500,000), the head
+    // untied: the realistic rows of the side-by-side benchmark (issue P).
+    if (name == "llama3.2-1b") set(2048, 8192, 16, 32, 8, 128256, 131072);
+    else set(4096, 14336, 32, 32, 8, 128256, 131072);
+    c.rope_theta = 500000.0f;
+  }
   else if (name == "deepseek-v2-lite") {
     // DeepSeek-V2-Lite's attention (16 heads, no q LoRA, kv_lora 512, nope 128, rope 64, v 128) in 2 layers with its
     // dense FFN width (10944) and a 32K vocabulary: the latent cache at its real size per layer.
@@ -93,8 +100,8 @@ ModelConfig synthetic_shape(const std::string& name) {
       lc.moe = true;
     }
   } else {
-    fail("unknown synthetic shape '{}' (choose one of llama-260k, llama-15m, llama-110m, llama-1b, deepseek-v2-lite, "
-         "llama3-8b-4l, qwen3moe-a3b-4l, deepseek-v4-flash-4l)", name);
+    fail("unknown synthetic shape '{}' (choose one of llama-260k, llama-15m, llama-110m, llama-1b, llama3.2-1b, "
+         "llama3.1-8b, deepseek-v2-lite, llama3-8b-4l, qwen3moe-a3b-4l, deepseek-v4-flash-4l)", name);
   }
   c.finalize();
   c.validate();
@@ -102,8 +109,8 @@ ModelConfig synthetic_shape(const std::string& name) {
 }
 
 std::vector<std::string> synthetic_shape_names() {
-  return {"llama-260k", "llama-15m", "llama-110m", "llama-1b", "deepseek-v2-lite", "llama3-8b-4l",
-          "qwen3moe-a3b-4l", "deepseek-v4-flash-4l"};
+  return {"llama-260k", "llama-15m", "llama-110m", "llama-1b", "llama3.2-1b", "llama3.1-8b", "deepseek-v2-lite",
+          "llama3-8b-4l", "qwen3moe-a3b-4l", "deepseek-v4-flash-4l"};
 }
 
 std::unique_ptr<Model> make_synthetic_model(const std::string& shape, DType dtype, uint64_t seed) {

@@ -6,7 +6,8 @@ Rank 0 serves HTTP and broadcasts each step's batch; rank 1 runs its slice. The 
 servers: greedy completions (plain and streamed), a chat completion, top-k and top-p sampling with a seed and
 greedy logprobs equal to one process's; 8 concurrent
 requests in a pool small enough to preempt (every one finishes with one process's text, and the parallel server
-did preempt); a stream the client drops mid-way (the server goes on, nothing left running); SIGTERM to rank 0 (it
+did preempt); dynamic retention with merges (rank 0's merges replayed on rank 1) equal to one process; a stream
+the client drops mid-way (the server goes on, nothing left running); SIGTERM to rank 0 (it
 drains, tells rank 1 to stop; the job exits 0 within 30 s). Exit 0 pass, 1 fail, 77 skipped (no mpirun;
 under CI a failure)."""
 import concurrent.futures
@@ -106,6 +107,34 @@ def drop_stream(s):
     sock.close()
 
 
+def check_retention(binary, model, tmp, failures):
+    """Dynamic retention with merges under -np 2: rank 0 decides from the attention mass summed over both ranks'
+    heads and sends each merge with the next step; rank 1 applies it to its heads. Greedy completions long enough
+    to evict must equal one process's, and the parallel server must have evicted."""
+    config = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "configs",
+                          "dynamic-k128-w64-merge.json")
+    flags = SERVE + ["--kv-config", config]
+    one = Server([binary, "serve", "-m", model, "--port", "0"] + flags, os.path.join(tmp, "one-r.log"))
+    tp = Server(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2", binary, "serve", "-m", model,
+                 "--port", "0", "--tensor-parallel-size", "2"] + flags, os.path.join(tmp, "tp-r.log"))
+    try:
+        same = sum(complete(one, p, max_tokens=200) == complete(tp, p, max_tokens=200) for p in PROMPTS)
+        evicted = tp.metrics().get("kv_cache_evicted_tokens_total", 0)
+        print(f"dynamic retention (merge): {same}/{len(PROMPTS)} greedy completions equal to one process, "
+              f"{evicted:.0f} tokens evicted on the -np 2 server")
+        if same != len(PROMPTS):
+            failures.append(f"dynamic retention: {same}/{len(PROMPTS)} equal to one process")
+        if evicted <= 0:
+            failures.append("dynamic retention: the -np 2 server evicted nothing (the budget is not small enough)")
+    finally:
+        for s in (one, tp):
+            s.proc.send_signal(signal.SIGTERM)  # mpirun forwards it to both ranks: a non-zero exit, not checked here
+            try:
+                s.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                s.proc.kill()
+
+
 def main():
     binary, model = sys.argv[1:3]
     ci = bool(os.environ.get("CI"))
@@ -183,7 +212,11 @@ def main():
             failures.append(f"SIGTERM: exit {rc}: {log[-800:]}")
         one.proc.send_signal(signal.SIGTERM)
         one.proc.wait(timeout=30)
-        shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        check_retention(binary, model, tmp, failures)
+    except RuntimeError as e:
+        failures.append(f"dynamic retention: {e}")
+    shutil.rmtree(tmp, ignore_errors=True)
     for f in failures:
         print("FAIL:", f)
     return 1 if failures else 0
