@@ -58,6 +58,56 @@ WeightView pack_panels(const WeightView& w, float* dst) {
   return out;
 }
 
+int64_t q4_0_panel_bytes(const WeightView& w) {
+  return (w.rows + kPanelRows - 1) / kPanelRows * (w.cols / kQuantBlock) * static_cast<int64_t>(sizeof(Q4_0Panel));
+}
+
+WeightView pack_q4_0_panels(const WeightView& w, uint8_t* dst) {
+  SLIMKV_CHECK(w.dtype == DType::Q4_0 && !w.panel, "pack_q4_0_panels: needs a row-major Q4_0 view");
+  const int64_t nb = w.cols / kQuantBlock, panels = (w.rows + kPanelRows - 1) / kPanelRows;
+  auto* out = reinterpret_cast<Q4_0Panel*>(dst);
+  std::fill(dst, dst + q4_0_panel_bytes(w), uint8_t{0});
+  for (int64_t p = 0; p < panels; ++p) {
+    for (int64_t r = 0; r < kPanelRows && p * kPanelRows + r < w.rows; ++r) {
+      const auto* src = reinterpret_cast<const Q4_0Block*>(w.row(p * kPanelRows + r));
+      for (int64_t k = 0; k < nb; ++k) {
+        Q4_0Panel& u = out[p * nb + k];
+        for (int j = 0; j < 4; ++j) std::copy_n(src[k].qs + 4 * j, 4, u.qs[j][r]);
+        u.d[r] = src[k].d;
+      }
+    }
+  }
+  WeightView v = w;
+  v.data = dst;
+  v.panel = true;
+  return v;
+}
+
+void matmul_q4_0_panels_ref(const WeightView& w, const void* x, int64_t T, float* y, int64_t r0, int64_t r1) {
+  const int64_t nb = w.cols / kQuantBlock;
+  const auto* units = static_cast<const Q4_0Panel*>(w.data);
+  const auto* xb = static_cast<const Q8_0Block*>(x);
+  for (int64_t r = r0; r < r1; ++r) {
+    const Q4_0Panel* u = units + (r / kPanelRows) * nb;
+    const int64_t i = r % kPanelRows;
+    for (int64_t t = 0; t < T; ++t) {
+      float acc = 0;
+      for (int64_t k = 0; k < nb; ++k) {
+        const Q8_0Block& a = xb[t * nb + k];
+        int32_t isum = 0;
+        for (int j = 0; j < 4; ++j) {
+          for (int b = 0; b < 4; ++b) {
+            const uint8_t q = u[k].qs[j][i][b];
+            isum += ((q & 0x0F) - 8) * a.qs[4 * j + b] + ((q >> 4) - 8) * a.qs[16 + 4 * j + b];
+          }
+        }
+        acc = std::fma(static_cast<float>(isum), fp16_to_fp32(u[k].d[i]) * fp16_to_fp32(a.d), acc);
+      }
+      y[t * w.rows + r] = acc;
+    }
+  }
+}
+
 namespace {
 
 // Scalar reference for panel weights: y[t, r] = fma chain over k, in order.
@@ -78,6 +128,24 @@ void matmul_panels_ref(const WeightView& w, const float* x, int64_t T, float* y,
 void matmul(const WeightView& w, const float* x, int64_t num_tokens, float* y, ThreadPool* pool, Isa isa) {
   SLIMKV_CHECK(w.dtype != DType::BF16, "matmul: BF16 weights must be converted to F32 at load time");
   const DotKernels& k = dot_kernels(isa);
+  if (w.panel && w.dtype == DType::Q4_0) {  // Q8_0 activations, then threads split whole panels
+    const int64_t nb = w.cols / kQuantBlock, panels = (w.rows + kPanelRows - 1) / kPanelRows;
+    thread_local std::vector<Q8_0Block> xq;
+    if (static_cast<int64_t>(xq.size()) < num_tokens * nb) xq.resize(num_tokens * nb);
+    for (int64_t t = 0; t < num_tokens; ++t) {
+      quantize_activations(DType::Q8_0, x + t * w.cols, xq.data() + t * nb, w.cols, isa);
+    }
+    const Q8_0Block* xin = xq.data();
+    auto body = [&](int64_t p0, int64_t p1, int32_t) {
+      const int64_t r0 = p0 * kPanelRows, r1 = std::min(w.rows, p1 * kPanelRows);
+      if (k.gemm_q4_0_panels == nullptr || !k.gemm_q4_0_panels(w, xin, num_tokens, y, r0, r1)) {
+        matmul_q4_0_panels_ref(w, xin, num_tokens, y, r0, r1);
+      }
+    };
+    if (pool == nullptr || w.rows * w.cols * num_tokens < kInlineMacs) body(0, panels, 0);
+    else pool->parallel_for(panels, 1, body);
+    return;
+  }
   if (w.panel) {  // threads split whole panels
     const int64_t panels = (w.rows + kPanelRows - 1) / kPanelRows;
     auto body = [&](int64_t p0, int64_t p1, int32_t) {
@@ -119,6 +187,17 @@ void matmul(const WeightView& w, const float* x, int64_t num_tokens, float* y, T
 }
 
 void dequantize_row(const WeightView& w, int64_t r, float* out) {
+  if (w.panel && w.dtype == DType::Q4_0) {  // gather the row's nibbles back into Q4_0 blocks
+    const int64_t nb = w.cols / kQuantBlock, i = r % kPanelRows;
+    const Q4_0Panel* u = static_cast<const Q4_0Panel*>(w.data) + (r / kPanelRows) * nb;
+    Q4_0Block b;
+    for (int64_t k = 0; k < nb; ++k) {
+      b.d = u[k].d[i];
+      for (int j = 0; j < 4; ++j) std::copy_n(u[k].qs[j][i], 4, b.qs + 4 * j);
+      type_traits(DType::Q4_0).to_float(&b, out + k * kQuantBlock, kQuantBlock);
+    }
+    return;
+  }
   if (w.panel) {  // F32 panels [rows / 16, cols, 16]: gather the row
     const float* base = static_cast<const float*>(w.data) + (r / kPanelRows) * w.cols * kPanelRows + r % kPanelRows;
     for (int64_t i = 0; i < w.cols; ++i) out[i] = base[i * kPanelRows];

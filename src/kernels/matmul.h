@@ -18,8 +18,9 @@ struct WeightView {
   DType dtype = DType::F32;
   int64_t rows = 0, cols = 0;  // logical [rows, cols]
   const void* data = nullptr;  // row-major [rows, cols], or panels when `panel` is set
-  // F32 only: [ceil(rows / 16), cols, 16] — for each k, the 16 rows of a panel are contiguous, so a matmul
+  // F32: [ceil(rows / 16), cols, 16] — for each k, the 16 rows of a panel are contiguous, so a matmul
   // streams the weights once and needs no horizontal sums (see pack_panels). Rows padded with zeros.
+  // Q4_0: [ceil(rows / 16), cols / 32] units of Q4_0Panel (pack_q4_0_panels). Other dtypes: never.
   bool panel = false;
   int64_t row_bytes() const { return cols / dtype_block_elems(dtype) * dtype_block_bytes(dtype); }
   const uint8_t* row(int64_t r) const { return static_cast<const uint8_t*>(data) + r * row_bytes(); }
@@ -36,6 +37,21 @@ void dequantize_row(const WeightView& w, int64_t r, float* out);
 // matmul is a sequential fused multiply-add chain over k, the same whatever the batch: batched == single, bit for bit.
 int64_t panel_floats(const WeightView& w);
 WeightView pack_panels(const WeightView& w, float* dst);
+
+// Q4_0 interleaved 16 rows at a time (issue P: llama.cpp repacks Q4_0 likewise): per panel and 32-column block,
+// the 16 rows' nibbles grouped 4 bytes a row — qs[j][r][0..3] = row r's bytes 4j..4j+3 (low nibbles elements
+// 4j..4j+3, high nibbles 16 + 4j..) — then the 16 fp16 scales. One VNNI multiply-add then serves 16 rows, and the
+// scale epilogue runs once per block for all 16 (not once per row and token). Rows padded with zero scales.
+struct Q4_0Panel {
+  uint8_t qs[4][kPanelRows][4];
+  uint16_t d[kPanelRows];
+};
+static_assert(sizeof(Q4_0Panel) == 18 * kPanelRows);
+int64_t q4_0_panel_bytes(const WeightView& w);
+WeightView pack_q4_0_panels(const WeightView& w, uint8_t* dst);
+// The scalar reference of a Q4_0 panel matmul over rows [r0, r1), all tokens (x: Q8_0 blocks [T, cols / 32]):
+// per (row, token), the blocks' exact integer dots scaled and added in block order.
+void matmul_q4_0_panels_ref(const WeightView& w, const void* x, int64_t T, float* y, int64_t r0, int64_t r1);
 
 // Asks for 2 MiB pages on the whole 2 MiB pages inside [p, p + bytes) (best effort: transparent huge pages in
 // "madvise" or "always" mode). Weights streamed once per decode step then miss the TLB 512× less often. Call it

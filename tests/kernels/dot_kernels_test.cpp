@@ -9,6 +9,7 @@
 #include "kernels/dot.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
+#include "kernels/type_traits.h"
 #include "random_data.h"
 
 namespace slimkv {
@@ -183,6 +184,38 @@ TEST_P(DotKernelTest, PanelMatmulIsBitIdenticalToScalarFmaChainAndBatchInvariant
     double d = 0;
     for (int64_t k = 0; k < cols; ++k) d += double(w[(rows - 1) * cols + k]) * x[k];
     EXPECT_NEAR(ref[rows - 1], d, 1e-4);
+  }
+}
+
+// Q4_0 interleaved 16 rows a panel (issue P): the AVX-512 VNNI kernel equals the scalar reference bit for bit
+// (the same integer dot, the same float multiply and fma per block), whatever the batch or the threads; both are
+// the row-major Q4_0 product to rounding; the rows dequantize back exactly.
+TEST_P(DotKernelTest, Q4_0PanelsEqualTheirReferenceAndTheRowMajorProduct) {
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 64}, {16, 32}, {37, 96}, {100, 256}, {520, 2048}}) {
+    const int64_t T = 9;
+    auto wf = random_vec(rows * cols, 41), x = random_vec(T * cols, 42);
+    std::vector<uint8_t> q(static_cast<size_t>(rows * cols / kQuantBlock * sizeof(Q4_0Block)));
+    type_traits(DType::Q4_0).from_float(wf.data(), q.data(), rows * cols);
+    const WeightView wr{DType::Q4_0, rows, cols, q.data()};
+    std::vector<uint8_t> packed(q4_0_panel_bytes(wr));
+    const WeightView wp = pack_q4_0_panels(wr, packed.data());
+    std::vector<float> ref(T * rows), opt(T * rows), one(rows), plain(T * rows);
+    matmul(wp, x.data(), T, ref.data(), nullptr, Isa::Scalar);
+    ThreadPool pool(2);
+    matmul(wp, x.data(), T, opt.data(), &pool, GetParam());
+    for (int64_t i = 0; i < T * rows; ++i) ASSERT_EQ(opt[i], ref[i]) << "rows=" << rows << " i=" << i;
+    for (int64_t t = 0; t < T; ++t) {
+      matmul(wp, x.data() + t * cols, 1, one.data(), nullptr, GetParam());
+      for (int64_t r = 0; r < rows; ++r) ASSERT_EQ(one[r], ref[t * rows + r]) << "rows=" << rows << " t=" << t;
+    }
+    matmul(wr, x.data(), T, plain.data(), nullptr, Isa::Scalar);
+    for (int64_t i = 0; i < T * rows; ++i) ASSERT_NEAR(ref[i], plain[i], 1e-4f * (1 + std::fabs(plain[i])));
+    std::vector<float> a(cols), b(cols);
+    for (int64_t r : {int64_t{0}, rows - 1}) {
+      dequantize_row(wp, r, a.data());
+      dequantize_row(wr, r, b.data());
+      ASSERT_EQ(a, b) << "row " << r;
+    }
   }
 }
 
