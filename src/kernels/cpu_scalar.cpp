@@ -94,8 +94,8 @@ void attend_avx512(const float* q, const PagedKv& kv, int64_t num_ctx, float sca
                    float* out);  // cpu_avx512/attention_avx512.cpp
 void attend_group_avx512(const float* q, int32_t num_q, int64_t q_stride, const PagedKv& kv, int64_t num_ctx,
                          float scale, float* scores, int64_t s_stride, float* out, int64_t o_stride);
-bool gemm_q4_0_panels_avx512(const WeightView& w, const Q8_0Block* x, int64_t num_tokens, float* y, int64_t r0,
-                             int64_t r1);  // cpu_avx512/gemm_q4_panels_avx512.cpp
+bool gemm_quant_panels_avx512(const WeightView& w, const Q8_0Block* x, int64_t num_tokens, float* y, int64_t r0,
+                              int64_t r1);  // cpu_avx512/gemm_quant_panels_avx512.cpp
 bool gemm_avx512(DType w_dtype, const void* w, int64_t rows, int64_t cols, const void* x, int64_t num_tokens,
                  float* y, int64_t ldy);  // cpu_avx512/gemm_avx512.cpp
 
@@ -109,7 +109,7 @@ const DotKernels& dot_kernels(Isa isa) {
         k.attend_group = attend_group_avx512;
         k.gemm = gemm_avx512;
         k.gemm_panels = gemm_panels_avx512;
-        k.gemm_q4_0_panels = gemm_q4_0_panels_avx512;
+        k.gemm_quant_panels = gemm_quant_panels_avx512;
         return k;
       }();
       return t;

@@ -92,11 +92,11 @@ struct DotKernels {
   // Optional matmul over panel-packed F32 weights (matmul.h), rows [r0, r1) (r0 a multiple of 16), all tokens:
   // y[t * w.rows + r]. Must equal the scalar fma chain bit for bit. Null/false = scalar reference.
   bool (*gemm_panels)(const WeightView& w, const float* x, int64_t num_tokens, float* y, int64_t r0, int64_t r1);
-  // Optional matmul over Q4_0 panels (matmul.h's Q4_0Panel), rows [r0, r1), x: Q8_0 blocks [num_tokens, cols / 32].
-  // Each (row, token) accumulates its blocks in order whatever the tile (batched == single); the scalar reference
-  // is matmul_q4_0_panels_ref. Null/false = that reference.
-  bool (*gemm_q4_0_panels)(const WeightView& w, const Q8_0Block* x, int64_t num_tokens, float* y, int64_t r0,
-                           int64_t r1) = nullptr;
+  // Optional matmul over Q4_0 / Q8_0 panels (matmul.h's Q4_0Panel, Q8_0Panel), rows [r0, r1), x: Q8_0 blocks
+  // [num_tokens, cols / 32]. Each (row, token) accumulates its blocks in order whatever the tile (batched ==
+  // single); the scalar reference is matmul_quant_panels_ref. Null/false = that reference.
+  bool (*gemm_quant_panels)(const WeightView& w, const Q8_0Block* x, int64_t num_tokens, float* y, int64_t r0,
+                            int64_t r1) = nullptr;
 };
 
 const DotKernels& dot_kernels(Isa isa);

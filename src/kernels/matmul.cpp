@@ -58,22 +58,39 @@ WeightView pack_panels(const WeightView& w, float* dst) {
   return out;
 }
 
-int64_t q4_0_panel_bytes(const WeightView& w) {
-  return (w.rows + kPanelRows - 1) / kPanelRows * (w.cols / kQuantBlock) * static_cast<int64_t>(sizeof(Q4_0Panel));
+bool has_quant_panels(DType t) { return t == DType::Q4_0 || t == DType::Q8_0; }
+
+QuantPanels quant_panels(const WeightView& w) {
+  return {static_cast<const uint8_t*>(w.data), w.cols / kQuantBlock, w.dtype == DType::Q4_0 ? 4 : 8};
 }
 
-WeightView pack_q4_0_panels(const WeightView& w, uint8_t* dst) {
-  SLIMKV_CHECK(w.dtype == DType::Q4_0 && !w.panel, "pack_q4_0_panels: needs a row-major Q4_0 view");
-  const int64_t nb = w.cols / kQuantBlock, panels = (w.rows + kPanelRows - 1) / kPanelRows;
-  auto* out = reinterpret_cast<Q4_0Panel*>(dst);
-  std::fill(dst, dst + q4_0_panel_bytes(w), uint8_t{0});
+int64_t quant_panel_bytes(const WeightView& w) {
+  QuantPanels q{nullptr, w.cols / kQuantBlock, w.dtype == DType::Q4_0 ? 4 : 8};
+  return (w.rows + kPanelRows - 1) / kPanelRows * q.panel_bytes();
+}
+
+WeightView pack_quant_panels(const WeightView& w, uint8_t* dst) {
+  SLIMKV_CHECK(has_quant_panels(w.dtype) && !w.panel, "pack_quant_panels: needs a row-major Q4_0 / Q8_0 view");
+  const QuantPanels q{dst, w.cols / kQuantBlock, w.dtype == DType::Q4_0 ? 4 : 8};
+  const int64_t panels = (w.rows + kPanelRows - 1) / kPanelRows;
+  std::fill(dst, dst + quant_panel_bytes(w), uint8_t{0});
   for (int64_t p = 0; p < panels; ++p) {
     for (int64_t r = 0; r < kPanelRows && p * kPanelRows + r < w.rows; ++r) {
-      const auto* src = reinterpret_cast<const Q4_0Block*>(w.row(p * kPanelRows + r));
-      for (int64_t k = 0; k < nb; ++k) {
-        Q4_0Panel& u = out[p * nb + k];
-        for (int j = 0; j < 4; ++j) std::copy_n(src[k].qs + 4 * j, 4, u.qs[j][r]);
-        u.d[r] = src[k].d;
+      const uint8_t* row = w.row(p * kPanelRows + r);
+      for (int64_t k = 0; k < q.nb; ++k) {
+        auto* d = const_cast<uint16_t*>(q.scales(p, k));
+        auto* qs = const_cast<uint8_t*>(q.qs(p, k));
+        if (w.dtype == DType::Q4_0) {
+          const auto& src = reinterpret_cast<const Q4_0Block*>(row)[k];
+          for (int j = 0; j < 4; ++j) std::copy_n(src.qs + 4 * j, 4, qs + (j * kPanelRows + r) * 4);
+          d[r] = src.d;
+        } else {
+          const auto& src = reinterpret_cast<const Q8_0Block*>(row)[k];
+          for (int j = 0; j < 8; ++j) {
+            for (int b = 0; b < 4; ++b) qs[(j * kPanelRows + r) * 4 + b] = static_cast<uint8_t>(src.qs[4 * j + b] + 128);
+          }
+          d[r] = src.d;
+        }
       }
     }
   }
@@ -83,25 +100,51 @@ WeightView pack_q4_0_panels(const WeightView& w, uint8_t* dst) {
   return v;
 }
 
-void matmul_q4_0_panels_ref(const WeightView& w, const void* x, int64_t T, float* y, int64_t r0, int64_t r1) {
+namespace {
+
+// Row r's block k as a plain Q4_0 / Q8_0 block (the reference and dequantize_row read it so).
+void unit_block(const WeightView& w, int64_t r, int64_t k, void* out) {
+  const QuantPanels q = quant_panels(w);
+  const int64_t p = r / kPanelRows, i = r % kPanelRows;
+  const uint8_t* qs = q.qs(p, k);
+  if (w.dtype == DType::Q4_0) {
+    auto* b = static_cast<Q4_0Block*>(out);
+    b->d = q.scales(p, k)[i];
+    for (int j = 0; j < 4; ++j) std::copy_n(qs + (j * kPanelRows + i) * 4, 4, b->qs + 4 * j);
+  } else {
+    auto* b = static_cast<Q8_0Block*>(out);
+    b->d = q.scales(p, k)[i];
+    for (int j = 0; j < 8; ++j) {
+      for (int c = 0; c < 4; ++c) b->qs[4 * j + c] = static_cast<int8_t>(qs[(j * kPanelRows + i) * 4 + c] - 128);
+    }
+  }
+}
+
+}  // namespace
+
+void matmul_quant_panels_ref(const WeightView& w, const void* x, int64_t T, float* y, int64_t r0, int64_t r1) {
   const int64_t nb = w.cols / kQuantBlock;
-  const auto* units = static_cast<const Q4_0Panel*>(w.data);
   const auto* xb = static_cast<const Q8_0Block*>(x);
+  const bool q4 = w.dtype == DType::Q4_0;
+  Q8_0Block b8;
+  Q4_0Block b4;
   for (int64_t r = r0; r < r1; ++r) {
-    const Q4_0Panel* u = units + (r / kPanelRows) * nb;
-    const int64_t i = r % kPanelRows;
     for (int64_t t = 0; t < T; ++t) {
       float acc = 0;
       for (int64_t k = 0; k < nb; ++k) {
         const Q8_0Block& a = xb[t * nb + k];
         int32_t isum = 0;
-        for (int j = 0; j < 4; ++j) {
-          for (int b = 0; b < 4; ++b) {
-            const uint8_t q = u[k].qs[j][i][b];
-            isum += ((q & 0x0F) - 8) * a.qs[4 * j + b] + ((q >> 4) - 8) * a.qs[16 + 4 * j + b];
-          }
+        uint16_t d = 0;
+        if (q4) {
+          unit_block(w, r, k, &b4);
+          for (int j = 0; j < 16; ++j) isum += ((b4.qs[j] & 0x0F) - 8) * a.qs[j] + ((b4.qs[j] >> 4) - 8) * a.qs[16 + j];
+          d = b4.d;
+        } else {
+          unit_block(w, r, k, &b8);
+          for (int j = 0; j < 32; ++j) isum += b8.qs[j] * a.qs[j];
+          d = b8.d;
         }
-        acc = std::fma(static_cast<float>(isum), fp16_to_fp32(u[k].d[i]) * fp16_to_fp32(a.d), acc);
+        acc = std::fma(static_cast<float>(isum), fp16_to_fp32(d) * fp16_to_fp32(a.d), acc);
       }
       y[t * w.rows + r] = acc;
     }
@@ -128,7 +171,7 @@ void matmul_panels_ref(const WeightView& w, const float* x, int64_t T, float* y,
 void matmul(const WeightView& w, const float* x, int64_t num_tokens, float* y, ThreadPool* pool, Isa isa) {
   SLIMKV_CHECK(w.dtype != DType::BF16, "matmul: BF16 weights must be converted to F32 at load time");
   const DotKernels& k = dot_kernels(isa);
-  if (w.panel && w.dtype == DType::Q4_0) {  // Q8_0 activations, then threads split whole panels
+  if (w.panel && has_quant_panels(w.dtype)) {  // Q8_0 activations, then threads split whole panels
     const int64_t nb = w.cols / kQuantBlock, panels = (w.rows + kPanelRows - 1) / kPanelRows;
     thread_local std::vector<Q8_0Block> xq;
     if (static_cast<int64_t>(xq.size()) < num_tokens * nb) xq.resize(num_tokens * nb);
@@ -138,8 +181,8 @@ void matmul(const WeightView& w, const float* x, int64_t num_tokens, float* y, T
     const Q8_0Block* xin = xq.data();
     auto body = [&](int64_t p0, int64_t p1, int32_t) {
       const int64_t r0 = p0 * kPanelRows, r1 = std::min(w.rows, p1 * kPanelRows);
-      if (k.gemm_q4_0_panels == nullptr || !k.gemm_q4_0_panels(w, xin, num_tokens, y, r0, r1)) {
-        matmul_q4_0_panels_ref(w, xin, num_tokens, y, r0, r1);
+      if (k.gemm_quant_panels == nullptr || !k.gemm_quant_panels(w, xin, num_tokens, y, r0, r1)) {
+        matmul_quant_panels_ref(w, xin, num_tokens, y, r0, r1);
       }
     };
     if (pool == nullptr || w.rows * w.cols * num_tokens < kInlineMacs) body(0, panels, 0);
@@ -187,14 +230,11 @@ void matmul(const WeightView& w, const float* x, int64_t num_tokens, float* y, T
 }
 
 void dequantize_row(const WeightView& w, int64_t r, float* out) {
-  if (w.panel && w.dtype == DType::Q4_0) {  // gather the row's nibbles back into Q4_0 blocks
-    const int64_t nb = w.cols / kQuantBlock, i = r % kPanelRows;
-    const Q4_0Panel* u = static_cast<const Q4_0Panel*>(w.data) + (r / kPanelRows) * nb;
-    Q4_0Block b;
-    for (int64_t k = 0; k < nb; ++k) {
-      b.d = u[k].d[i];
-      for (int j = 0; j < 4; ++j) std::copy_n(u[k].qs[j][i], 4, b.qs + 4 * j);
-      type_traits(DType::Q4_0).to_float(&b, out + k * kQuantBlock, kQuantBlock);
+  if (w.panel && has_quant_panels(w.dtype)) {  // gather the row back into plain blocks
+    alignas(8) uint8_t block[sizeof(Q8_0Block)];
+    for (int64_t k = 0; k < w.cols / kQuantBlock; ++k) {
+      unit_block(w, r, k, block);
+      type_traits(w.dtype).to_float(block, out + k * kQuantBlock, kQuantBlock);
     }
     return;
   }

@@ -20,7 +20,7 @@ struct WeightView {
   const void* data = nullptr;  // row-major [rows, cols], or panels when `panel` is set
   // F32: [ceil(rows / 16), cols, 16] — for each k, the 16 rows of a panel are contiguous, so a matmul
   // streams the weights once and needs no horizontal sums (see pack_panels). Rows padded with zeros.
-  // Q4_0: [ceil(rows / 16), cols / 32] units of Q4_0Panel (pack_q4_0_panels). Other dtypes: never.
+  // Q4_0 / Q8_0: ceil(rows / 16) panels (QuantPanels, pack_quant_panels). Other dtypes: never.
   bool panel = false;
   int64_t row_bytes() const { return cols / dtype_block_elems(dtype) * dtype_block_bytes(dtype); }
   const uint8_t* row(int64_t r) const { return static_cast<const uint8_t*>(data) + r * row_bytes(); }
@@ -38,20 +38,30 @@ void dequantize_row(const WeightView& w, int64_t r, float* out);
 int64_t panel_floats(const WeightView& w);
 WeightView pack_panels(const WeightView& w, float* dst);
 
-// Q4_0 interleaved 16 rows at a time (issue P: llama.cpp repacks Q4_0 likewise): per panel and 32-column block,
-// the 16 rows' nibbles grouped 4 bytes a row — qs[j][r][0..3] = row r's bytes 4j..4j+3 (low nibbles elements
-// 4j..4j+3, high nibbles 16 + 4j..) — then the 16 fp16 scales. One VNNI multiply-add then serves 16 rows, and the
-// scale epilogue runs once per block for all 16 (not once per row and token). Rows padded with zero scales.
-struct Q4_0Panel {
-  uint8_t qs[4][kPanelRows][4];
-  uint16_t d[kPanelRows];
+// Q4_0 and Q8_0 interleaved 16 rows at a time (issue P; llama.cpp repacks Q4_0 likewise). Per panel of 16 rows:
+// its nb blocks' scales first ([nb][16] fp16), then their weights ([nb][groups][16][4] bytes: group j holds each
+// row's 4 bytes 4j..4j+3 — for Q4_0 (4 groups) the raw bytes, low nibbles elements 4j..4j+3 and high nibbles
+// 16 + 4j..; for Q8_0 (8 groups) the values plus 128, unsigned for VNNI's unsigned x signed product). One vpdpbusd
+// then serves 16 rows and the scale epilogue runs once per block for all 16; a block's weights start 64-byte
+// aligned (the arena is, and nb is even in every real model). Rows past the matrix: zero scales.
+struct QuantPanels {
+  const uint8_t* base = nullptr;
+  int64_t nb = 0;   // 32-value blocks per row
+  int groups = 4;   // 4 (Q4_0) or 8 (Q8_0) of 64 bytes per block
+  int64_t panel_bytes() const { return nb * (32 + groups * 64); }
+  const uint16_t* scales(int64_t p, int64_t k) const {
+    return reinterpret_cast<const uint16_t*>(base + p * panel_bytes() + k * 32);
+  }
+  const uint8_t* qs(int64_t p, int64_t k) const { return base + p * panel_bytes() + nb * 32 + k * groups * 64; }
 };
-static_assert(sizeof(Q4_0Panel) == 18 * kPanelRows);
-int64_t q4_0_panel_bytes(const WeightView& w);
-WeightView pack_q4_0_panels(const WeightView& w, uint8_t* dst);
-// The scalar reference of a Q4_0 panel matmul over rows [r0, r1), all tokens (x: Q8_0 blocks [T, cols / 32]):
-// per (row, token), the blocks' exact integer dots scaled and added in block order.
-void matmul_q4_0_panels_ref(const WeightView& w, const void* x, int64_t T, float* y, int64_t r0, int64_t r1);
+QuantPanels quant_panels(const WeightView& w);  // a panel-packed Q4_0 / Q8_0 view's layout
+// Bytes of a Q4_0 / Q8_0 view in panels, and the repacking into dst (which holds that many).
+int64_t quant_panel_bytes(const WeightView& w);
+WeightView pack_quant_panels(const WeightView& w, uint8_t* dst);
+bool has_quant_panels(DType t);  // Q4_0, Q8_0
+// The scalar reference of a Q4_0 / Q8_0 panel matmul over rows [r0, r1), all tokens (x: Q8_0 blocks
+// [T, cols / 32]): per (row, token), the blocks' exact integer dots scaled and added in block order.
+void matmul_quant_panels_ref(const WeightView& w, const void* x, int64_t T, float* y, int64_t r0, int64_t r1);
 
 // Asks for 2 MiB pages on the whole 2 MiB pages inside [p, p + bytes) (best effort: transparent huge pages in
 // "madvise" or "always" mode). Weights streamed once per decode step then miss the TLB 512× less often. Call it

@@ -13,21 +13,21 @@ void pack_weights_for_kernels(Model& m, Isa isa) {
   }
   views.push_back(&m.output);  // a tied classifier gets its own packed copy; tok_embd stays row-major for lookups
   if (m.hc_head_fn.data) views.push_back(&m.hc_head_fn);
-  // Q4_0: interleaved 16-row panels (matmul.h's Q4_0Panel: one VNNI instruction serves 16 rows), one byte arena.
-  int64_t q4_bytes = 0;
+  // Q4_0 / Q8_0: interleaved 16-row panels (matmul.h: one VNNI instruction serves 16 rows), one byte arena.
+  int64_t quant_bytes = 0;
   for (WeightView* w : views) {
-    if (w->dtype == DType::Q4_0 && !w->panel && w->data) q4_bytes += q4_0_panel_bytes(*w);
+    if (has_quant_panels(w->dtype) && !w->panel && w->data) quant_bytes += quant_panel_bytes(*w);
   }
-  if (q4_bytes > 0) {
+  if (quant_bytes > 0) {
     auto bytes = std::make_shared<std::vector<uint8_t>>();
-    bytes->reserve(static_cast<size_t>(q4_bytes));
-    advise_huge_pages(bytes->data(), static_cast<size_t>(q4_bytes));
-    bytes->resize(static_cast<size_t>(q4_bytes));
-    uint8_t* dst = bytes->data();
+    bytes->reserve(static_cast<size_t>(quant_bytes + 64));
+    advise_huge_pages(bytes->data(), static_cast<size_t>(quant_bytes + 64));
+    bytes->resize(static_cast<size_t>(quant_bytes + 64));
+    uint8_t* dst = bytes->data() + (64 - reinterpret_cast<uintptr_t>(bytes->data()) % 64) % 64;  // 64-byte aligned
     for (WeightView* w : views) {
-      if (w->dtype != DType::Q4_0 || w->panel || !w->data) continue;
-      const int64_t n = q4_0_panel_bytes(*w);
-      *w = pack_q4_0_panels(*w, dst);
+      if (!has_quant_panels(w->dtype) || w->panel || !w->data) continue;
+      const int64_t n = quant_panel_bytes(*w);
+      *w = pack_quant_panels(*w, dst);
       dst += n;
     }
     m.keepalive.push_back(bytes);
