@@ -40,7 +40,8 @@ struct Row {
 int64_t weight_bytes_per_token(const Model& m) {
   auto bytes = [](const WeightView& w) -> int64_t {
     if (w.data == nullptr) return 0;
-    return w.panel ? panel_floats(w) * 4 : w.rows * w.row_bytes();
+    if (!w.panel) return w.rows * w.row_bytes();
+    return has_quant_panels(w.dtype) ? quant_panel_bytes(w) : panel_floats(w) * 4;
   };
   int64_t total = bytes(m.output) + bytes(m.hc_head_fn);
   for (const LayerWeights& l : m.layers) {
