@@ -171,34 +171,33 @@ void matmul_panels_ref(const WeightView& w, const float* x, int64_t T, float* y,
 void matmul(const WeightView& w, const float* x, int64_t num_tokens, float* y, ThreadPool* pool, Isa isa) {
   SLIMKV_CHECK(w.dtype != DType::BF16, "matmul: BF16 weights must be converted to F32 at load time");
   const DotKernels& k = dot_kernels(isa);
-  if (w.panel && has_quant_panels(w.dtype)) {  // Q8_0 activations, then threads split whole panels
-    const int64_t nb = w.cols / kQuantBlock, panels = (w.rows + kPanelRows - 1) / kPanelRows;
+  if (w.panel) {  // threads split whole panels; rows(r0, r1) computes rows [r0, r1) for every token
+    auto split = [&](auto rows) {
+      const int64_t panels = (w.rows + kPanelRows - 1) / kPanelRows;
+      auto body = [&](int64_t p0, int64_t p1, int32_t) { rows(p0 * kPanelRows, std::min(w.rows, p1 * kPanelRows)); };
+      if (pool == nullptr || w.rows * w.cols * num_tokens < kInlineMacs) body(0, panels, 0);
+      else pool->parallel_for(panels, 1, body);
+    };
+    if (!has_quant_panels(w.dtype)) {  // F32
+      split([&](int64_t r0, int64_t r1) {
+        if (k.gemm_panels == nullptr || !k.gemm_panels(w, x, num_tokens, y, r0, r1)) {
+          matmul_panels_ref(w, x, num_tokens, y, r0, r1);
+        }
+      });
+      return;
+    }
+    const int64_t nb = w.cols / kQuantBlock;  // Q4_0 / Q8_0: Q8_0 activations first
     thread_local std::vector<Q8_0Block> xq;
     if (static_cast<int64_t>(xq.size()) < num_tokens * nb) xq.resize(num_tokens * nb);
     for (int64_t t = 0; t < num_tokens; ++t) {
       quantize_activations(DType::Q8_0, x + t * w.cols, xq.data() + t * nb, w.cols, isa);
     }
     const Q8_0Block* xin = xq.data();
-    auto body = [&](int64_t p0, int64_t p1, int32_t) {
-      const int64_t r0 = p0 * kPanelRows, r1 = std::min(w.rows, p1 * kPanelRows);
+    split([&](int64_t r0, int64_t r1) {
       if (k.gemm_quant_panels == nullptr || !k.gemm_quant_panels(w, xin, num_tokens, y, r0, r1)) {
         matmul_quant_panels_ref(w, xin, num_tokens, y, r0, r1);
       }
-    };
-    if (pool == nullptr || w.rows * w.cols * num_tokens < kInlineMacs) body(0, panels, 0);
-    else pool->parallel_for(panels, 1, body);
-    return;
-  }
-  if (w.panel) {  // threads split whole panels
-    const int64_t panels = (w.rows + kPanelRows - 1) / kPanelRows;
-    auto body = [&](int64_t p0, int64_t p1, int32_t) {
-      const int64_t r0 = p0 * kPanelRows, r1 = std::min(w.rows, p1 * kPanelRows);
-      if (k.gemm_panels == nullptr || !k.gemm_panels(w, x, num_tokens, y, r0, r1)) {
-        matmul_panels_ref(w, x, num_tokens, y, r0, r1);
-      }
-    };
-    if (pool == nullptr || w.rows * w.cols * num_tokens < kInlineMacs) body(0, panels, 0);
-    else pool->parallel_for(panels, 1, body);
+    });
     return;
   }
   const int64_t cols = w.cols;
