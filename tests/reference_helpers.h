@@ -3,9 +3,11 @@
 // argmax agreement). Also runs slimkv-ref (../shared/bench-ref/llama.cpp) for references made at test time.
 #pragma once
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -129,6 +131,37 @@ inline std::vector<float> all_logits(const Model& m, const std::vector<int32_t>&
   return out;
 }
 
+// True when the CPU reports AMX, where the reference build would load its `sapphirerapids` variant.
+inline bool cpu_has_amx() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("flags", 0) == 0) return line.find(" amx_int8") != std::string::npos;
+  }
+  return false;
+}
+
+// The reference build's directory without its AMX variant: that variant's extra buffer type aborts llama.cpp on
+// some of our files (GGML_ASSERT(*cur_backend_id != -1) in ggml_backend_sched) and dies with SIGILL in
+// ggml_backend_amx_mul_mat on Intel Xeon VMs (llama.cpp PR #26954); the next best variant gives the reference.
+// Copied once per machine (an executable finds its modules beside its real path), atomically by rename.
+inline std::string reference_dir_without_amx(const std::string& dir) {
+  namespace fs = std::filesystem;
+  const fs::path copy = fs::temp_directory_path() / "slimkv-llamacpp-no-amx";
+  if (fs::exists(copy / "slimkv-ref")) return copy.string();
+  const fs::path tmp = copy.string() + "." + std::to_string(::getpid());
+  fs::create_directories(tmp);
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.is_regular_file() && e.path().filename() != "libggml-cpu-sapphirerapids.so") {
+      fs::copy_file(e.path(), tmp / e.path().filename(), fs::copy_options::overwrite_existing);
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, copy, ec);  // another test process may have won the race: then use its copy
+  if (ec) fs::remove_all(tmp);
+  return copy.string();
+}
+
 // The llama.cpp reference tool, when this CPU runs it (else empty: callers skip).
 inline std::string slimkv_ref_binary() {
   const std::string dir = shared_dir() + "/bench-ref/llama.cpp";
@@ -137,7 +170,7 @@ inline std::string slimkv_ref_binary() {
     return "";
   }
   if (std::system((dir + "/check-cpu >/dev/null 2>&1").c_str()) != 0) return "";
-  return dir + "/slimkv-ref";
+  return (cpu_has_amx() ? reference_dir_without_amx(dir) : dir) + "/slimkv-ref";
 }
 
 }  // namespace slimkv::test
