@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "kernels/kquant_panels.h"
 #include "runner/sequence_forward.h"
 #include "model/synthetic_model.h"
 #include "tools/commands.h"
@@ -41,6 +42,7 @@ int64_t weight_bytes_per_token(const Model& m) {
   auto bytes = [](const WeightView& w) -> int64_t {
     if (w.data == nullptr) return 0;
     if (!w.panel) return w.rows * w.row_bytes();
+    if (has_kquant_panels(w.dtype)) return kquant_panel_bytes(w);
     return has_quant_panels(w.dtype) ? quant_panel_bytes(w) : panel_floats(w) * 4;
   };
   int64_t total = bytes(m.output) + bytes(m.hc_head_fn);

@@ -96,6 +96,8 @@ void attend_group_avx512(const float* q, int32_t num_q, int64_t q_stride, const 
                          float scale, float* scores, int64_t s_stride, float* out, int64_t o_stride);
 bool gemm_quant_panels_avx512(const WeightView& w, const Q8_0Block* x, int64_t num_tokens, float* y, int64_t r0,
                               int64_t r1);  // cpu_avx512/gemm_quant_panels_avx512.cpp
+bool gemm_kquant_panels_avx512(const WeightView& w, const Q8_KBlock* x, const int32_t* terms, int64_t num_tokens,
+                               float* y, int64_t r0, int64_t r1);  // cpu_avx512/gemm_kquant_panels_avx512.cpp
 bool gemm_avx512(DType w_dtype, const void* w, int64_t rows, int64_t cols, const void* x, int64_t num_tokens,
                  float* y, int64_t ldy);  // cpu_avx512/gemm_avx512.cpp
 
@@ -110,6 +112,7 @@ const DotKernels& dot_kernels(Isa isa) {
         k.gemm = gemm_avx512;
         k.gemm_panels = gemm_panels_avx512;
         k.gemm_quant_panels = gemm_quant_panels_avx512;
+        k.gemm_kquant_panels = gemm_kquant_panels_avx512;
         return k;
       }();
       return t;

@@ -10,6 +10,7 @@
 
 namespace slimkv {
 struct WeightView;
+struct Q8_KBlock;
 }
 
 namespace slimkv {
@@ -97,6 +98,10 @@ struct DotKernels {
   // single); the scalar reference is matmul_quant_panels_ref. Null/false = that reference.
   bool (*gemm_quant_panels)(const WeightView& w, const Q8_0Block* x, int64_t num_tokens, float* y, int64_t r0,
                             int64_t r1) = nullptr;
+  // Optional matmul over Q4_K / Q5_K / Q6_K / IQ4_XS panels (kquant_panels.h), rows [r0, r1), x: Q8_K blocks
+  // [num_tokens, cols / 256], terms: kquant_panel_terms of x. Reference: matmul_kquant_panels_ref, bit for bit.
+  bool (*gemm_kquant_panels)(const WeightView& w, const Q8_KBlock* x, const int32_t* terms, int64_t num_tokens,
+                             float* y, int64_t r0, int64_t r1) = nullptr;
 };
 
 const DotKernels& dot_kernels(Isa isa);

@@ -9,6 +9,7 @@
 #include "core/check.h"
 #include "core/half.h"
 #include "kernels/dot.h"
+#include "kernels/kquant_panels.h"
 #include "kernels/type_traits.h"
 
 namespace slimkv {
@@ -178,6 +179,25 @@ void matmul(const WeightView& w, const float* x, int64_t num_tokens, float* y, T
       if (pool == nullptr || w.rows * w.cols * num_tokens < kInlineMacs) body(0, panels, 0);
       else pool->parallel_for(panels, 1, body);
     };
+    if (has_kquant_panels(w.dtype)) {  // Q8_K activations and their per-sub-block terms, once for all threads
+      const int64_t nsb = w.cols / 256;
+      thread_local std::vector<Q8_KBlock> xk;
+      thread_local std::vector<int32_t> terms;  // [T, nsb, 16]
+      if (static_cast<int64_t>(xk.size()) < num_tokens * nsb) xk.resize(num_tokens * nsb);
+      if (static_cast<int64_t>(terms.size()) < num_tokens * nsb * 16) terms.resize(num_tokens * nsb * 16);
+      for (int64_t t = 0; t < num_tokens; ++t) {
+        quantize_activations(DType::Q8_K, x + t * w.cols, xk.data() + t * nsb, w.cols, isa);
+      }
+      kquant_panel_terms(w.dtype, xk.data(), num_tokens, nsb, terms.data());
+      const Q8_KBlock* xin = xk.data();
+      const int32_t* tin = terms.data();
+      split([&](int64_t r0, int64_t r1) {
+        if (k.gemm_kquant_panels == nullptr || !k.gemm_kquant_panels(w, xin, tin, num_tokens, y, r0, r1)) {
+          matmul_kquant_panels_ref(w, xin, tin, num_tokens, y, r0, r1);
+        }
+      });
+      return;
+    }
     if (!has_quant_panels(w.dtype)) {  // F32
       split([&](int64_t r0, int64_t r1) {
         if (k.gemm_panels == nullptr || !k.gemm_panels(w, x, num_tokens, y, r0, r1)) {
@@ -229,6 +249,7 @@ void matmul(const WeightView& w, const float* x, int64_t num_tokens, float* y, T
 }
 
 void dequantize_row(const WeightView& w, int64_t r, float* out) {
+  if (w.panel && has_kquant_panels(w.dtype)) return dequantize_kquant_panel_row(w, r, out);
   if (w.panel && has_quant_panels(w.dtype)) {  // gather the row back into plain blocks
     alignas(8) uint8_t block[sizeof(Q8_0Block)];
     for (int64_t k = 0; k < w.cols / kQuantBlock; ++k) {

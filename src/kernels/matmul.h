@@ -20,7 +20,8 @@ struct WeightView {
   const void* data = nullptr;  // row-major [rows, cols], or panels when `panel` is set
   // F32: [ceil(rows / 16), cols, 16] — for each k, the 16 rows of a panel are contiguous, so a matmul
   // streams the weights once and needs no horizontal sums (see pack_panels). Rows padded with zeros.
-  // Q4_0 / Q8_0: ceil(rows / 16) panels (QuantPanels, pack_quant_panels). Other dtypes: never.
+  // Q4_0 / Q8_0: ceil(rows / 16) panels (QuantPanels, pack_quant_panels); Q4_K / Q5_K / Q6_K / IQ4_XS:
+  // kquant_panels.h. Other dtypes: never.
   bool panel = false;
   int64_t row_bytes() const { return cols / dtype_block_elems(dtype) * dtype_block_bytes(dtype); }
   const uint8_t* row(int64_t r) const { return static_cast<const uint8_t*>(data) + r * row_bytes(); }

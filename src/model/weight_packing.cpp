@@ -3,7 +3,19 @@
 #include <memory>
 #include <vector>
 
+#include "kernels/kquant_panels.h"
+
 namespace slimkv {
+namespace {
+
+bool packs_quantized(const WeightView& w) {
+  return (has_quant_panels(w.dtype) || has_kquant_panels(w.dtype)) && !w.panel && w.data != nullptr;
+}
+int64_t quantized_panel_bytes(const WeightView& w) {
+  return has_quant_panels(w.dtype) ? quant_panel_bytes(w) : kquant_panel_bytes(w);
+}
+
+}  // namespace
 
 void pack_weights_for_kernels(Model& m, Isa isa) {
   if (isa != Isa::Avx512) return;  // the panel kernel exists for AVX-512; other ISAs use row-major dots
@@ -13,10 +25,11 @@ void pack_weights_for_kernels(Model& m, Isa isa) {
   }
   views.push_back(&m.output);  // a tied classifier gets its own packed copy; tok_embd stays row-major for lookups
   if (m.hc_head_fn.data) views.push_back(&m.hc_head_fn);
-  // Q4_0 / Q8_0: interleaved 16-row panels (matmul.h: one VNNI instruction serves 16 rows), one byte arena.
+  // Q4_0 / Q8_0 / Q4_K / Q5_K / Q6_K / IQ4_XS: interleaved 16-row panels (matmul.h, kquant_panels.h: one VNNI
+  // instruction serves 16 rows), one byte arena; every panel view starts 64-byte aligned.
   int64_t quant_bytes = 0;
   for (WeightView* w : views) {
-    if (has_quant_panels(w->dtype) && !w->panel && w->data) quant_bytes += quant_panel_bytes(*w);
+    if (packs_quantized(*w)) quant_bytes += quantized_panel_bytes(*w);
   }
   if (quant_bytes > 0) {
     auto bytes = std::make_shared<std::vector<uint8_t>>();
@@ -25,9 +38,9 @@ void pack_weights_for_kernels(Model& m, Isa isa) {
     bytes->resize(static_cast<size_t>(quant_bytes + 64));
     uint8_t* dst = bytes->data() + (64 - reinterpret_cast<uintptr_t>(bytes->data()) % 64) % 64;  // 64-byte aligned
     for (WeightView* w : views) {
-      if (!has_quant_panels(w->dtype) || w->panel || !w->data) continue;
-      const int64_t n = quant_panel_bytes(*w);
-      *w = pack_quant_panels(*w, dst);
+      if (!packs_quantized(*w)) continue;
+      const int64_t n = quantized_panel_bytes(*w);
+      *w = has_quant_panels(w->dtype) ? pack_quant_panels(*w, dst) : pack_kquant_panels(*w, dst);
       dst += n;
     }
     m.keepalive.push_back(bytes);

@@ -7,6 +7,7 @@
 #include "core/half.h"
 #include "core/thread_pool.h"
 #include "kernels/dot.h"
+#include "kernels/kquant_panels.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 #include "kernels/type_traits.h"
@@ -225,6 +226,47 @@ TEST_P(DotKernelTest, QuantPanelsEqualTheirReferenceAndTheRowMajorProduct) {
       dequantize_row(wp, r, a.data());
       dequantize_row(wr, r, b.data());
       ASSERT_EQ(a, b) << "row " << r;
+    }
+  }
+}
+
+TEST_P(DotKernelTest, KQuantPanelsEqualTheirReferenceAndTheRowMajorProduct) {
+  for (DType dt : {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_XS})
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 256}, {16, 512}, {37, 256}, {100, 768}, {520, 2048}}) {
+    const int64_t T = 9, nsb = cols / 256;
+    auto wf = random_vec(rows * cols, 43), x = random_vec(T * cols, 44);
+    std::vector<uint8_t> q(static_cast<size_t>(rows * nsb * dtype_block_bytes(dt)));
+    type_traits(dt).from_float(wf.data(), q.data(), rows * cols);
+    const WeightView wr{dt, rows, cols, q.data()};
+    std::vector<uint8_t> packed(kquant_panel_bytes(wr) + 64);  // 64-byte aligned, as the load-time arena
+    uint8_t* at = packed.data() + (64 - reinterpret_cast<uintptr_t>(packed.data()) % 64) % 64;
+    const WeightView wp = pack_kquant_panels(wr, at);
+    std::vector<float> ref(T * rows), opt(T * rows), one(rows), plain(T * rows);
+    matmul(wp, x.data(), T, ref.data(), nullptr, Isa::Scalar);
+    if (GetParam() == Isa::Avx512) {  // the VNNI kernel itself takes it
+      std::vector<Q8_KBlock> xk(static_cast<size_t>(T * nsb));
+      std::vector<int32_t> terms(static_cast<size_t>(T * nsb * 16));
+      for (int64_t t = 0; t < T; ++t) quantize_activations(DType::Q8_K, x.data() + t * cols, xk.data() + t * nsb, cols, Isa::Scalar);
+      kquant_panel_terms(dt, xk.data(), T, nsb, terms.data());
+      ASSERT_TRUE(dot_kernels(Isa::Avx512).gemm_kquant_panels(wp, xk.data(), terms.data(), T, opt.data(), 0, rows));
+      for (int64_t i = 0; i < T * rows; ++i) ASSERT_EQ(opt[i], ref[i]) << dtype_name(dt) << " direct, i=" << i;
+    }
+    ThreadPool pool(2);
+    matmul(wp, x.data(), T, opt.data(), &pool, GetParam());
+    for (int64_t i = 0; i < T * rows; ++i) ASSERT_EQ(opt[i], ref[i]) << dtype_name(dt) << " rows=" << rows << " i=" << i;
+    for (int64_t t = 0; t < T; ++t) {
+      matmul(wp, x.data() + t * cols, 1, one.data(), nullptr, GetParam());
+      for (int64_t r = 0; r < rows; ++r) ASSERT_EQ(one[r], ref[t * rows + r]) << dtype_name(dt) << " t=" << t;
+    }
+    matmul(wr, x.data(), T, plain.data(), nullptr, Isa::Scalar);
+    for (int64_t i = 0; i < T * rows; ++i) {
+      ASSERT_NEAR(ref[i], plain[i], 1e-4f * (1 + std::fabs(plain[i]))) << dtype_name(dt) << " i=" << i;
+    }
+    std::vector<float> a(cols), b(cols);
+    for (int64_t r : {int64_t{0}, rows / 2, rows - 1}) {
+      dequantize_row(wp, r, a.data());
+      dequantize_row(wr, r, b.data());
+      ASSERT_EQ(a, b) << dtype_name(dt) << " row " << r;
     }
   }
 }
