@@ -43,7 +43,8 @@ int64_t weight_bytes_per_token(const Model& m) {
     if (w.data == nullptr) return 0;
     if (!w.panel) return w.rows * w.row_bytes();
     if (has_kquant_panels(w.dtype)) return kquant_panel_bytes(w);
-    return has_quant_panels(w.dtype) ? quant_panel_bytes(w) : panel_floats(w) * 4;
+    if (has_quant_panels(w.dtype)) return quant_panel_bytes(w);
+    return panel_elems(w) * static_cast<int64_t>(w.dtype == DType::F16 ? 2 : 4);
   };
   int64_t total = bytes(m.output) + bytes(m.hc_head_fn);
   for (const LayerWeights& l : m.layers) {

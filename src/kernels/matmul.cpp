@@ -43,16 +43,27 @@ void advise_huge_pages(void* p, size_t bytes) {
   if (e > b) ::madvise(reinterpret_cast<void*>(b), e - b, MADV_HUGEPAGE);
 }
 
-int64_t panel_floats(const WeightView& w) { return (w.rows + kPanelRows - 1) / kPanelRows * w.cols * kPanelRows; }
+int64_t panel_elems(const WeightView& w) { return (w.rows + kPanelRows - 1) / kPanelRows * w.cols * kPanelRows; }
 
-WeightView pack_panels(const WeightView& w, float* dst) {
-  SLIMKV_CHECK(w.dtype == DType::F32 && !w.panel, "pack_panels: needs a row-major F32 view");
-  std::fill(dst, dst + panel_floats(w), 0.0f);
-  const float* src = static_cast<const float*>(w.data);
+namespace {
+
+template <typename T>
+void pack_panels_of(const WeightView& w, T* dst) {
+  std::fill(dst, dst + panel_elems(w), T{0});
+  const T* src = static_cast<const T*>(w.data);
   for (int64_t r = 0; r < w.rows; ++r) {
-    float* d = dst + (r / kPanelRows) * w.cols * kPanelRows + r % kPanelRows;
+    T* d = dst + (r / kPanelRows) * w.cols * kPanelRows + r % kPanelRows;
     for (int64_t k = 0; k < w.cols; ++k) d[k * kPanelRows] = src[r * w.cols + k];
   }
+}
+
+}  // namespace
+
+WeightView pack_panels(const WeightView& w, void* dst) {
+  SLIMKV_CHECK((w.dtype == DType::F32 || w.dtype == DType::F16) && !w.panel,
+               "pack_panels: needs a row-major F32 or F16 view");
+  if (w.dtype == DType::F32) pack_panels_of(w, static_cast<float*>(dst));
+  else pack_panels_of(w, static_cast<uint16_t*>(dst));
   WeightView out = w;
   out.data = dst;
   out.panel = true;
@@ -154,14 +165,18 @@ void matmul_quant_panels_ref(const WeightView& w, const void* x, int64_t T, floa
 
 namespace {
 
-// Scalar reference for panel weights: y[t, r] = fma chain over k, in order.
-void matmul_panels_ref(const WeightView& w, const float* x, int64_t T, float* y, int64_t r0, int64_t r1) {
-  const float* p = static_cast<const float*>(w.data);
+inline float widen(float v) { return v; }
+inline float widen(uint16_t v) { return fp16_to_fp32(v); }
+
+// Scalar reference for F32 / F16 panel weights: y[t, r] = fma chain over k, in order.
+template <typename T>
+void matmul_panels_ref(const WeightView& w, const float* x, int64_t num_tokens, float* y, int64_t r0, int64_t r1) {
+  const T* p = static_cast<const T*>(w.data);
   for (int64_t r = r0; r < r1; ++r) {
-    const float* col = p + (r / kPanelRows) * w.cols * kPanelRows + r % kPanelRows;
-    for (int64_t t = 0; t < T; ++t) {
+    const T* col = p + (r / kPanelRows) * w.cols * kPanelRows + r % kPanelRows;
+    for (int64_t t = 0; t < num_tokens; ++t) {
       float s = 0;
-      for (int64_t k = 0; k < w.cols; ++k) s = std::fma(col[k * kPanelRows], x[t * w.cols + k], s);
+      for (int64_t k = 0; k < w.cols; ++k) s = std::fma(widen(col[k * kPanelRows]), x[t * w.cols + k], s);
       y[t * w.rows + r] = s;
     }
   }
@@ -198,11 +213,11 @@ void matmul(const WeightView& w, const float* x, int64_t num_tokens, float* y, T
       });
       return;
     }
-    if (!has_quant_panels(w.dtype)) {  // F32
+    if (!has_quant_panels(w.dtype)) {  // F32 / F16
       split([&](int64_t r0, int64_t r1) {
-        if (k.gemm_panels == nullptr || !k.gemm_panels(w, x, num_tokens, y, r0, r1)) {
-          matmul_panels_ref(w, x, num_tokens, y, r0, r1);
-        }
+        if (k.gemm_panels != nullptr && k.gemm_panels(w, x, num_tokens, y, r0, r1)) return;
+        if (w.dtype == DType::F16) matmul_panels_ref<uint16_t>(w, x, num_tokens, y, r0, r1);
+        else matmul_panels_ref<float>(w, x, num_tokens, y, r0, r1);
       });
       return;
     }
@@ -258,7 +273,12 @@ void dequantize_row(const WeightView& w, int64_t r, float* out) {
     }
     return;
   }
-  if (w.panel) {  // F32 panels [rows / 16, cols, 16]: gather the row
+  if (w.panel && w.dtype == DType::F16) {  // F16 panels [rows / 16, cols, 16]: gather the row
+    const auto* base = static_cast<const uint16_t*>(w.data) + (r / kPanelRows) * w.cols * kPanelRows + r % kPanelRows;
+    for (int64_t i = 0; i < w.cols; ++i) out[i] = fp16_to_fp32(base[i * kPanelRows]);
+    return;
+  }
+  if (w.panel) {  // F32 panels: gather the row
     const float* base = static_cast<const float*>(w.data) + (r / kPanelRows) * w.cols * kPanelRows + r % kPanelRows;
     for (int64_t i = 0; i < w.cols; ++i) out[i] = base[i * kPanelRows];
     return;

@@ -18,7 +18,7 @@ struct WeightView {
   DType dtype = DType::F32;
   int64_t rows = 0, cols = 0;  // logical [rows, cols]
   const void* data = nullptr;  // row-major [rows, cols], or panels when `panel` is set
-  // F32: [ceil(rows / 16), cols, 16] — for each k, the 16 rows of a panel are contiguous, so a matmul
+  // F32 / F16: [ceil(rows / 16), cols, 16] — for each k, the 16 rows of a panel are contiguous, so a matmul
   // streams the weights once and needs no horizontal sums (see pack_panels). Rows padded with zeros.
   // Q4_0 / Q8_0: ceil(rows / 16) panels (QuantPanels, pack_quant_panels); Q4_K / Q5_K / Q6_K / IQ4_XS:
   // kquant_panels.h. Other dtypes: never.
@@ -34,10 +34,11 @@ void matmul(const WeightView& w, const float* x, int64_t num_tokens, float* y, T
 // out[cols] = row r of W, dequantized to f32 (embedding lookups; panel-packed F32 views too).
 void dequantize_row(const WeightView& w, int64_t r, float* out);
 
-// Repacks a row-major F32 view into panels at dst, which holds panel_floats(w) floats. Every output of a panel
-// matmul is a sequential fused multiply-add chain over k, the same whatever the batch: batched == single, bit for bit.
-int64_t panel_floats(const WeightView& w);
-WeightView pack_panels(const WeightView& w, float* dst);
+// Repacks a row-major F32 or F16 view into panels at dst, which holds panel_elems(w) values of its dtype. Every
+// output of a panel matmul is a sequential fused multiply-add chain over k (F16 weights widened exactly to f32),
+// the same whatever the batch: batched == single, bit for bit.
+int64_t panel_elems(const WeightView& w);
+WeightView pack_panels(const WeightView& w, void* dst);
 
 // Q4_0 and Q8_0 interleaved 16 rows at a time (issue P; llama.cpp repacks Q4_0 likewise). Per panel of 16 rows:
 // its nb blocks' scales first ([nb][16] fp16), then their weights ([nb][groups][16][4] bytes: group j holds each

@@ -9,10 +9,18 @@ namespace slimkv {
 namespace {
 
 bool packs_quantized(const WeightView& w) {
-  return (has_quant_panels(w.dtype) || has_kquant_panels(w.dtype)) && !w.panel && w.data != nullptr;
+  return (has_quant_panels(w.dtype) || has_kquant_panels(w.dtype) || w.dtype == DType::F16) && !w.panel &&
+         w.data != nullptr;
 }
-int64_t quantized_panel_bytes(const WeightView& w) {
-  return has_quant_panels(w.dtype) ? quant_panel_bytes(w) : kquant_panel_bytes(w);
+int64_t quantized_panel_bytes(const WeightView& w) {  // rounded up to 64: every view starts 64-byte aligned
+  const int64_t n = has_quant_panels(w.dtype)  ? quant_panel_bytes(w)
+                    : w.dtype == DType::F16 ? panel_elems(w) * 2
+                                            : kquant_panel_bytes(w);
+  return (n + 63) / 64 * 64;
+}
+WeightView pack_quantized(const WeightView& w, uint8_t* dst) {
+  if (has_quant_panels(w.dtype)) return pack_quant_panels(w, dst);
+  return w.dtype == DType::F16 ? pack_panels(w, dst) : pack_kquant_panels(w, dst);
 }
 
 }  // namespace
@@ -25,8 +33,8 @@ void pack_weights_for_kernels(Model& m, Isa isa) {
   }
   views.push_back(&m.output);  // a tied classifier gets its own packed copy; tok_embd stays row-major for lookups
   if (m.hc_head_fn.data) views.push_back(&m.hc_head_fn);
-  // Q4_0 / Q8_0 / Q4_K / Q5_K / Q6_K / IQ4_XS: interleaved 16-row panels (matmul.h, kquant_panels.h: one VNNI
-  // instruction serves 16 rows), one byte arena; every panel view starts 64-byte aligned.
+  // F16 / Q4_0 / Q8_0 / Q4_K / Q5_K / Q6_K / IQ4_XS: interleaved 16-row panels (matmul.h, kquant_panels.h: one
+  // FMA or VNNI instruction serves 16 rows), one byte arena; every panel view starts 64-byte aligned.
   int64_t quant_bytes = 0;
   for (WeightView* w : views) {
     if (packs_quantized(*w)) quant_bytes += quantized_panel_bytes(*w);
@@ -40,14 +48,14 @@ void pack_weights_for_kernels(Model& m, Isa isa) {
     for (WeightView* w : views) {
       if (!packs_quantized(*w)) continue;
       const int64_t n = quantized_panel_bytes(*w);
-      *w = has_quant_panels(w->dtype) ? pack_quant_panels(*w, dst) : pack_kquant_panels(*w, dst);
+      *w = pack_quantized(*w, dst);
       dst += n;
     }
     m.keepalive.push_back(bytes);
   }
   int64_t total = 0;
   for (WeightView* w : views) {
-    if (w->dtype == DType::F32 && !w->panel) total += panel_floats(*w);
+    if (w->dtype == DType::F32 && !w->panel) total += panel_elems(*w);
   }
   if (total == 0) return;
   // One arena in decode order, on huge pages: a decode step streams it from end to end.
@@ -58,7 +66,7 @@ void pack_weights_for_kernels(Model& m, Isa isa) {
   float* dst = arena->data();
   for (WeightView* w : views) {
     if (w->dtype != DType::F32 || w->panel) continue;
-    const int64_t n = panel_floats(*w);
+    const int64_t n = panel_elems(*w);
     *w = pack_panels(*w, dst);
     dst += n;
   }

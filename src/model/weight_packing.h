@@ -1,4 +1,4 @@
-// Re-lays out a loaded model's F32, Q4_0, Q8_0, Q4_K, Q5_K, Q6_K and IQ4_XS matrices for the kernels of the active ISA (AVX-512: 16-row panels),
+// Re-lays out a loaded model's F32, F16, Q4_0, Q8_0, Q4_K, Q5_K, Q6_K and IQ4_XS matrices for the kernels of the active ISA (AVX-512: 16-row panels),
 // once, after loading (and, on request, dequantizes them). The embedding table keeps its rows (lookups need them).
 // Must not know: file formats.
 #pragma once

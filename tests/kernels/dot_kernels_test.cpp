@@ -165,22 +165,34 @@ TEST_P(DotKernelTest, BatchedMatmulRowsAreBitIdenticalToSingleTokenRows) {
 }
 
 TEST_P(DotKernelTest, PanelMatmulIsBitIdenticalToScalarFmaChainAndBatchInvariant) {
-  // The last shape is 8.4 MB: decode walks a matrix that large as one stream (gemm_panels_avx512.cpp).
+  // The last shape is 8.4 MB in F32: decode walks a matrix that large as one stream (gemm_panels_avx512.cpp).
+  // 27 tokens: whole prefill tiles (6 tokens F32, 12 F16) and a remainder.
+  for (DType dt : {DType::F32, DType::F16})
   for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 70}, {16, 70}, {37, 70}, {100, 70}, {4100, 512}}) {
-    const int64_t T = 9;
+    const int64_t T = 27;
     auto w = random_vec(rows * cols, 31), x = random_vec(T * cols, 32);
-    const WeightView wr{DType::F32, rows, cols, w.data()};
-    std::vector<float> packed(panel_floats(wr));
+    std::vector<uint16_t> half(w.size());
+    if (dt == DType::F16) {  // the weights the product is checked against are the halves' values
+      for (size_t i = 0; i < w.size(); ++i) {
+        half[i] = fp32_to_fp16(w[i]);
+        w[i] = fp16_to_fp32(half[i]);
+      }
+    }
+    const WeightView wr{dt, rows, cols, dt == DType::F16 ? static_cast<const void*>(half.data()) : w.data()};
+    std::vector<float> packed(panel_elems(wr));
     WeightView wp = pack_panels(wr, packed.data());
     std::vector<float> ref(T * rows), opt(T * rows), one(rows);
     matmul(wp, x.data(), T, ref.data(), nullptr, Isa::Scalar);
     ThreadPool pool(2);
     matmul(wp, x.data(), T, opt.data(), &pool, GetParam());
-    for (int64_t i = 0; i < T * rows; ++i) ASSERT_EQ(opt[i], ref[i]) << "rows=" << rows << " i=" << i;
+    for (int64_t i = 0; i < T * rows; ++i) ASSERT_EQ(opt[i], ref[i]) << dtype_name(dt) << " rows=" << rows << " i=" << i;
     for (int64_t t = 0; t < T; ++t) {
       matmul(wp, x.data() + t * cols, 1, one.data(), nullptr, GetParam());
-      for (int64_t r = 0; r < rows; ++r) ASSERT_EQ(one[r], ref[t * rows + r]);
+      for (int64_t r = 0; r < rows; ++r) ASSERT_EQ(one[r], ref[t * rows + r]) << dtype_name(dt);
     }
+    std::vector<float> row(cols);
+    dequantize_row(wp, rows - 1, row.data());
+    ASSERT_EQ(row, std::vector<float>(w.end() - cols, w.end()));
     // And it is the product it claims to be.
     double d = 0;
     for (int64_t k = 0; k < cols; ++k) d += double(w[(rows - 1) * cols + k]) * x[k];
