@@ -21,6 +21,8 @@ struct BenchFlags {
   std::vector<std::string> dtypes = {"f32"};
   std::vector<int32_t> threads = {1, 2};
   int32_t prompt_len = 128, gen_len = 128, repeats = 5;
+  int32_t depth_tokens = 0;          // tokens in the cache before each test, untimed (llama-bench -d)
+  std::string kv_cache_dtype = "f32";  // the cache's storage dtype (llama-bench -ctk / -ctv)
   bool json = false;
 };
 
@@ -31,7 +33,7 @@ double median(std::vector<double> v) {
 
 struct Row {
   std::string model;
-  int32_t threads;
+  int32_t threads, depth_tokens;
   double pp_tps, tg_tps;
   int64_t weight_bytes_per_token;
 };
@@ -57,30 +59,40 @@ Row bench_one(const Model& m, const std::string& label, int32_t threads, const B
   using clock = std::chrono::steady_clock;
   ThreadPool pool(threads);
   const ModelConfig& c = m.config;
-  // As llama-bench: pp = one forward of P prompt tokens from an empty cache; tg = N single-token decode
-  // steps from an empty cache.
-  int32_t pp = std::min(f.prompt_len, c.max_seq_len), tg = std::min(f.gen_len, c.max_seq_len);
-  SequenceForward fwd(m, &pool, std::max(pp, tg));
+  // As llama-bench: pp = one forward of P prompt tokens, tg = N single-token decode steps, each after depth_tokens
+  // already in the cache (0: from an empty cache). The depth is filled once, untimed, and each run overwrites the
+  // positions after it. Prefill runs in chunks of up to 512 tokens (llama-bench's default ubatch).
+  const int32_t depth = f.depth_tokens;
+  const int32_t pp = std::min(f.prompt_len, c.max_seq_len - depth), tg = std::min(f.gen_len, c.max_seq_len - depth);
+  SLIMKV_CHECK(pp >= 0 && tg >= 0, "bench: --depth {} leaves no room in the model's {} positions", depth, c.max_seq_len);
+  CompressionConfig cache;
+  cache.kv_cache_dtype = f.kv_cache_dtype;
+  SequenceForward fwd(m, &pool, depth + std::max({pp, tg, 1}), 16, 512, cache);
   std::vector<float> logits(c.vocab_size);
-  std::vector<int32_t> prompt(pp);
-  for (int32_t i = 0; i < pp; ++i) prompt[i] = (i * 7919 + 1) % c.vocab_size;
+  auto tokens = [&](int32_t n, int32_t seed) {
+    std::vector<int32_t> ids(n);
+    for (int32_t i = 0; i < n; ++i) ids[i] = ((i + seed) * 7919 + 1) % c.vocab_size;
+    return ids;
+  };
+  if (depth > 0) fwd.forward(tokens(depth, 3), 0, false, logits.data());
+  const std::vector<int32_t> prompt = tokens(pp, 0);
   std::vector<double> pps, tgs;
-  for (int32_t r = 0; r < f.repeats + 1; ++r) {  // first run warms up
+  for (int32_t r = depth > 0 ? 1 : 0; r < f.repeats + 1; ++r) {  // from an empty cache the first run warms up
     auto t0 = clock::now();
-    fwd.forward(prompt, 0, false, logits.data());
+    if (pp > 0) fwd.forward(prompt, depth, false, logits.data());
     auto t1 = clock::now();
     int32_t tok = 1 % c.vocab_size;
     for (int32_t i = 0; i < tg; ++i) {
       int32_t one[1] = {tok};
-      fwd.forward(one, i, false, logits.data());
+      fwd.forward(one, depth + i, false, logits.data());
       tok = argmax(logits.data(), c.vocab_size);
     }
     auto t2 = clock::now();
     if (r == 0) continue;
-    pps.push_back(pp / std::chrono::duration<double>(t1 - t0).count());
-    tgs.push_back(tg / std::chrono::duration<double>(t2 - t1).count());
+    pps.push_back(pp > 0 ? pp / std::chrono::duration<double>(t1 - t0).count() : 0.0);
+    tgs.push_back(tg > 0 ? tg / std::chrono::duration<double>(t2 - t1).count() : 0.0);
   }
-  return {label, threads, median(pps), median(tgs), weight_bytes_per_token(m)};
+  return {label, threads, depth, median(pps), median(tgs), weight_bytes_per_token(m)};
 }
 
 int run_bench(const BenchFlags& f) {
@@ -106,15 +118,17 @@ int run_bench(const BenchFlags& f) {
   }
   nlohmann::json rows = nlohmann::json::array();
   if (!f.json) {
-    std::printf("isa %s, pp%d / tg%d (each from an empty cache, as llama-bench), median of %d runs\n",
-                std::string(isa_name(active_isa())).c_str(), f.prompt_len, f.gen_len, f.repeats);
+    std::printf("isa %s, pp%d / tg%d (each after %d tokens in a %s cache, as llama-bench -d), median of %d runs\n",
+                std::string(isa_name(active_isa())).c_str(), f.prompt_len, f.gen_len, f.depth_tokens,
+                f.kv_cache_dtype.c_str(), f.repeats);
     std::printf("| model | threads | pp tokens/s | tg tokens/s |\n|---|---|---|---|\n");
   }
   for (auto& [label, m] : models) {
     for (int32_t t : f.threads) {
       Row r = bench_one(*m, label, t, f);
       if (f.json) {
-        rows.push_back({{"model", r.model}, {"threads", r.threads}, {"prefill_tps", r.pp_tps}, {"decode_tps", r.tg_tps},
+        rows.push_back({{"model", r.model}, {"threads", r.threads}, {"depth", r.depth_tokens},
+                        {"prefill_tps", r.pp_tps}, {"decode_tps", r.tg_tps},
                         {"weight_bytes_per_token", r.weight_bytes_per_token}});
       } else {
         std::printf("| %s | %d | %.0f | %.0f |\n", r.model.c_str(), r.threads, r.pp_tps, r.tg_tps);
@@ -135,8 +149,12 @@ void add_bench_command(CLI::App& app, std::vector<Command>& out) {
   sub->add_option("--synthetic", f->synthetic, "Synthetic shapes: llama-260k, llama-15m, llama-110m, llama-1b, deepseek-v2-lite");
   sub->add_option("--dtype", f->dtypes, "Weight dtypes for synthetic shapes (any weight type: f32 f16 q8_0 q4_k ...)");
   sub->add_option("--threads", f->threads, "Thread counts to measure")->check(CLI::Range(1, 1024));
-  sub->add_option("-p,--prompt-len", f->prompt_len, "Prompt tokens (prefill)")->check(CLI::Range(1, 1 << 20));
-  sub->add_option("-n,--gen-len", f->gen_len, "Generated tokens (decode)")->check(CLI::Range(1, 1 << 20));
+  sub->add_option("-p,--prompt-len", f->prompt_len, "Prompt tokens (prefill; 0: none)")->check(CLI::Range(0, 1 << 20));
+  sub->add_option("-n,--gen-len", f->gen_len, "Generated tokens (decode; 0: none)")->check(CLI::Range(0, 1 << 20));
+  sub->add_option("-d,--depth", f->depth_tokens, "Tokens in the cache before each test, untimed (llama-bench -d)")
+      ->check(CLI::Range(0, 1 << 20));
+  sub->add_option("--kv-cache-dtype", f->kv_cache_dtype, "The cache's storage dtype: f32 | f16 | int8 | int4 | tq4 | tq3")
+      ->check(CLI::IsMember({"f32", "f16", "int8", "int4", "tq4", "tq3"}));
   sub->add_option("-r,--repeats", f->repeats, "Runs per row (median)")->check(CLI::Range(1, 1000));
   sub->add_flag("--json", f->json, "Print JSON");
   out.push_back({sub, [f] { return run_bench(*f); }});

@@ -98,6 +98,7 @@ bool gemm_quant_panels_avx512(const WeightView& w, const Q8_0Block* x, int64_t n
                               int64_t r1);  // cpu_avx512/gemm_quant_panels_avx512.cpp
 bool gemm_kquant_panels_avx512(const WeightView& w, const Q8_KBlock* x, const int32_t* terms, int64_t num_tokens,
                                float* y, int64_t r0, int64_t r1);  // cpu_avx512/gemm_kquant_panels_avx512.cpp
+void quantize_q8_k_avx512(const float* x, Q8_KBlock* out, int64_t n);  // cpu_avx512/quantize_q8k_avx512.cpp
 bool gemm_avx512(DType w_dtype, const void* w, int64_t rows, int64_t cols, const void* x, int64_t num_tokens,
                  float* y, int64_t ldy);  // cpu_avx512/gemm_avx512.cpp
 
@@ -113,6 +114,7 @@ const DotKernels& dot_kernels(Isa isa) {
         k.gemm_panels = gemm_panels_avx512;
         k.gemm_quant_panels = gemm_quant_panels_avx512;
         k.gemm_kquant_panels = gemm_kquant_panels_avx512;
+        k.quantize_q8_k = quantize_q8_k_avx512;
         return k;
       }();
       return t;

@@ -102,6 +102,8 @@ struct DotKernels {
   // [num_tokens, cols / 256], terms: kquant_panel_terms of x. Reference: matmul_kquant_panels_ref, bit for bit.
   bool (*gemm_kquant_panels)(const WeightView& w, const Q8_KBlock* x, const int32_t* terms, int64_t num_tokens,
                              float* y, int64_t r0, int64_t r1) = nullptr;
+  // Optional x[n] -> n / 256 Q8_K blocks, bit-identical to the reference quantizer (null = that reference).
+  void (*quantize_q8_k)(const float* x, Q8_KBlock* out, int64_t n) = nullptr;
 };
 
 const DotKernels& dot_kernels(Isa isa);

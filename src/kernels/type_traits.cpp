@@ -175,6 +175,10 @@ void quantize_activations(DType act, const float* x, void* out, int64_t n, Isa i
     dot_kernels(isa).quantize_q8_0(x, static_cast<Q8_0Block*>(out), n);
     return;
   }
+  if (act == DType::Q8_K && dot_kernels(isa).quantize_q8_k != nullptr) {
+    dot_kernels(isa).quantize_q8_k(x, static_cast<Q8_KBlock*>(out), n);
+    return;
+  }
   type_traits(act).from_float(x, out, n);
 }
 

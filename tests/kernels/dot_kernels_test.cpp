@@ -55,6 +55,27 @@ TEST_P(DotKernelTest, QuantizeQ8_0IsBitIdenticalToReference) {
   }
 }
 
+// Q8_K activations through quantize_activations (the ISA's quantizer where it has one) equal the reference's:
+// a block of zeros, a block whose largest magnitude is negative, one where -m comes before +m (the first wins).
+TEST_P(DotKernelTest, QuantizeQ8_KIsBitIdenticalToReference) {
+  auto x = random_vec(1024, 9, 3.0f);
+  std::fill(x.begin() + 256, x.begin() + 512, 0.0f);
+  for (size_t i = 512; i < 1024; ++i) x[i] *= 0.1f;  // below the planted extremes
+  x[600] = -9.0f;
+  x[800] = -7.5f;
+  x[900] = 7.5f;
+  std::vector<Q8_KBlock> a(4), b(4);
+  type_traits(DType::Q8_K).from_float(x.data(), a.data(), 1024);
+  quantize_activations(DType::Q8_K, x.data(), b.data(), 1024, GetParam());
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_EQ(a[k].d, b[k].d) << k;
+    for (int j = 0; j < 256; ++j) ASSERT_EQ(a[k].qs[j], b[k].qs[j]) << k << "," << j;
+    for (int j = 0; j < 16; ++j) ASSERT_EQ(a[k].bsums[j], b[k].bsums[j]) << k << "," << j;
+  }
+  EXPECT_EQ(a[3].d, 1 / (-127.0f / -7.5f));
+  EXPECT_GT(a[3].d, 0.0f);  // -7.5 came first (+7.5 would give a negative d)
+}
+
 TEST_P(DotKernelTest, QuantizedDotsMatchReferenceExactlyUpToFloatRounding) {
   auto w = random_vec(512, 6), x = random_vec(512, 7);
   std::vector<Q8_0Block> xq(16), wq8(16);

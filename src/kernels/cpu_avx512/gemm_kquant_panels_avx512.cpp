@@ -59,19 +59,19 @@ void tile(const KQuantPanels& q, int64_t p0, const Q8_KBlock* x, const int32_t* 
   constexpr bool kSub16 = kT == DType::Q6_K;
   const int64_t nsb = q.nsb;
   __m512 acc[P][TT];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
   for (int p = 0; p < P; ++p)
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int t = 0; t < TT; ++t) acc[p][t] = _mm512_setzero_ps();
   for (int64_t k = 0; k < nsb; ++k) {
     __m512i sumi[P][TT];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int p = 0; p < P; ++p)
-#pragma GCC unroll 4
+#pragma GCC unroll 8
       for (int t = 0; t < TT; ++t) sumi[p][t] = _mm512_setzero_si512();
     for (int c = 0; c < 4; ++c) {
       for (int h = 0; h < 2; ++h) {
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int p = 0; p < P; ++p) {
           const uint8_t* u = q.unit(p0 + p, k);
           const auto* sc = reinterpret_cast<const int8_t*>(u + q.sc_offset());
@@ -80,7 +80,7 @@ void tile(const KQuantPanels& q, int64_t p0, const Q8_KBlock* x, const int32_t* 
           if constexpr (!kSub16) {
             const int s = 2 * c + h;
             const __m512i scale = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 16 * s)));
-#pragma GCC unroll 4
+#pragma GCC unroll 8
             for (int t = 0; t < TT; ++t) {
               const int8_t* a = x[t * nsb + k].qs + 64 * c + 32 * h;
               __m512i s0 = kMins ? _mm512_setzero_si512() : _mm512_set1_epi32(terms[(t * nsb + k) * 16 + s]);
@@ -96,12 +96,12 @@ void tile(const KQuantPanels& q, int64_t p0, const Q8_KBlock* x, const int32_t* 
             const int s = 4 * c + 2 * h;
             const __m512i sa = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 16 * s)));
             const __m512i sb = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 16 * s + 16)));
-#pragma GCC unroll 4
+#pragma GCC unroll 8
             for (int t = 0; t < TT; ++t) {
               const int8_t* a = x[t * nsb + k].qs + 64 * c + 32 * h;
               const int32_t* term = terms + (t * nsb + k) * 16 + s;
               __m512i s0 = _mm512_set1_epi32(term[0]), s1 = _mm512_set1_epi32(term[1]);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
               for (int g = 0; g < 4; ++g) {
                 s0 = _mm512_dpbusd_epi32(s0, w[g], bcast4(a + 4 * g));
                 s1 = _mm512_dpbusd_epi32(s1, w[g + 4], bcast4(a + 4 * g + 16));
@@ -113,7 +113,7 @@ void tile(const KQuantPanels& q, int64_t p0, const Q8_KBlock* x, const int32_t* 
         }
       }
     }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int p = 0; p < P; ++p) {
       const uint8_t* u = q.unit(p0 + p, k);
       const auto* dh = reinterpret_cast<const __m256i*>(u + q.d_offset());
@@ -126,26 +126,26 @@ void tile(const KQuantPanels& q, int64_t p0, const Q8_KBlock* x, const int32_t* 
           mins[j] = _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(u + q.m_offset()) + j));
         }
       }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
       for (int t = 0; t < TT; ++t) {
         const __m512 dx = _mm512_set1_ps(x[t * nsb + k].d);
         acc[p][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi[p][t]), _mm512_mul_ps(d, dx), acc[p][t]);
         if constexpr (kMins) {
           const int32_t* term = terms + (t * nsb + k) * 16;
           __m512i summ = _mm512_setzero_si512();
-#pragma GCC unroll 4
+#pragma GCC unroll 8
           for (int j = 0; j < 4; ++j) summ = _mm512_dpwssd_epi32(summ, mins[j], _mm512_set1_epi32(term[j]));
           acc[p][t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(summ), _mm512_mul_ps(dmin, dx), acc[p][t]);
         }
       }
     }
   }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
   for (int p = 0; p < P; ++p) {
     const int64_t n = std::min<int64_t>(kPanelRows, rows_left - p * kPanelRows);
     if (n <= 0) break;
     const __mmask16 m = n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int t = 0; t < TT; ++t) _mm512_mask_storeu_ps(y + t * ldy + p * kPanelRows, m, acc[p][t]);
   }
 }
@@ -175,7 +175,7 @@ template <DType kT>
 void run_type(const KQuantPanels& q, const Q8_KBlock* x, const int32_t* terms, int64_t T, float* y, int64_t rows,
               int64_t p0, int64_t p1) {
   if (T == 1) run<kT, 4, 1>(q, x, terms, T, y, rows, p0, p1, rows);  // decode: 4 panels' chains in flight
-  else run<kT, 2, 4>(q, x, terms, T, y, rows, p0, p1, rows);
+  else run<kT, 1, 8>(q, x, terms, T, y, rows, p0, p1, rows);
 }
 
 }  // namespace
