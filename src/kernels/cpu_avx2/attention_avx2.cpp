@@ -338,9 +338,9 @@ void attend_decoded_any(const float* q, const PagedKv& kv, int64_t num_ctx, floa
 
 // Walks the sequence page by page: within a page rows are contiguous (k_row_bytes apart). f32 rows: the query
 // heads of a GQA group share each page read (K and V); other layouts go head by head through the decoding kernels.
-// f16 / int8 / int4 rows with values wider than the keys' registers (MLA's 576-value records, 512-value latents):
-// each page is decoded once into a scratch page and scored for every head of the group; the values likewise, 128
-// columns at a time.
+// f16 / int8 / int4 rows of a GQA group (or with values wider than the keys' registers: MLA's 576-value records,
+// 512-value latents): each page is decoded once into a scratch page and scored for every head of the group; the
+// values likewise, 128 (or 64) columns at a time.
 void attend_group_decoded_wide(const float* q, int32_t num_q, int64_t q_stride, const PagedKv& kv, int64_t num_ctx,
                                float scale, float* scores, int64_t s_stride, float* out, int64_t o_stride) {
   const int32_t kd = kv.k_dim, vd = kv.v_dim, bs = kv.block_size;
@@ -372,8 +372,14 @@ void attend_group_decoded_wide(const float* q, int32_t num_q, int64_t q_stride, 
   for (int64_t t0 = 0; t0 < num_ctx; t0 += bs) {
     const int64_t n = std::min<int64_t>(bs, num_ctx - t0);
     for (int64_t i = 0; i < n; ++i) decode_row(kv.v_row(t0 + i), vd, kv.value_dtype(), page.data() + i * vd);
-    for (int32_t c = 0; c < vd; c += 128) {
-      add_value_rows<16>(page.data() + c, vd, n, scores + t0, s_stride, num_q, out + c, o_stride);
+    if (vd % 128 == 0) {
+      for (int32_t c = 0; c < vd; c += 128) {
+        add_value_rows<16>(page.data() + c, vd, n, scores + t0, s_stride, num_q, out + c, o_stride);
+      }
+    } else {  // 64-column chunks (vd % 64 == 0: the caller's condition)
+      for (int32_t c = 0; c < vd; c += 64) {
+        add_value_rows<8>(page.data() + c, vd, n, scores + t0, s_stride, num_q, out + c, o_stride);
+      }
     }
   }
   scale_rows(out, o_stride, num_q, vd, inv);
@@ -387,8 +393,11 @@ void attend_group_avx2(const float* q, int32_t num_q, int64_t q_stride, const Pa
   // (Keys and values of different sizes share the group walk when the values are whole 128-column chunks: MLA.)
   const bool wide_v = kv.k_dim != kv.v_dim && kv.v_dim % 128 == 0 && kv.k_dim % 8 == 0;
   const bool all_f32 = kv.dtype == KvDtype::F32 && kv.value_dtype() == KvDtype::F32;
-  if (wide_v && !all_f32 && kv.sink_tokens == 0 && kv.window_begin == 0 && kv.num_bias_rows == 0 &&
-      num_q > 1 && num_q <= kMaxAttendGroup && kv.k_dim <= 1024 && kv.v_dim <= 1024) {
+  // A GQA group over decoded pages: each page decoded once for all its heads — wide values (groups of 2 or more),
+  // or whole 64-column rows (any group, a single head too: grouped == single, bit for bit).
+  const bool rows64 = kv.k_dim == kv.v_dim && kv.k_dim % 64 == 0 && kv.k_split % 8 == 0;
+  if ((rows64 || (wide_v && num_q > 1)) && !all_f32 && kv.sink_tokens == 0 && kv.window_begin == 0 &&
+      kv.num_bias_rows == 0 && num_q <= kMaxAttendGroup && kv.k_dim <= 1024 && kv.v_dim <= 1024) {
     return attend_group_decoded_wide(q, num_q, q_stride, kv, num_ctx, scale, scores, s_stride, out, o_stride);
   }
   if (!all_f32 || (kv.k_dim != kv.v_dim && !wide_v) || kv.sink_tokens > 0 || kv.window_begin > 0 ||
