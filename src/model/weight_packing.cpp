@@ -1,6 +1,9 @@
 #include "model/weight_packing.h"
 
+#include <algorithm>
+#include <atomic>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "kernels/kquant_panels.h"
@@ -45,12 +48,22 @@ void pack_weights_for_kernels(Model& m, Isa isa) {
     advise_huge_pages(bytes->data(), static_cast<size_t>(quant_bytes + 64));
     bytes->resize(static_cast<size_t>(quant_bytes + 64));
     uint8_t* dst = bytes->data() + (64 - reinterpret_cast<uintptr_t>(bytes->data()) % 64) % 64;  // 64-byte aligned
+    std::vector<std::pair<WeightView*, uint8_t*>> jobs;  // disjoint destinations, packed on every core
     for (WeightView* w : views) {
       if (!packs_quantized(*w)) continue;
-      const int64_t n = quantized_panel_bytes(*w);
-      *w = pack_quantized(*w, dst);
-      dst += n;
+      jobs.emplace_back(w, dst);
+      dst += quantized_panel_bytes(*w);
     }
+    std::atomic<size_t> next{0};
+    auto worker = [&] {
+      for (size_t i = next++; i < jobs.size(); i = next++) *jobs[i].first = pack_quantized(*jobs[i].first, jobs[i].second);
+    };
+    std::vector<std::thread> threads;
+    const size_t workers = std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), jobs.size());
+    const size_t extra = workers > 0 ? workers - 1 : 0;
+    for (size_t t = 0; t < extra; ++t) threads.emplace_back(worker);
+    worker();
+    for (auto& t : threads) t.join();
     m.keepalive.push_back(bytes);
   }
   int64_t total = 0;
