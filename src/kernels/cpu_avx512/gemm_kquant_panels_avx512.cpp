@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/cpu_avx512/panel_tiles.h"
 #include "kernels/kquant_panels.h"
 
 namespace slimkv {
@@ -140,35 +141,17 @@ void tile(const KQuantPanels& q, int64_t p0, const Q8_KBlock* x, const int32_t* 
       }
     }
   }
-#pragma GCC unroll 8
-  for (int p = 0; p < P; ++p) {
-    const int64_t n = std::min<int64_t>(kPanelRows, rows_left - p * kPanelRows);
-    if (n <= 0) break;
-    const __mmask16 m = n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1);
-#pragma GCC unroll 8
-    for (int t = 0; t < TT; ++t) _mm512_mask_storeu_ps(y + t * ldy + p * kPanelRows, m, acc[p][t]);
-  }
+  store_tile(acc, y, ldy, rows_left);
 }
 
 template <DType kT, int P, int TT>
 void run(const KQuantPanels& q, const Q8_KBlock* x, const int32_t* terms, int64_t T, float* y, int64_t ldy,
          int64_t p0, int64_t p1, int64_t rows) {
   const int64_t nsb = q.nsb;
-  auto one = [&](auto PP, int64_t pp) {
-    constexpr int kP = decltype(PP)::value;
-    int64_t t = 0;
-    for (; t + TT <= T; t += TT) {
-      tile<kT, kP, TT>(q, pp, x + t * nsb, terms + t * nsb * 16, y + t * ldy + pp * kPanelRows, ldy,
-                       rows - pp * kPanelRows);
-    }
-    for (; t < T; ++t) {
-      tile<kT, kP, 1>(q, pp, x + t * nsb, terms + t * nsb * 16, y + t * ldy + pp * kPanelRows, ldy,
-                      rows - pp * kPanelRows);
-    }
-  };
-  int64_t p = p0;
-  for (; p + P <= p1; p += P) one(std::integral_constant<int, P>{}, p);
-  for (; p < p1; ++p) one(std::integral_constant<int, 1>{}, p);
+  walk_tiles<P, TT>(T, p0, p1, [&](auto panels, auto tokens, int64_t p, int64_t t) {
+    tile<kT, decltype(panels)::value, decltype(tokens)::value>(q, p, x + t * nsb, terms + t * nsb * 16,
+                                                               y + t * ldy + p * kPanelRows, ldy, rows - p * kPanelRows);
+  });
 }
 
 template <DType kT>

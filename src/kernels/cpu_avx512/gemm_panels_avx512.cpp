@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "kernels/cpu_avx512/panel_tiles.h"
 #include "kernels/dot.h"
 #include "kernels/matmul.h"
 
@@ -42,14 +43,7 @@ void tile(const WT* panels, int64_t cols, const float* x, int64_t ldx, float* y,
       for (int p = 0; p < P; ++p) acc[p][t] = _mm512_fmadd_ps(w[p], xv, acc[p][t]);
     }
   }
-#pragma GCC unroll 4
-  for (int p = 0; p < P; ++p) {
-    const int64_t n = std::min<int64_t>(kPanelRows, rows_left - p * kPanelRows);
-    if (n <= 0) break;
-    const __mmask16 m = n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1);
-#pragma GCC unroll 16
-    for (int t = 0; t < TT; ++t) _mm512_mask_storeu_ps(y + t * ldy + p * kPanelRows, m, acc[p][t]);
-  }
+  store_tile(acc, y, ldy, rows_left);
 }
 
 template <typename WT, int P, int TT>

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "kernels/cpu_avx512/panel_tiles.h"
 #include "kernels/dot.h"
 #include "kernels/matmul.h"
 
@@ -74,33 +75,17 @@ void tile(const QuantPanels& q, int64_t p0, const Q8_0Block* x, const int32_t* x
       }
     }
   }
-#pragma GCC unroll 4
-  for (int p = 0; p < P; ++p) {
-    const int64_t n = std::min<int64_t>(kPanelRows, rows_left - p * kPanelRows);
-    if (n <= 0) break;
-    const __mmask16 m = n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1);
-#pragma GCC unroll 4
-    for (int t = 0; t < TT; ++t) _mm512_mask_storeu_ps(y + t * ldy + p * kPanelRows, m, acc[p][t]);
-  }
+  store_tile(acc, y, ldy, rows_left);
 }
 
 template <int G, int P, int TT>
 void run(const QuantPanels& q, const Q8_0Block* x, const int32_t* xcorr, int64_t T, float* y, int64_t ldy,
          int64_t p0, int64_t p1, int64_t rows) {
   const int64_t nb = q.nb;
-  auto one = [&](auto PP, int64_t pp) {
-    constexpr int kP = decltype(PP)::value;
-    int64_t t = 0;
-    for (; t + TT <= T; t += TT) {
-      tile<G, kP, TT>(q, pp, x + t * nb, xcorr + t * nb, y + t * ldy + pp * kPanelRows, ldy, rows - pp * kPanelRows);
-    }
-    for (; t < T; ++t) {
-      tile<G, kP, 1>(q, pp, x + t * nb, xcorr + t * nb, y + t * ldy + pp * kPanelRows, ldy, rows - pp * kPanelRows);
-    }
-  };
-  int64_t p = p0;
-  for (; p + P <= p1; p += P) one(std::integral_constant<int, P>{}, p);
-  for (; p < p1; ++p) one(std::integral_constant<int, 1>{}, p);
+  walk_tiles<P, TT>(T, p0, p1, [&](auto panels, auto tokens, int64_t p, int64_t t) {
+    tile<G, decltype(panels)::value, decltype(tokens)::value>(q, p, x + t * nb, xcorr + t * nb,
+                                                              y + t * ldy + p * kPanelRows, ldy, rows - p * kPanelRows);
+  });
 }
 
 }  // namespace
