@@ -94,8 +94,8 @@ void attend_avx512(const float* q, const PagedKv& kv, int64_t num_ctx, float sca
                    float* out);  // cpu_avx512/attention_avx512.cpp
 void attend_group_avx512(const float* q, int32_t num_q, int64_t q_stride, const PagedKv& kv, int64_t num_ctx,
                          float scale, float* scores, int64_t s_stride, float* out, int64_t o_stride);
-bool gemm_quant_panels_avx512(const WeightView& w, const Q8_0Block* x, int64_t num_tokens, float* y, int64_t r0,
-                              int64_t r1);  // cpu_avx512/gemm_quant_panels_avx512.cpp
+bool gemm_quant_panels_avx512(const WeightView& w, const Q8_0Block* x, const int32_t* xcorr, int64_t num_tokens,
+                              float* y, int64_t r0, int64_t r1);  // cpu_avx512/gemm_quant_panels_avx512.cpp
 bool gemm_kquant_panels_avx512(const WeightView& w, const Q8_KBlock* x, const int32_t* terms, int64_t num_tokens,
                                float* y, int64_t r0, int64_t r1);  // cpu_avx512/gemm_kquant_panels_avx512.cpp
 void quantize_q8_k_avx512(const float* x, Q8_KBlock* out, int64_t n);  // cpu_avx512/quantize_q8k_avx512.cpp

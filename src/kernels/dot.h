@@ -96,8 +96,9 @@ struct DotKernels {
   // Optional matmul over Q4_0 / Q8_0 panels (matmul.h's Q4_0Panel, Q8_0Panel), rows [r0, r1), x: Q8_0 blocks
   // [num_tokens, cols / 32]. Each (row, token) accumulates its blocks in order whatever the tile (batched ==
   // single); the scalar reference is matmul_quant_panels_ref. Null/false = that reference.
-  bool (*gemm_quant_panels)(const WeightView& w, const Q8_0Block* x, int64_t num_tokens, float* y, int64_t r0,
-                            int64_t r1) = nullptr;
+  // xcorr: quant_panel_terms of x (the weights' offset x each activation block's sum), computed once per matmul.
+  bool (*gemm_quant_panels)(const WeightView& w, const Q8_0Block* x, const int32_t* xcorr, int64_t num_tokens,
+                            float* y, int64_t r0, int64_t r1) = nullptr;
   // Optional matmul over Q4_K / Q5_K / Q6_K / IQ4_XS panels (kquant_panels.h), rows [r0, r1), x: Q8_K blocks
   // [num_tokens, cols / 256], terms: kquant_panel_terms of x. Reference: matmul_kquant_panels_ref, bit for bit.
   bool (*gemm_kquant_panels)(const WeightView& w, const Q8_KBlock* x, const int32_t* terms, int64_t num_tokens,

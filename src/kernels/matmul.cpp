@@ -134,6 +134,15 @@ void unit_block(const WeightView& w, int64_t r, int64_t k, void* out) {
 
 }  // namespace
 
+void quant_panel_terms(DType t, const Q8_0Block* x, int64_t num_blocks, int32_t* xcorr) {
+  const int32_t offset = t == DType::Q4_0 ? 8 : 128;
+  for (int64_t i = 0; i < num_blocks; ++i) {
+    int32_t s = 0;
+    for (int8_t v : x[i].qs) s += v;
+    xcorr[i] = offset * s;
+  }
+}
+
 void matmul_quant_panels_ref(const WeightView& w, const void* x, int64_t T, float* y, int64_t r0, int64_t r1) {
   const int64_t nb = w.cols / kQuantBlock;
   const auto* xb = static_cast<const Q8_0Block*>(x);
@@ -227,9 +236,13 @@ void matmul(const WeightView& w, const float* x, int64_t num_tokens, float* y, T
     for (int64_t t = 0; t < num_tokens; ++t) {
       quantize_activations(DType::Q8_0, x + t * w.cols, xq.data() + t * nb, w.cols, isa);
     }
+    thread_local std::vector<int32_t> xcorr;  // [T, nb], once for all threads
+    if (static_cast<int64_t>(xcorr.size()) < num_tokens * nb) xcorr.resize(num_tokens * nb);
+    quant_panel_terms(w.dtype, xq.data(), num_tokens * nb, xcorr.data());
     const Q8_0Block* xin = xq.data();
+    const int32_t* cin = xcorr.data();
     split([&](int64_t r0, int64_t r1) {
-      if (k.gemm_quant_panels == nullptr || !k.gemm_quant_panels(w, xin, num_tokens, y, r0, r1)) {
+      if (k.gemm_quant_panels == nullptr || !k.gemm_quant_panels(w, xin, cin, num_tokens, y, r0, r1)) {
         matmul_quant_panels_ref(w, xin, num_tokens, y, r0, r1);
       }
     });

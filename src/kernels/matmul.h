@@ -61,6 +61,9 @@ QuantPanels quant_panels(const WeightView& w);  // a panel-packed Q4_0 / Q8_0 vi
 int64_t quant_panel_bytes(const WeightView& w);
 WeightView pack_quant_panels(const WeightView& w, uint8_t* dst);
 bool has_quant_panels(DType t);  // Q4_0, Q8_0
+// Per activation block, the panel weights' offset (Q4_0: 8, Q8_0: 128) x the block's sum: the kernels subtract it
+// from the unsigned dot. xcorr[i] for x[i], i < num_blocks.
+void quant_panel_terms(DType t, const Q8_0Block* x, int64_t num_blocks, int32_t* xcorr);
 // The scalar reference of a Q4_0 / Q8_0 panel matmul over rows [r0, r1), all tokens (x: Q8_0 blocks
 // [T, cols / 32]): per (row, token), the blocks' exact integer dots scaled and added in block order.
 void matmul_quant_panels_ref(const WeightView& w, const void* x, int64_t T, float* y, int64_t r0, int64_t r1);

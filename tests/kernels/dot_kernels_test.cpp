@@ -242,7 +242,9 @@ TEST_P(DotKernelTest, QuantPanelsEqualTheirReferenceAndTheRowMajorProduct) {
       for (int64_t t = 0; t < T; ++t) {
         quantize_activations(DType::Q8_0, x.data() + t * cols, xq.data() + t * cols / kQuantBlock, cols, Isa::Scalar);
       }
-      ASSERT_TRUE(dot_kernels(Isa::Avx512).gemm_quant_panels(wp, xq.data(), T, opt.data(), 0, rows));
+      std::vector<int32_t> xcorr(xq.size());
+      quant_panel_terms(dt, xq.data(), static_cast<int64_t>(xq.size()), xcorr.data());
+      ASSERT_TRUE(dot_kernels(Isa::Avx512).gemm_quant_panels(wp, xq.data(), xcorr.data(), T, opt.data(), 0, rows));
       for (int64_t i = 0; i < T * rows; ++i) ASSERT_EQ(opt[i], ref[i]) << dtype_name(dt) << " direct, i=" << i;
     }
     ThreadPool pool(2);

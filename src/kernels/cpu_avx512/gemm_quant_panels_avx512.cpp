@@ -7,7 +7,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <vector>
 
 #include "kernels/cpu_avx512/panel_tiles.h"
 #include "kernels/dot.h"
@@ -90,27 +89,21 @@ void run(const QuantPanels& q, const Q8_0Block* x, const int32_t* xcorr, int64_t
 
 }  // namespace
 
-bool gemm_quant_panels_avx512(const WeightView& w, const Q8_0Block* x, int64_t T, float* y, int64_t r0, int64_t r1) {
+bool gemm_quant_panels_avx512(const WeightView& w, const Q8_0Block* x, const int32_t* xcorr, int64_t T, float* y,
+                              int64_t r0, int64_t r1) {
   const bool q4 = w.dtype == DType::Q4_0;
   if (!q4 && w.dtype != DType::Q8_0) return false;
   const int64_t nb = w.cols / kQuantBlock;
-  thread_local std::vector<int32_t> xcorr;  // [T, nb] the weights' offset x the sum of each activation block
-  xcorr.resize(static_cast<size_t>(T * nb));
-  for (int64_t i = 0; i < T * nb; ++i) {
-    int32_t s = 0;
-    for (int8_t v : x[i].qs) s += v;
-    xcorr[i] = (q4 ? 8 : 128) * s;
-  }
   const int64_t p0 = r0 / kPanelRows, p1 = (r1 + kPanelRows - 1) / kPanelRows;
   const QuantPanels q = quant_panels(w);
   // Aligned loads need 64-byte aligned weight groups: the packing arena is, and an odd nb would break it.
   if ((reinterpret_cast<uintptr_t>(q.base) & 63) != 0 || (nb & 1) != 0) return false;
   if (q4) {
-    if (T == 1) run<4, 4, 1>(q, x, xcorr.data(), T, y, w.rows, p0, p1, w.rows);  // decode: 4 chains in flight
-    else run<4, 2, 4>(q, x, xcorr.data(), T, y, w.rows, p0, p1, w.rows);
+    if (T == 1) run<4, 4, 1>(q, x, xcorr, T, y, w.rows, p0, p1, w.rows);  // decode: 4 chains in flight
+    else run<4, 2, 4>(q, x, xcorr, T, y, w.rows, p0, p1, w.rows);
   } else {
-    if (T == 1) run<8, 2, 1>(q, x, xcorr.data(), T, y, w.rows, p0, p1, w.rows);
-    else run<8, 2, 4>(q, x, xcorr.data(), T, y, w.rows, p0, p1, w.rows);
+    if (T == 1) run<8, 2, 1>(q, x, xcorr, T, y, w.rows, p0, p1, w.rows);
+    else run<8, 2, 4>(q, x, xcorr, T, y, w.rows, p0, p1, w.rows);
   }
   return true;
 }
