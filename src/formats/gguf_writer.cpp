@@ -53,7 +53,7 @@ void GgufWriter::add_tensor(const std::string& name, DType dtype, const std::vec
   tensors_.push_back({name, ggml_type(dtype), dims, std::vector<uint8_t>(p, p + size_bytes)});
 }
 
-std::vector<uint8_t> GgufWriter::bytes(uint32_t alignment, uint32_t version) const {
+std::vector<uint8_t> GgufWriter::header(uint32_t alignment, uint32_t version, std::vector<uint64_t>& offsets) const {
   SLIMKV_CHECK(version == 2 || version == 3, "GgufWriter writes GGUF v2 or v3, not v{}", version);
   std::vector<uint8_t> out;
   put<uint32_t>(out, 0x46554747);
@@ -62,7 +62,7 @@ std::vector<uint8_t> GgufWriter::bytes(uint32_t alignment, uint32_t version) con
   put<uint64_t>(out, num_kv_);
   out.insert(out.end(), kv_.begin(), kv_.end());
   uint64_t offset = 0;
-  std::vector<uint64_t> offsets;
+  offsets.clear();
   for (auto& t : tensors_) {
     put_str(out, t.name);
     put<uint32_t>(out, static_cast<uint32_t>(t.dims.size()));
@@ -73,7 +73,13 @@ std::vector<uint8_t> GgufWriter::bytes(uint32_t alignment, uint32_t version) con
     offset += (t.data.size() + alignment - 1) / alignment * alignment;
   }
   out.resize((out.size() + alignment - 1) / alignment * alignment, 0);
-  size_t base = out.size();
+  return out;
+}
+
+std::vector<uint8_t> GgufWriter::bytes(uint32_t alignment, uint32_t version) const {
+  std::vector<uint64_t> offsets;
+  std::vector<uint8_t> out = header(alignment, version, offsets);
+  const size_t base = out.size();
   for (size_t i = 0; i < tensors_.size(); ++i) {
     out.resize(base + offsets[i], 0);
     out.insert(out.end(), tensors_[i].data.begin(), tensors_[i].data.end());
@@ -81,11 +87,21 @@ std::vector<uint8_t> GgufWriter::bytes(uint32_t alignment, uint32_t version) con
   return out;
 }
 
+// Streams the header, then each tensor padded to the alignment: no second copy of the data in memory.
 void GgufWriter::write(const std::string& path) const {
-  std::vector<uint8_t> b = bytes();
+  constexpr uint32_t kAlignment = 32;
+  std::vector<uint64_t> offsets;
+  const std::vector<uint8_t> head = header(kAlignment, 3, offsets);
   std::ofstream f(path, std::ios::binary);
   SLIMKV_CHECK(f.good(), "cannot write '{}'", path);
-  f.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+  f.write(reinterpret_cast<const char*>(head.data()), static_cast<std::streamsize>(head.size()));
+  const std::vector<char> zeros(kAlignment, 0);
+  uint64_t at = 0;  // bytes written after the header
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    f.write(zeros.data(), static_cast<std::streamsize>(offsets[i] - at));
+    f.write(reinterpret_cast<const char*>(tensors_[i].data.data()), static_cast<std::streamsize>(tensors_[i].data.size()));
+    at = offsets[i] + tensors_[i].data.size();
+  }
   SLIMKV_CHECK(f.good(), "error writing '{}'", path);
 }
 

@@ -24,9 +24,11 @@ class GgufWriter {
                   size_t size_bytes);
 
   std::vector<uint8_t> bytes(uint32_t alignment = 32, uint32_t version = 3) const;  // version 2 or 3
-  void write(const std::string& path) const;
+  void write(const std::string& path) const;  // as bytes() (alignment 32, v3), streamed to the file
 
  private:
+  // The file up to the tensor data (padded to alignment); offsets: each tensor's offset from there.
+  std::vector<uint8_t> header(uint32_t alignment, uint32_t version, std::vector<uint64_t>& offsets) const;
   struct TensorEntry {
     std::string name;
     uint32_t ggml_type;

@@ -1,5 +1,6 @@
-// Writes a dense synthetic shape (model/synthetic_model.h: llama-15m, llama-110m, llama-1b, ...) as a llama GGUF,
-// or the qwen3moe-a3b-4l MoE shape as a qwen3moe GGUF, that both slimkv and llama.cpp load: seeded N(0, 0.02) weights, unit norms, a placeholder SentencePiece vocabulary
+// Writes a synthetic shape (model/synthetic_model.h) as a GGUF both slimkv and llama.cpp load: a dense shape
+// (llama-15m ... llama3.1-8b) as llama, qwen3moe-a3b-4l as qwen3moe, the DeepSeek-V4 shapes as deepseek4 (its part:
+// synthetic_gguf_deepseek4.cpp). Seeded N(0, 0.02) weights, unit norms, a placeholder SentencePiece vocabulary
 // (byte tokens + fillers) — the input of side-by-side speed runs (llama-quantize makes the quantized copies).
 // Must not know: benchmarks.
 #pragma once

@@ -10,6 +10,60 @@
 
 namespace slimkv {
 
+namespace {
+
+// DeepSeek-V4's widths: what a shape of the family chooses (the rest is the family's own: hc 4, sqrt-softplus
+// routing scaled 1.5, the compressed layers' RoPE base 160000 with YaRN x16 from 64K).
+struct Dsv4Widths {
+  int32_t dim, heads, head_dim, rotary_dim, q_lora_rank, o_groups, o_lora_rank, window_tokens;
+  int32_t index_heads, index_head_dim, index_topk, experts, experts_used, expert_ffn_dim, vocab;
+  float swiglu_limit;
+};
+
+void deepseek4_shape(ModelConfig& c, const Dsv4Widths& s, const std::vector<int32_t>& ratios, int32_t hash_layers) {
+  const int32_t layers = static_cast<int32_t>(ratios.size());
+  c.dim = s.dim; c.hidden_dim = 0; c.num_layers = layers; c.num_heads = s.heads; c.num_kv_heads = 1;
+  c.vocab_size = s.vocab; c.max_seq_len = 1 << 20;
+  c.family = "deepseek4";
+  c.head_dim = c.head_dim_v = s.head_dim;
+  c.rotary_dim = s.rotary_dim;
+  Dsv4Config& d = c.dsv4;
+  d.hc_mult = 4;
+  d.q_lora_rank = s.q_lora_rank;
+  d.o_groups = s.o_groups;
+  d.o_lora_rank = s.o_lora_rank;
+  d.index_heads = s.index_heads;
+  d.index_head_dim = s.index_head_dim;
+  d.index_topk = s.index_topk;
+  d.compress_rope.base = 160000.0f;
+  d.compress_rope.freq_scale = 1.0f / 16.0f;
+  d.compress_rope.ext_factor = 1.0f;
+  d.compress_rope.orig_ctx = 65536;
+  d.compress_rope.attn_factor = 1.0f / (1.0f + 0.1f * std::log(16.0f));
+  MoeConfig& m = c.moe;
+  m.num_experts = s.experts;
+  m.num_experts_used = s.experts_used;
+  m.expert_ffn_dim = s.expert_ffn_dim;
+  m.num_shared_experts = 1;
+  m.shared_ffn_dim = s.expert_ffn_dim;
+  m.weights_scale = 1.5f;
+  m.gating = MoeGating::SqrtSoftplus;
+  m.swiglu_limit = m.swiglu_limit_shared = s.swiglu_limit;
+  m.num_hash_layers = hash_layers;
+  c.finalize();
+  RopeConfig plain;
+  plain.base = c.rope_theta;
+  for (int32_t l = 0; l < layers; ++l) {
+    LayerConfig& lc = c.layers[l];
+    lc.compress_ratio = ratios[l];
+    lc.rope = ratios[l] == 0 ? plain : d.compress_rope;
+    lc.sliding_window = s.window_tokens;
+    lc.moe = true;
+  }
+}
+
+}  // namespace
+
 ModelConfig synthetic_shape(const std::string& name) {
   ModelConfig c;
   c.format = "synthetic " + name;
@@ -64,44 +118,17 @@ ModelConfig synthetic_shape(const std::string& name) {
     // DeepSeek-V4-Flash's attention at full width (dim 4096, 64 heads of 512 with 64 RoPE dims, q LoRA 1024, 8
     // output groups of LoRA 1024, window 128, indexer 64 heads x 128, top-512, hc 4) in 4 layers CSA, HCA, CSA, HCA;
     // MoE scaled down to 8 experts of 2048 (6 used + 1 shared: the real active width), a 32K vocabulary.
-    set(4096, 0, 4, 64, 1, 32000, 1 << 20);
-    c.family = "deepseek4";
-    c.head_dim = c.head_dim_v = 512;
-    c.rotary_dim = 64;
-    Dsv4Config& d = c.dsv4;
-    d.hc_mult = 4;
-    d.q_lora_rank = 1024;
-    d.o_groups = 8;
-    d.o_lora_rank = 1024;
-    d.index_heads = 64;
-    d.index_head_dim = 128;
-    d.index_topk = 512;
-    d.compress_rope.base = 160000.0f;
-    d.compress_rope.freq_scale = 1.0f / 16.0f;
-    d.compress_rope.ext_factor = 1.0f;
-    d.compress_rope.orig_ctx = 65536;
-    d.compress_rope.attn_factor = 1.0f / (1.0f + 0.1f * std::log(16.0f));
-    MoeConfig& m = c.moe;
-    m.num_experts = 8;
-    m.num_experts_used = 6;
-    m.expert_ffn_dim = 2048;
-    m.num_shared_experts = 1;
-    m.shared_ffn_dim = 2048;
-    m.weights_scale = 1.5f;
-    m.gating = MoeGating::SqrtSoftplus;
-    m.swiglu_limit = m.swiglu_limit_shared = 10.0f;
-    c.finalize();
-    const int32_t ratios[4] = {4, 128, 4, 128};
-    for (int32_t l = 0; l < 4; ++l) {
-      LayerConfig& lc = c.layers[l];
-      lc.compress_ratio = ratios[l];
-      lc.rope = d.compress_rope;
-      lc.sliding_window = 128;
-      lc.moe = true;
-    }
+    deepseek4_shape(c, {4096, 64, 512, 64, 1024, 8, 1024, 128, 64, 128, 512, 8, 6, 2048, 32000, 10.0f},
+                    {4, 128, 4, 128}, 0);
+  } else if (name == "deepseek-v4-tiny") {
+    // The same kinds of layer at test size: window-only with hash routing, CSA, HCA, CSA (dim 256, 8 heads of 128,
+    // indexer 16 x 64, 4 experts of 128): what a test writes and runs in llama.cpp and slimkv in seconds. With fewer
+    // indexer heads random weights give many entries a score of exactly 0 (every head's relu 0), and llama.cpp's
+    // top-k breaks such ties in no fixed order.
+    deepseek4_shape(c, {256, 8, 128, 32, 128, 2, 64, 16, 16, 64, 8, 4, 2, 128, 512, 1.5f}, {0, 4, 128, 4}, 1);
   } else {
     fail("unknown synthetic shape '{}' (choose one of llama-260k, llama-15m, llama-110m, llama-1b, llama3.2-1b, "
-         "llama3.1-8b, deepseek-v2-lite, llama3-8b-4l, qwen3moe-a3b-4l, deepseek-v4-flash-4l)", name);
+         "llama3.1-8b, deepseek-v2-lite, llama3-8b-4l, qwen3moe-a3b-4l, deepseek-v4-flash-4l, deepseek-v4-tiny)", name);
   }
   c.finalize();
   c.validate();
@@ -110,7 +137,7 @@ ModelConfig synthetic_shape(const std::string& name) {
 
 std::vector<std::string> synthetic_shape_names() {
   return {"llama-260k", "llama-15m", "llama-110m", "llama-1b", "llama3.2-1b", "llama3.1-8b", "deepseek-v2-lite",
-          "llama3-8b-4l", "qwen3moe-a3b-4l", "deepseek-v4-flash-4l"};
+          "llama3-8b-4l", "qwen3moe-a3b-4l", "deepseek-v4-flash-4l", "deepseek-v4-tiny"};
 }
 
 std::unique_ptr<Model> make_synthetic_model(const std::string& shape, DType dtype, uint64_t seed) {
@@ -197,6 +224,15 @@ std::unique_ptr<Model> make_synthetic_model(const std::string& shape, DType dtyp
         lw.exp_down.push_back(matrix(c.dim, mc.expert_ffn_dim));
       }
       lw.exp_probs_b = values(mc.num_experts, 0.0f, 0.1f);
+      if (l < mc.num_hash_layers) {  // hash-routed: token t -> experts (t + k) mod experts, distinct per token
+        auto table = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(c.vocab_size) * mc.num_experts_used * 4);
+        auto* ids = reinterpret_cast<int32_t*>(table->data());
+        for (int64_t i = 0; i < static_cast<int64_t>(c.vocab_size) * mc.num_experts_used; ++i) {
+          ids[i] = static_cast<int32_t>((i / mc.num_experts_used + i % mc.num_experts_used) % mc.num_experts);
+        }
+        m->keepalive.push_back(table);
+        lw.tid2eid = ids;
+      }
       lw.shexp_gate = matrix(mc.shared_ffn_dim, c.dim);
       lw.shexp_up = matrix(mc.shared_ffn_dim, c.dim);
       lw.shexp_down = matrix(c.dim, mc.shared_ffn_dim);
