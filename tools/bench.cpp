@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "kernels/kquant_panels.h"
+#include "kernels/matmul.h"
 #include "runner/sequence_forward.h"
 #include "model/synthetic_model.h"
 #include "tools/commands.h"
@@ -41,16 +41,9 @@ struct Row {
 // Bytes of weight matrices one decode step reads (every layer's matrices and the classifier; the embedding table
 // is a one-row lookup). MoE experts count in full: an upper bound there.
 int64_t weight_bytes_per_token(const Model& m) {
-  auto bytes = [](const WeightView& w) -> int64_t {
-    if (w.data == nullptr) return 0;
-    if (!w.panel) return w.rows * w.row_bytes();
-    if (has_kquant_panels(w.dtype)) return kquant_panel_bytes(w);
-    if (has_quant_panels(w.dtype)) return quant_panel_bytes(w);
-    return panel_elems(w) * static_cast<int64_t>(w.dtype == DType::F16 ? 2 : 4);
-  };
-  int64_t total = bytes(m.output) + bytes(m.hc_head_fn);
+  int64_t total = weight_view_bytes(m.output) + weight_view_bytes(m.hc_head_fn);
   for (const LayerWeights& l : m.layers) {
-    for (const WeightView* w : const_cast<LayerWeights&>(l).matrices()) total += bytes(*w);
+    for (const WeightView* w : const_cast<LayerWeights&>(l).matrices()) total += weight_view_bytes(*w);
   }
   return total;
 }

@@ -36,6 +36,17 @@ void run_rows(const WeightView& w, int64_t num_tokens, int64_t rows_out, float* 
 
 }  // namespace
 
+int64_t panel_view_bytes(const WeightView& w) {
+  if (has_kquant_panels(w.dtype)) return kquant_panel_bytes(w);
+  if (has_quant_panels(w.dtype)) return quant_panel_bytes(w);
+  return panel_elems(w) * static_cast<int64_t>(w.dtype == DType::F16 ? 2 : 4);
+}
+
+int64_t weight_view_bytes(const WeightView& w) {
+  if (w.data == nullptr) return 0;
+  return w.panel ? panel_view_bytes(w) : w.rows * w.row_bytes();
+}
+
 void advise_huge_pages(void* p, size_t bytes) {
   constexpr uintptr_t kHuge = 2u << 20;
   const uintptr_t b = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);

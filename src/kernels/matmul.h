@@ -68,6 +68,11 @@ void quant_panel_terms(DType t, const Q8_0Block* x, int64_t num_blocks, int32_t*
 // [T, cols / 32]): per (row, token), the blocks' exact integer dots scaled and added in block order.
 void matmul_quant_panels_ref(const WeightView& w, const void* x, int64_t T, float* y, int64_t r0, int64_t r1);
 
+// The bytes `w` occupies in the panel layout of its dtype (F32 / F16 panels, Q4_0 / Q8_0 QuantPanels, the K-quant
+// panels of kquant_panels.h), packed or not yet; and the bytes its data occupies as it is (panels or rows).
+int64_t panel_view_bytes(const WeightView& w);
+int64_t weight_view_bytes(const WeightView& w);
+
 // Asks for 2 MiB pages on the whole 2 MiB pages inside [p, p + bytes) (best effort: transparent huge pages in
 // "madvise" or "always" mode). Weights streamed once per decode step then miss the TLB 512× less often. Call it
 // before the memory is first touched.

@@ -244,8 +244,10 @@ void DecoderForward::vocab_parallel_candidates(int32_t rows, int32_t k, float* l
   auto better = [](const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
     return a.first > b.first || (a.first == b.first && a.second < b.second);
   };
-  std::vector<std::pair<float, int32_t>> cand(static_cast<size_t>(std::max<int64_t>(slice, ranks * k)));
-  std::vector<float> mine(static_cast<size_t>(rows) * k * 2);  // [rows, k, (logit, id)]
+  std::vector<std::pair<float, int32_t>>& cand = head_cand_;
+  cand.resize(static_cast<size_t>(std::max<int64_t>(slice, ranks * k)));
+  std::vector<float>& mine = head_mine_;
+  mine.resize(static_cast<size_t>(rows) * k * 2);
   for (int32_t r = 0; r < rows; ++r) {
     const float* row = head_local_.data() + static_cast<size_t>(r) * slice;
     for (int64_t i = 0; i < slice; ++i) cand[i] = {row[i], static_cast<int32_t>(first_id + i)};

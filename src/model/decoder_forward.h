@@ -12,6 +12,7 @@
 #include <memory>
 #include <typeindex>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "compress/calibration.h"
@@ -139,6 +140,8 @@ class DecoderForward {
   std::vector<float> hb_, hb2_; // [T, max ffn] gated MLP
   std::vector<float> final_;    // [rows, dim] normed rows for the classifier
   std::vector<float> head_local_, head_all_;  // vocabulary-parallel head: [rows, vocab / ranks], [ranks, rows, ...]
+  std::vector<float> head_mine_;              // ... its top-k candidates: [rows, k, (logit, id)]
+  std::vector<std::pair<float, int32_t>> head_cand_;  // [max(vocab / ranks, ranks * k)] (logit, id) being ranked
   std::vector<float> head_;     // [head_dim] one head being encoded
   // MoE scratch
   std::vector<float> router_;   // [T, num_experts] router logits -> probabilities

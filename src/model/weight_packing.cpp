@@ -16,10 +16,7 @@ bool packs_quantized(const WeightView& w) {
          w.data != nullptr;
 }
 int64_t quantized_panel_bytes(const WeightView& w) {  // rounded up to 64: every view starts 64-byte aligned
-  const int64_t n = has_quant_panels(w.dtype)  ? quant_panel_bytes(w)
-                    : w.dtype == DType::F16 ? panel_elems(w) * 2
-                                            : kquant_panel_bytes(w);
-  return (n + 63) / 64 * 64;
+  return (panel_view_bytes(w) + 63) / 64 * 64;
 }
 WeightView pack_quantized(const WeightView& w, uint8_t* dst) {
   if (has_quant_panels(w.dtype)) return pack_quant_panels(w, dst);

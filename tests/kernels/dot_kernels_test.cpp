@@ -221,21 +221,51 @@ TEST_P(DotKernelTest, PanelMatmulIsBitIdenticalToScalarFmaChainAndBatchInvariant
   }
 }
 
+// What every repacked quantized layout satisfies beside its kernel's direct call: through the dispatcher the panel
+// matmul equals the scalar reference (ref) bit for bit with 2 threads and token by token, is the row-major product
+// to rounding, and its rows dequantize back exactly to the file's.
+void expect_panels_agree(const WeightView& wr, const WeightView& wp, const std::vector<float>& x, int64_t T,
+                         const std::vector<float>& ref, Isa isa) {
+  const int64_t rows = wr.rows, cols = wr.cols;
+  const std::string_view name = dtype_name(wr.dtype);
+  std::vector<float> opt(T * rows), one(rows), plain(T * rows);
+  ThreadPool pool(2);
+  matmul(wp, x.data(), T, opt.data(), &pool, isa);
+  for (int64_t i = 0; i < T * rows; ++i) ASSERT_EQ(opt[i], ref[i]) << name << " rows=" << rows << " i=" << i;
+  for (int64_t t = 0; t < T; ++t) {
+    matmul(wp, x.data() + t * cols, 1, one.data(), nullptr, isa);
+    for (int64_t r = 0; r < rows; ++r) ASSERT_EQ(one[r], ref[t * rows + r]) << name << " t=" << t;
+  }
+  matmul(wr, x.data(), T, plain.data(), nullptr, Isa::Scalar);
+  for (int64_t i = 0; i < T * rows; ++i) {
+    ASSERT_NEAR(ref[i], plain[i], 1e-4f * (1 + std::fabs(plain[i]))) << name << " i=" << i;
+  }
+  std::vector<float> a(cols), b(cols);
+  for (int64_t r : {int64_t{0}, rows / 2, rows - 1}) {
+    dequantize_row(wp, r, a.data());
+    dequantize_row(wr, r, b.data());
+    ASSERT_EQ(a, b) << name << " row " << r;
+  }
+}
+
+// A 64-byte aligned buffer of panel_view_bytes(w), as the load-time arena gives every view.
+uint8_t* aligned_panel_buffer(const WeightView& w, std::vector<uint8_t>& storage) {
+  storage.assign(static_cast<size_t>(panel_view_bytes(w) + 64), 0);
+  return storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) % 64;
+}
+
 // Q4_0 / Q8_0 interleaved 16 rows a panel (issue P): the AVX-512 VNNI kernel equals the scalar reference bit for
-// bit (the same integer dot, the same float multiply and fma per block), whatever the batch or the threads; both
-// are the row-major product to rounding; the rows dequantize back exactly.
+// bit (the same integer dot, the same float multiply and fma per block), whatever the batch or the threads.
 TEST_P(DotKernelTest, QuantPanelsEqualTheirReferenceAndTheRowMajorProduct) {
   for (DType dt : {DType::Q4_0, DType::Q8_0})
   for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 64}, {16, 32}, {37, 96}, {100, 256}, {520, 2048}}) {
     const int64_t T = 9;
     auto wf = random_vec(rows * cols, 41), x = random_vec(T * cols, 42);
-    std::vector<uint8_t> q(static_cast<size_t>(rows * cols / kQuantBlock * dtype_block_bytes(dt)));
+    std::vector<uint8_t> q(static_cast<size_t>(rows * cols / kQuantBlock * dtype_block_bytes(dt))), packed;
     type_traits(dt).from_float(wf.data(), q.data(), rows * cols);
     const WeightView wr{dt, rows, cols, q.data()};
-    std::vector<uint8_t> packed(quant_panel_bytes(wr) + 64);  // 64-byte aligned, as the load-time arena
-    uint8_t* at = packed.data() + (64 - reinterpret_cast<uintptr_t>(packed.data()) % 64) % 64;
-    const WeightView wp = pack_quant_panels(wr, at);
-    std::vector<float> ref(T * rows), opt(T * rows), one(rows), plain(T * rows);
+    const WeightView wp = pack_quant_panels(wr, aligned_panel_buffer(wr, packed));
+    std::vector<float> ref(T * rows), opt(T * rows);
     matmul(wp, x.data(), T, ref.data(), nullptr, Isa::Scalar);
     if (GetParam() == Isa::Avx512 && cols % 64 == 0) {  // the VNNI kernel itself takes it (odd block counts do not)
       std::vector<Q8_0Block> xq(static_cast<size_t>(T * cols / kQuantBlock));
@@ -247,36 +277,21 @@ TEST_P(DotKernelTest, QuantPanelsEqualTheirReferenceAndTheRowMajorProduct) {
       ASSERT_TRUE(dot_kernels(Isa::Avx512).gemm_quant_panels(wp, xq.data(), xcorr.data(), T, opt.data(), 0, rows));
       for (int64_t i = 0; i < T * rows; ++i) ASSERT_EQ(opt[i], ref[i]) << dtype_name(dt) << " direct, i=" << i;
     }
-    ThreadPool pool(2);
-    matmul(wp, x.data(), T, opt.data(), &pool, GetParam());
-    for (int64_t i = 0; i < T * rows; ++i) ASSERT_EQ(opt[i], ref[i]) << dtype_name(dt) << " rows=" << rows << " i=" << i;
-    for (int64_t t = 0; t < T; ++t) {
-      matmul(wp, x.data() + t * cols, 1, one.data(), nullptr, GetParam());
-      for (int64_t r = 0; r < rows; ++r) ASSERT_EQ(one[r], ref[t * rows + r]) << dtype_name(dt) << " t=" << t;
-    }
-    matmul(wr, x.data(), T, plain.data(), nullptr, Isa::Scalar);
-    for (int64_t i = 0; i < T * rows; ++i) ASSERT_NEAR(ref[i], plain[i], 1e-4f * (1 + std::fabs(plain[i])));
-    std::vector<float> a(cols), b(cols);
-    for (int64_t r : {int64_t{0}, rows - 1}) {
-      dequantize_row(wp, r, a.data());
-      dequantize_row(wr, r, b.data());
-      ASSERT_EQ(a, b) << "row " << r;
-    }
+    ASSERT_NO_FATAL_FAILURE(expect_panels_agree(wr, wp, x, T, ref, GetParam()));
   }
 }
 
+// Q4_K / Q5_K / Q6_K / IQ4_XS in 16-row panels of 256-value super-blocks: the same, with Q8_K activations.
 TEST_P(DotKernelTest, KQuantPanelsEqualTheirReferenceAndTheRowMajorProduct) {
   for (DType dt : {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_XS})
   for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 256}, {16, 512}, {37, 256}, {100, 768}, {520, 2048}}) {
     const int64_t T = 9, nsb = cols / 256;
     auto wf = random_vec(rows * cols, 43), x = random_vec(T * cols, 44);
-    std::vector<uint8_t> q(static_cast<size_t>(rows * nsb * dtype_block_bytes(dt)));
+    std::vector<uint8_t> q(static_cast<size_t>(rows * nsb * dtype_block_bytes(dt))), packed;
     type_traits(dt).from_float(wf.data(), q.data(), rows * cols);
     const WeightView wr{dt, rows, cols, q.data()};
-    std::vector<uint8_t> packed(kquant_panel_bytes(wr) + 64);  // 64-byte aligned, as the load-time arena
-    uint8_t* at = packed.data() + (64 - reinterpret_cast<uintptr_t>(packed.data()) % 64) % 64;
-    const WeightView wp = pack_kquant_panels(wr, at);
-    std::vector<float> ref(T * rows), opt(T * rows), one(rows), plain(T * rows);
+    const WeightView wp = pack_kquant_panels(wr, aligned_panel_buffer(wr, packed));
+    std::vector<float> ref(T * rows), opt(T * rows);
     matmul(wp, x.data(), T, ref.data(), nullptr, Isa::Scalar);
     if (GetParam() == Isa::Avx512) {  // the VNNI kernel itself takes it
       std::vector<Q8_KBlock> xk(static_cast<size_t>(T * nsb));
@@ -286,23 +301,7 @@ TEST_P(DotKernelTest, KQuantPanelsEqualTheirReferenceAndTheRowMajorProduct) {
       ASSERT_TRUE(dot_kernels(Isa::Avx512).gemm_kquant_panels(wp, xk.data(), terms.data(), T, opt.data(), 0, rows));
       for (int64_t i = 0; i < T * rows; ++i) ASSERT_EQ(opt[i], ref[i]) << dtype_name(dt) << " direct, i=" << i;
     }
-    ThreadPool pool(2);
-    matmul(wp, x.data(), T, opt.data(), &pool, GetParam());
-    for (int64_t i = 0; i < T * rows; ++i) ASSERT_EQ(opt[i], ref[i]) << dtype_name(dt) << " rows=" << rows << " i=" << i;
-    for (int64_t t = 0; t < T; ++t) {
-      matmul(wp, x.data() + t * cols, 1, one.data(), nullptr, GetParam());
-      for (int64_t r = 0; r < rows; ++r) ASSERT_EQ(one[r], ref[t * rows + r]) << dtype_name(dt) << " t=" << t;
-    }
-    matmul(wr, x.data(), T, plain.data(), nullptr, Isa::Scalar);
-    for (int64_t i = 0; i < T * rows; ++i) {
-      ASSERT_NEAR(ref[i], plain[i], 1e-4f * (1 + std::fabs(plain[i]))) << dtype_name(dt) << " i=" << i;
-    }
-    std::vector<float> a(cols), b(cols);
-    for (int64_t r : {int64_t{0}, rows / 2, rows - 1}) {
-      dequantize_row(wp, r, a.data());
-      dequantize_row(wr, r, b.data());
-      ASSERT_EQ(a, b) << dtype_name(dt) << " row " << r;
-    }
+    ASSERT_NO_FATAL_FAILURE(expect_panels_agree(wr, wp, x, T, ref, GetParam()));
   }
 }
 
