@@ -83,6 +83,8 @@ WeightView pack_panels(const WeightView& w, void* dst) {
 
 bool has_quant_panels(DType t) { return t == DType::Q4_0 || t == DType::Q8_0; }
 
+bool quant_panels_fit(const WeightView& w) { return has_quant_panels(w.dtype) && (w.cols / kQuantBlock) % 2 == 0; }
+
 QuantPanels quant_panels(const WeightView& w) {
   return {static_cast<const uint8_t*>(w.data), w.cols / kQuantBlock, w.dtype == DType::Q4_0 ? 4 : 8};
 }
@@ -247,9 +249,11 @@ void matmul(const WeightView& w, const float* x, int64_t num_tokens, float* y, T
     for (int64_t t = 0; t < num_tokens; ++t) {
       quantize_activations(DType::Q8_0, x + t * w.cols, xq.data() + t * nb, w.cols, isa);
     }
-    thread_local std::vector<int32_t> xcorr;  // [T, nb], once for all threads
-    if (static_cast<int64_t>(xcorr.size()) < num_tokens * nb) xcorr.resize(num_tokens * nb);
-    quant_panel_terms(w.dtype, xq.data(), num_tokens * nb, xcorr.data());
+    thread_local std::vector<int32_t> xcorr;  // [T, nb], once for all threads; the reference does not read it
+    if (k.gemm_quant_panels != nullptr) {
+      if (static_cast<int64_t>(xcorr.size()) < num_tokens * nb) xcorr.resize(num_tokens * nb);
+      quant_panel_terms(w.dtype, xq.data(), num_tokens * nb, xcorr.data());
+    }
     const Q8_0Block* xin = xq.data();
     const int32_t* cin = xcorr.data();
     split([&](int64_t r0, int64_t r1) {

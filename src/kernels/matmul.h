@@ -61,6 +61,10 @@ QuantPanels quant_panels(const WeightView& w);  // a panel-packed Q4_0 / Q8_0 vi
 int64_t quant_panel_bytes(const WeightView& w);
 WeightView pack_quant_panels(const WeightView& w, uint8_t* dst);
 bool has_quant_panels(DType t);  // Q4_0, Q8_0
+// Whether the VNNI kernel can take w in panels: an even number of blocks per row keeps every block's weights 64-byte
+// aligned after the panel's scales. Odd ones (stories15M's 288 columns: 9 blocks) stay row-major — in panels they
+// would run the scalar reference.
+bool quant_panels_fit(const WeightView& w);
 // Per activation block, the panel weights' offset (Q4_0: 8, Q8_0: 128) x the block's sum: the kernels subtract it
 // from the unsigned dot. xcorr[i] for x[i], i < num_blocks.
 void quant_panel_terms(DType t, const Q8_0Block* x, int64_t num_blocks, int32_t* xcorr);

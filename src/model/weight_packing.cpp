@@ -12,7 +12,7 @@ namespace slimkv {
 namespace {
 
 bool packs_quantized(const WeightView& w) {
-  return (has_quant_panels(w.dtype) || has_kquant_panels(w.dtype) || w.dtype == DType::F16) && !w.panel &&
+  return (quant_panels_fit(w) || has_kquant_panels(w.dtype) || w.dtype == DType::F16) && !w.panel &&
          w.data != nullptr;
 }
 int64_t quantized_panel_bytes(const WeightView& w) {  // rounded up to 64: every view starts 64-byte aligned

@@ -93,11 +93,10 @@ bool gemm_quant_panels_avx512(const WeightView& w, const Q8_0Block* x, const int
                               int64_t r0, int64_t r1) {
   const bool q4 = w.dtype == DType::Q4_0;
   if (!q4 && w.dtype != DType::Q8_0) return false;
-  const int64_t nb = w.cols / kQuantBlock;
   const int64_t p0 = r0 / kPanelRows, p1 = (r1 + kPanelRows - 1) / kPanelRows;
   const QuantPanels q = quant_panels(w);
-  // Aligned loads need 64-byte aligned weight groups: the packing arena is, and an odd nb would break it.
-  if ((reinterpret_cast<uintptr_t>(q.base) & 63) != 0 || (nb & 1) != 0) return false;
+  // Aligned loads need 64-byte aligned weight groups: the packing arena is, and quant_panels_fit's even block count.
+  if ((reinterpret_cast<uintptr_t>(q.base) & 63) != 0 || !quant_panels_fit(w)) return false;
   if (q4) {
     if (T == 1) run<4, 4, 1>(q, x, xcorr, T, y, w.rows, p0, p1, w.rows);  // decode: 4 chains in flight
     else run<4, 2, 4>(q, x, xcorr, T, y, w.rows, p0, p1, w.rows);
