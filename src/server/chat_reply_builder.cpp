@@ -1,9 +1,18 @@
 #include "server/chat_reply_builder.h"
 
+#include "core/bounded_json.h"
+
 namespace slimkv {
 namespace {
 
 using json = nlohmann::json;
+
+// JSON text the model generated, or discarded: checked by the bounded parser first (linear, nesting and sizes capped
+// as a request body's are), then read as a sorted-key json (the arguments' dump order stays as it was).
+json parse_generated_json(const std::string& text) {
+  if (parse_bounded_json_or_discarded(text).is_discarded()) return json(json::value_t::discarded);
+  return json::parse(text, nullptr, /*allow_exceptions=*/false);
+}
 
 json tool_delta(int index, const std::string* id, const std::string* name, const std::string& args) {
   json call = {{"index", index}};
@@ -34,7 +43,7 @@ std::vector<json> deltas_of(const std::vector<StreamEvent>& events) {
 
 std::vector<ToolCall> forced_calls(const std::string& text, const CallIdGenerator& ids) {
   std::vector<ToolCall> out;
-  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  const json j = parse_generated_json(text);
   if (!j.is_array()) return out;
   for (const json& c : j) {
     if (!c.is_object() || !c.contains("name") || !c["name"].is_string()) return {};
@@ -97,7 +106,7 @@ ChatReply ChatReplyBuilder::reply(const std::string& text) {
   ChatReply r;
   std::vector<ToolCall> calls;
   if (mode_.forced == ToolRequest::Choice::kNamed) {
-    const json args = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    const json args = parse_generated_json(text);
     if (args.is_object()) calls.push_back({ids_(), mode_.forced_name, args.dump()});
     else r.content = text;  // cut short (max_tokens): the text as it is
   } else if (mode_.forced == ToolRequest::Choice::kRequired) {

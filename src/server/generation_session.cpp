@@ -1,5 +1,7 @@
 #include "server/generation_session.h"
 
+#include "server/response_text.h"
+
 #include <optional>
 
 #include <atomic>
@@ -102,7 +104,15 @@ TokenConstraintFactory output_constraint(const ServeContext& ctx, const Generati
     throw invalid_request(fmt::format("'{}' and a forced 'tool_choice' cannot be combined", req.output.field), field);
   }
   if (!ctx.constraints) throw invalid_request(fmt::format("'{}' is not supported by this server", field), field);
-  return forced ? ctx.constraints->for_tool_choice(req.tools) : ctx.constraints->for_output(req.output);
+  TokenConstraintFactory f = forced ? ctx.constraints->for_tool_choice(req.tools) : ctx.constraints->for_output(req.output);
+  // A grammar whose start is already too ambiguous fails when a choice's matcher is made (on the engine's side, where
+  // the field is not known): made once here, so the refusal names the field.
+  try {
+    (void)f();
+  } catch (const Error& e) {
+    throw invalid_request(fmt::format("'{}': {}", forced ? "tools" : field, e.what()), forced ? "tools" : field);
+  }
+  return f;
 }
 
 GenerationSession::GenerationSession(const ServeContext& ctx, GenerationRequest req) : ctx_(ctx), req_(std::move(req)) {
@@ -278,7 +288,7 @@ Usage GenerationSession::usage() const {
   return u;
 }
 
-nlohmann::json GenerationSession::run_to_completion(const std::function<bool()>& client_gone) {
+std::string GenerationSession::run_to_completion(const std::function<bool()>& client_gone) {
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(static_cast<int64_t>(ctx_.request_timeout_s * 1000));
   // A choice stopped by a stop string still needs its finishing event (prompt and cached counts).
@@ -297,19 +307,21 @@ nlohmann::json GenerationSession::run_to_completion(const std::function<bool()>&
     }
     for (const auto& e : events) apply(choices_[e.choice], e, nullptr);
   }
-  nlohmann::json out = nlohmann::json::array();
+  std::vector<FinishedChoice> out;
   for (size_t i = 0; i < choices_.size(); ++i) {
-    const Choice& c = choices_[i];
-    nlohmann::json lp = req_.logprobs >= 0 ? logprobs_json(req_.chat, c.logprobs, 0) : nlohmann::json(nullptr);
+    Choice& c = choices_[i];
+    FinishedChoice f;
+    f.logprobs = req_.logprobs >= 0 ? &c.logprobs : nullptr;
     if (c.reply) {
       const ChatReply reply = c.reply->reply(c.text->text());
-      out.push_back(chat_reply_choice_json(static_cast<int32_t>(i), reply, finish_reason_of(c), lp));
-      continue;
+      f.choice = chat_reply_choice_json(static_cast<int32_t>(i), reply, finish_reason_of(c), nullptr);
+    } else {
+      f.choice = choice_json(req_.chat, static_cast<int32_t>(i), c.text->text(), c.finish_reason, nullptr);
     }
-    out.push_back(choice_json(req_.chat, static_cast<int32_t>(i), c.text->text(), c.finish_reason, lp));
+    out.push_back(std::move(f));
   }
   done_ = true;
-  return response_json(header_, std::move(out), usage());
+  return response_text(header_, out, usage());
 }
 
 std::string GenerationSession::finish_reason_of(const Choice& c) const {

@@ -47,10 +47,11 @@ class GenerationSession {
   GenerationSession(const ServeContext& ctx, GenerationRequest req);
   ~GenerationSession();                // cancels whatever has not finished (client gone, error)
 
-  // Non-streaming: waits for every choice; ApiError 504 (after cancelling) past --request-timeout.
+  // Non-streaming: waits for every choice and returns the response's JSON text (written from the choices' records,
+  // never built as one tree: response_text.h); ApiError 504 (after cancelling) past --request-timeout.
   // client_gone (may be empty): polled between waits; true = the client hung up, so the job is cancelled (its KV
   // blocks freed) and ApiError 499 is thrown (nobody is there to read it).
-  nlohmann::json run_to_completion(const std::function<bool()>& client_gone = {});
+  std::string run_to_completion(const std::function<bool()>& client_gone = {});
   // Streaming: the SSE bytes that are ready, waiting up to wait_ms for some; done() after "data: [DONE]".
   std::string next_events(int wait_ms);
   bool done() const { return done_; }

@@ -1,6 +1,8 @@
 #include "server/handler_threads.h"
 
 #include <chrono>
+#include <cstdio>
+#include <system_error>
 #include <thread>
 
 namespace slimkv {
@@ -21,7 +23,14 @@ void HandlerThreads::submit(std::function<void()> fn) {
     return;
   }
   ++threads_;
-  std::thread([this] { loop(); }).detach();
+  try {
+    std::thread([this] { loop(); }).detach();
+  } catch (const std::system_error&) {  // no thread to be had (the process's limit): a running one takes the task
+    --threads_;
+    if (threads_ > 0) return;
+    queue_.pop_back();  // none runs: the caller answers for it
+    throw;
+  }
 }
 
 void HandlerThreads::loop() {
@@ -36,7 +45,13 @@ void HandlerThreads::loop() {
     queue_.pop_front();
     ++busy_;
     lock.unlock();
-    fn();
+    try {
+      fn();
+    } catch (const std::exception& e) {  // the front's tasks catch their own; this thread and the process stay
+      std::fprintf(stderr, "slimkv serve: a request handler failed: %s\n", e.what());
+    } catch (...) {
+      std::fprintf(stderr, "slimkv serve: a request handler failed\n");
+    }
     lock.lock();
     --busy_;
   }

@@ -17,7 +17,9 @@
 #include <unordered_map>
 
 #include "server/handler_threads.h"
+#include "server/http_body_parser.h"
 #include "server/http_front.h"
+#include "server/http_head.h"
 
 namespace slimkv::http_front {
 
@@ -47,7 +49,7 @@ class Connection : public std::enable_shared_from_this<Connection>, public HttpP
  public:
   Connection(std::shared_ptr<FrontState> st, tcp::socket sock, std::string ip, int32_t port);
   ~Connection() override;
-  void start() { read_head(); }
+  void start();                // I/O thread: reads the first request
   void close();               // I/O thread
   // I/O thread: after an answer sent without reading the whole request, stop sending, read and drop what the
   // client still sends (up to a second), then close — so the client reads the answer instead of a reset.
@@ -57,7 +59,7 @@ class Connection : public std::enable_shared_from_this<Connection>, public HttpP
 
  private:
   void read_head();
-  void read_more(Clock::time_point deadline, bool idle);
+  void read_more(Clock::time_point deadline, bool idle, size_t max_bytes = 16384);
   void on_head(size_t head_bytes);
   void read_body();
   void dispatch();
@@ -66,20 +68,28 @@ class Connection : public std::enable_shared_from_this<Connection>, public HttpP
   bool write_all(const std::string& bytes);
   // An answer from the front itself (a limit, bad framing): sent, then the connection closes.
   void refuse(int32_t status, const std::string& message);
-  std::optional<HttpRequest> head_request(size_t head_bytes, int32_t& status, std::string& message);
   void arm(Clock::time_point deadline);
+  // Runs one stage of this connection's handling (the fault hook first); what it throws ends this connection only:
+  // answered (431 for a field over the parser's limit, else 400) where the stage reads a request, then closed.
+  template <class F>
+  void guarded(const char* stage, F&& work) noexcept;
+  void fail(const char* stage, const char* what, bool length_error) noexcept;
+  void stage(const char* name) const {
+    if (st_->routes.fault_hook) st_->routes.fault_hook(name);
+  }
 
   std::shared_ptr<FrontState> st_;
   tcp::socket sock_;
   net::steady_timer timer_;
   beast::flat_buffer buf_;
-  std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+  std::optional<BodyParser> parser_;   // the body's framing (head fed again), from the head's end to the body's
   HttpRequest req_;                    // the request being read (head, then body)
   std::string ip_;
   int32_t port_ = 0;
   int fd_ = -1;
   bool timed_out_ = false;
   bool head_started_ = false;          // the current request's first byte has arrived
+  HeadScan head_scan_;                 // what of the current head has been checked as it arrived (http_head.h)
   Clock::time_point head_deadline_{};
   Clock::time_point body_deadline_{};
   Clock::time_point last_probe_{};     // client_gone: the last interim response sent after the client's FIN

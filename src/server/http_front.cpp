@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 
+#include <cstdio>
 #include <thread>
 
 #include "core/check.h"
@@ -35,37 +36,51 @@ void turn_away(FrontState& st, tcp::socket& sock, const std::string& why) {
   sock.close(ec);
 }
 
+void accept_next(const std::shared_ptr<FrontState>& st);
+
+// One accepted socket: turned away over a cap, else a connection that starts reading.
+void admit(const std::shared_ptr<FrontState>& st, tcp::socket& sock) {
+  if (st->routes.fault_hook) st->routes.fault_hook("accept");
+  beast::error_code e2;
+  const tcp::endpoint peer = sock.remote_endpoint(e2);
+  const std::string ip = e2 ? std::string() : peer.address().to_string();
+  std::string refusal;
+  {
+    std::lock_guard<std::mutex> lock(st->mu);
+    const HttpLimits& lim = st->limits;
+    if (static_cast<int32_t>(st->open.size()) >= lim.max_connections) {
+      refusal = fmt::format("too many open connections (--max-connections {})", lim.max_connections);
+    } else if (auto it = st->per_ip.find(ip);
+               lim.max_connections_per_ip > 0 && it != st->per_ip.end() && it->second >= lim.max_connections_per_ip) {
+      refusal = fmt::format("too many connections from {} (--max-connections-per-ip {})", ip,
+                            lim.max_connections_per_ip);
+    }
+  }
+  if (!refusal.empty()) {
+    turn_away(*st, sock, refusal);
+  } else if (!st->stopping) {
+    auto c = std::make_shared<Connection>(st, std::move(sock), ip, e2 ? 0 : peer.port());
+    {
+      std::lock_guard<std::mutex> lock(st->mu);
+      ++st->per_ip[ip];
+      st->open[c.get()] = c;
+    }
+    c->start();
+  }
+}
+
 void accept_next(const std::shared_ptr<FrontState>& st) {
   st->acceptor.async_accept([st](const beast::error_code& ec, tcp::socket sock) {
     if (ec) {
       if (!st->stopping && ec != net::error::operation_aborted) accept_next(st);
       return;
     }
-    beast::error_code e2;
-    const tcp::endpoint peer = sock.remote_endpoint(e2);
-    const std::string ip = e2 ? std::string() : peer.address().to_string();
-    std::string refusal;
-    {
-      std::lock_guard<std::mutex> lock(st->mu);
-      const HttpLimits& lim = st->limits;
-      if (static_cast<int32_t>(st->open.size()) >= lim.max_connections) {
-        refusal = fmt::format("too many open connections (--max-connections {})", lim.max_connections);
-      } else if (auto it = st->per_ip.find(ip);
-                 lim.max_connections_per_ip > 0 && it != st->per_ip.end() && it->second >= lim.max_connections_per_ip) {
-        refusal = fmt::format("too many connections from {} (--max-connections-per-ip {})", ip,
-                              lim.max_connections_per_ip);
-      }
-    }
-    if (!refusal.empty()) {
-      turn_away(*st, sock, refusal);
-    } else if (!st->stopping) {
-      auto c = std::make_shared<Connection>(st, std::move(sock), ip, e2 ? 0 : peer.port());
-      {
-        std::lock_guard<std::mutex> lock(st->mu);
-        ++st->per_ip[ip];
-        st->open[c.get()] = c;
-      }
-      c->start();
+    try {
+      admit(st, sock);
+    } catch (const std::exception& e) {  // this socket only: closed (if it was not taken), the loop goes on
+      std::fprintf(stderr, "slimkv serve: accepting a connection failed: %s (it is closed)\n", e.what());
+      beast::error_code ignored;
+      sock.close(ignored);
     }
     accept_next(st);
   });
@@ -100,7 +115,18 @@ void HttpFront::run() {
   st.run_state = 1;
   if (!st.stopping) {
     accept_next(state_);
-    st.io.run();
+    // Every handler guards its own connection; should one still throw, only its connection is lost (its handler and
+    // the connection it held are gone): the loop goes on serving the others.
+    for (;;) {
+      try {
+        st.io.run();
+        break;
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "slimkv serve: an I/O handler failed: %s (its connection is closed)\n", e.what());
+      } catch (...) {
+        std::fprintf(stderr, "slimkv serve: an I/O handler failed (its connection is closed)\n");
+      }
+    }
   }
   st.run_state = 2;
 }

@@ -5,7 +5,9 @@
 // 501, Content-Length with chunked or a bad chunk 400, a body without a length 411, HTTP/1.1 without Host, folded or
 // colon-less header lines 400). Complete requests run on handler threads (up to a limit, then they queue) and are
 // answered in order on their connection (pipelining); a response is written whole or streamed as chunks, with a
-// write deadline; keep-alive follows the request (HTTP/1.0 closes unless asked).
+// write deadline; keep-alive follows the request (HTTP/1.0 closes unless asked). A chunked body's chunk-size lines and
+// trailer section are bounded like a head (--max-header-bytes, --max-header-lines: 431), any header or trailer field
+// by the parser's own 64 KiB (431); nothing one connection sends or makes throw ends more than that connection.
 // Owns: the listening socket, the connections, the handler threads. Must not know: routes, JSON or the engine.
 #pragma once
 #include <atomic>
@@ -43,6 +45,10 @@ struct HttpRoutes {
   HttpHandler handle;
   std::function<std::optional<HttpResponse>(const HttpRequest& head)> check_head;
   std::function<HttpResponse(int32_t status, const std::string& message)> error;
+  // Tests only (unset in the server): called as each stage of a connection's handling begins — "accept", "head",
+  // "body", "trailers" (inside the body parser, per trailer field), "write", "linger"; what it throws is handled as
+  // a failure of that stage (the front's test proves each ends one connection, never the server).
+  std::function<void(const char* stage)> fault_hook;
 };
 
 class HttpFront {

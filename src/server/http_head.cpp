@@ -15,6 +15,9 @@ namespace {
 
 namespace bhttp = boost::beast::http;
 
+// Beast's basic_fields keeps a field's name and value lengths in 16 bits (each + 2 <= 65535) and throws past that.
+constexpr size_t kMaxFieldBytes = 65533;
+
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
@@ -98,6 +101,10 @@ HeadParse parse_head(std::string_view head, const HttpLimits& lim) {
     if (++lines > lim.max_header_lines) {
       return refuse(431, fmt::format("more than --max-header-lines {} header lines", lim.max_header_lines));
     }
+    if (colon > kMaxFieldBytes || trim(line.substr(colon + 1)).size() > kMaxFieldBytes) {
+      return refuse(431, fmt::format("a header field's name or value is over {} bytes (the parser's limit per field, "
+                                     "whatever --max-header-bytes says)", kMaxFieldBytes));
+    }
     if (iequal(trim(line.substr(0, colon)), "transfer-encoding")) te.push_back(line.substr(colon + 1));
     pos = next;
   }
@@ -126,7 +133,7 @@ HeadParse parse_head(std::string_view head, const HttpLimits& lim) {
   if (r.path.empty() || (r.path[0] != '/' && r.path != "*")) {
     return refuse(400, "the request target must be a path (origin form) or an absolute URL");
   }
-  int32_t hosts = 0;
+  int32_t hosts = 0, authorizations = 0;
   for (const auto& f : m) {
     const std::string_view value = sv(f.value());
     for (unsigned char ch : value) {
@@ -135,9 +142,12 @@ HeadParse parse_head(std::string_view head, const HttpLimits& lim) {
       }
     }
     hosts += iequal(sv(f.name_string()), "host");
+    authorizations += iequal(sv(f.name_string()), "authorization");
     r.headers.emplace_back(std::string(f.name_string()), std::string(value));
   }
   if (r.version == 11 && hosts != 1) return refuse(400, "an HTTP/1.1 request needs exactly one Host header");
+  // Which credentials count would be ambiguous (as two Content-Lengths are): refused, not the first taken.
+  if (authorizations > 1) return refuse(400, "more than one Authorization header");
   const bool body_method = r.method == "POST" || r.method == "PUT" || r.method == "PATCH";
   if (body_method && !p.content_length() && !p.chunked()) {
     return refuse(411, "a request body needs a Content-Length header (or Transfer-Encoding: chunked)");
@@ -149,6 +159,26 @@ HeadParse parse_head(std::string_view head, const HttpLimits& lim) {
   }
   out.raw_head = std::string(head);
   return out;
+}
+
+int32_t scan_head_prefix(std::string_view data, HeadScan& scan, std::string& why) {
+  for (size_t i = scan.scanned; i < data.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(data[i]);
+    if (c == '\n' && (i == 0 || data[i - 1] != '\r')) {
+      why = "a line of the request head ends in a bare LF (CRLF is required)";
+      return 400;
+    }
+    if (scan.request_line_done) continue;
+    if (c == '\r') {
+      scan.request_line_done = true;
+    } else if (c < 0x20 || c == 0x7f) {
+      why = c == 0x16 && i == 0 ? "this port speaks plain HTTP (the request looks like a TLS handshake)"
+                               : "a control byte in the request line";
+      return 400;
+    }
+  }
+  scan.scanned = data.size();
+  return 0;
 }
 
 const std::string& HttpRequest::header(const std::string& name) const {

@@ -47,17 +47,14 @@ bool json_content_type(const std::string& v) {
   return a != std::string::npos && strncasecmp(type.c_str() + a, "application/json", 16) == 0 && b - a + 1 == 16;
 }
 
-nlohmann::ordered_json parse_body(const std::string& body) {  // key order kept: templates render it
-  // The parser stops at a NUL and ignored what followed: a body is JSON text, so a NUL anywhere is an error.
-  if (body.find('\0') != std::string::npos) {
-    throw invalid_request(fmt::format("the body is not valid JSON: a NUL byte at offset {}", body.find('\0')));
-  }
+// Linear in the body's size whatever its shape (ordered_json's own parse is quadratic in an object's keys), under the
+// --max-json-* caps; key order kept (templates render it). A cap crossed is a 400 naming the top-level field.
+nlohmann::ordered_json parse_body(const std::string& body, const JsonLimits& limits) {
   try {
-    return nlohmann::ordered_json::parse(body);
-  } catch (const nlohmann::json::exception& e) {
-    std::string what = e.what();  // "[json.exception.parse_error.101] parse error at ...": the library's tag off
-    if (what.rfind("[json.exception", 0) == 0 && what.find("] ") != std::string::npos) what = what.substr(what.find("] ") + 2);
-    throw invalid_request(fmt::format("the body is not valid JSON: {}", what));
+    return parse_bounded_json(body, limits);
+  } catch (const JsonTextError& e) {
+    if (e.limit.empty()) throw invalid_request(fmt::format("the body is {}", e.what()));
+    throw invalid_request(fmt::format("the body: {}", e.what()), e.top_field);
   }
 }
 
@@ -109,10 +106,16 @@ void HttpServer::attach(ServeContext ctx, ServerMetrics* metrics) {
 std::optional<HttpResponse> HttpServer::check_head(const HttpRequest& req) const {
   const RouteEntry* route = nullptr;
   std::string allow;
+  bool open_path = false;  // a path served without the key (/health, the dashboard's page)
   for (const RouteEntry& e : routes()) {
     if (req.path != e.path) continue;
     allow += (allow.empty() ? "" : ", ") + std::string(e.method);
+    open_path |= !e.needs_key;
     if (req.method == e.method) route = &e;
+  }
+  // With a key set, the key comes before 404 / 405: a client without it learns nothing of which routes exist.
+  if (!open_path && !cfg_.api_keys.empty() && !authorized(req.header("Authorization"), cfg_.api_keys)) {
+    return from_api_error(authentication_error());
   }
   if (allow.empty()) return error_response(404, "no route " + req.method + " " + req.path);
   if (!route) {
@@ -157,8 +160,11 @@ HttpResponse HttpServer::health(const HttpRequest&, HttpPeer&) {
 
 HttpResponse HttpServer::models(const HttpRequest&, HttpPeer&) {
   if (!ready_) return from_api_error(service_unavailable("the model is loading"));
+  // `root`: the served name; the file's path (vLLM shows it) only with --expose-model-path — it tells a client about
+  // the host's file system.
   nlohmann::json m = {{"id", ctx_.model_name}, {"object", "model"}, {"created", started_unix_s_},
-                      {"owned_by", "slimkv"}, {"root", ctx_.model->path}, {"max_model_len", ctx_.max_model_len}};
+                      {"owned_by", "slimkv"}, {"root", cfg_.expose_model_path ? ctx_.model->path : ctx_.model_name},
+                      {"max_model_len", ctx_.max_model_len}};
   HttpResponse r;
   r.body = dump_json({{"object", "list"}, {"data", nlohmann::json::array({m})}});
   return r;
@@ -194,8 +200,9 @@ HttpResponse HttpServer::generate(const HttpRequest& req, HttpPeer& peer, bool c
     }
   } trim{req.body.size()};
   if (draining_) throw service_unavailable("the server is shutting down (draining); retry on another replica");
-  const nlohmann::ordered_json body = parse_body(req.body);
-  GenerationRequest g = chat ? parse_chat_request(body) : parse_completion_request(body);
+  const JsonLimits limits = cfg_.json_limits();
+  const nlohmann::ordered_json body = parse_body(req.body, limits);
+  GenerationRequest g = chat ? parse_chat_request(body, limits) : parse_completion_request(body, limits);
   if (!g.model.empty() && g.model != ctx_.model_name) throw model_not_found(g.model);
   auto session = std::make_shared<GenerationSession>(ctx_, std::move(g));
   HttpResponse r;
@@ -212,13 +219,13 @@ HttpResponse HttpServer::generate(const HttpRequest& req, HttpPeer& peer, bool c
     return r;
   }
   // A client that hangs up stops its generation, as a stream's does (issue R defect 7).
-  r.body = dump_json(session->run_to_completion([&peer] { return peer.client_gone(); }));
+  r.body = session->run_to_completion([&peer] { return peer.client_gone(); });
   return r;
 }
 
 HttpResponse HttpServer::tokenize(const HttpRequest& req, HttpPeer&) {
   if (draining_) throw service_unavailable("the server is shutting down (draining); retry on another replica");
-  const TokenizeRequest t = parse_tokenize_request(parse_body(req.body));
+  const TokenizeRequest t = parse_tokenize_request(parse_body(req.body, cfg_.json_limits()), cfg_.json_limits());
   if (!t.model.empty() && t.model != ctx_.model_name) throw model_not_found(t.model);
   HttpResponse r;
   r.body = dump_json(tokenize_json(ctx_, t));
@@ -227,7 +234,7 @@ HttpResponse HttpServer::tokenize(const HttpRequest& req, HttpPeer&) {
 
 HttpResponse HttpServer::detokenize(const HttpRequest& req, HttpPeer&) {
   if (draining_) throw service_unavailable("the server is shutting down (draining); retry on another replica");
-  const DetokenizeRequest d = parse_detokenize_request(parse_body(req.body));
+  const DetokenizeRequest d = parse_detokenize_request(parse_body(req.body, cfg_.json_limits()));
   if (!d.model.empty() && d.model != ctx_.model_name) throw model_not_found(d.model);
   HttpResponse r;
   r.body = dump_json(detokenize_json(ctx_, d));

@@ -39,21 +39,27 @@ ApiError wrong_type(const char* key, const char* want, const ojson& v) {
   return invalid_request(fmt::format("'{}' must be {} (got {})", key, want, type_name(v)), key);
 }
 
+// One rule for every integer field: an integer, or a number with an integral value (16.0, 1e3: Python clients send
+// them); an integral value past int64 is "too large", anything else "must be an integer". `what` names the field.
+int64_t integral(const ojson& v, const char* key, const std::string& what) {
+  if (v.is_number_integer()) {
+    if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      throw invalid_request(fmt::format("{} is too large", what), key);
+    }
+    return v.get<int64_t>();
+  }
+  if (v.is_number_float() && std::isfinite(v.get<double>()) && v.get<double>() == std::floor(v.get<double>())) {
+    const double d = v.get<double>();
+    if (std::fabs(d) >= 9.2e18) throw invalid_request(fmt::format("{} is too large", what), key);
+    return static_cast<int64_t>(d);
+  }
+  throw invalid_request(fmt::format("{} must be an integer (got {})", what, type_name(v)), key);
+}
+
 int64_t get_int(const ojson& body, const char* key, int64_t lo, int64_t hi, int64_t fallback) {
   const ojson* v = field(body, key);
   if (!v) return fallback;
-  int64_t x;
-  if (v->is_number_integer()) {
-    if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      throw invalid_request(fmt::format("'{}' is too large", key), key);
-    }
-    x = v->get<int64_t>();
-  } else if (v->is_number_float() && std::isfinite(v->get<double>()) && v->get<double>() == std::floor(v->get<double>()) &&
-             std::fabs(v->get<double>()) < 9e15) {
-    x = static_cast<int64_t>(v->get<double>());  // 16.0 is an integer, as in Python clients
-  } else {
-    throw wrong_type(key, "an integer", *v);
-  }
+  const int64_t x = integral(*v, key, fmt::format("'{}'", key));
   if (x < lo || x > hi) throw invalid_request(fmt::format("'{}' must be in {}..{} (got {})", key, lo, hi, x), key);
   return x;
 }
@@ -76,13 +82,9 @@ bool get_bool(const ojson& body, const char* key, bool fallback) {
 
 std::vector<int64_t> token_ids(const ojson& arr, const char* key) {
   std::vector<int64_t> ids;
-  for (const auto& t : arr) {
-    if (!t.is_number_integer()) throw invalid_request(fmt::format("'{}' token ids must be integers", key), key);
-    if (t.is_number_unsigned() && t.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      throw invalid_request(fmt::format("token id {} is outside the vocabulary", t.get<uint64_t>()), key);
-    }
-    ids.push_back(t.get<int64_t>());
-  }
+  ids.reserve(arr.size());
+  const std::string what = fmt::format("a token id in '{}'", key);
+  for (const auto& t : arr) ids.push_back(integral(t, key, what));  // outside the vocabulary: refused later
   return ids;
 }
 
@@ -116,7 +118,7 @@ std::vector<PromptInput> parse_prompt(const ojson& body) {
 
 // An assistant's tool_calls (arguments parsed to an object when they are JSON text, as vLLM passes them to
 // templates), a tool result's tool_call_id / name, an assistant's reasoning_content: copied into `msg`.
-void add_message_extras(const ojson& m, const std::string& role, ojson& msg) {
+void add_message_extras(const ojson& m, const std::string& role, ojson& msg, const JsonLimits& limits) {
   if (const ojson* calls = field(m, "tool_calls"); calls && role == "assistant") {
     if (!calls->is_array()) throw wrong_type("tool_calls", "an array", *calls);
     ojson out = ojson::array();
@@ -128,7 +130,7 @@ void add_message_extras(const ojson& m, const std::string& role, ojson& msg) {
       }
       ojson f = {{"name", *name}, {"arguments", ojson::object()}};
       if (const ojson* a = field(*fn, "arguments")) {
-        ojson parsed = a->is_string() ? ojson::parse(a->get<std::string>(), nullptr, false) : *a;
+        ojson parsed = a->is_string() ? parse_bounded_json_or_discarded(a->get_ref<const std::string&>(), limits) : *a;
         f["arguments"] = parsed.is_discarded() ? *a : parsed;
       }
       ojson c = {{"type", "function"}, {"function", f}};
@@ -145,7 +147,7 @@ void add_message_extras(const ojson& m, const std::string& role, ojson& msg) {
   }
 }
 
-std::vector<ChatMessage> parse_messages(const ojson& body) {
+std::vector<ChatMessage> parse_messages(const ojson& body, const JsonLimits& limits) {
   const ojson* v = field(body, "messages");
   if (!v) throw invalid_request("'messages' is required", "messages");
   if (!v->is_array()) throw wrong_type("messages", "an array", *v);
@@ -166,11 +168,15 @@ std::vector<ChatMessage> parse_messages(const ojson& body) {
       content = c->get<std::string>();
     } else if (c && c->is_array()) {  // content parts: only text is supported
       for (const auto& part : *c) {
-        const ojson* type = part.is_object() ? field(part, "type") : nullptr;
-        const ojson* t = part.is_object() ? field(part, "text") : nullptr;
-        if (!type || *type != "text" || !t || !t->is_string()) {
-          throw invalid_request("only text content parts are supported", "messages");
+        if (!part.is_object()) throw wrong_type("content", "a string or an array of content parts", part);
+        const ojson* type = field(part, "type");
+        if (!type || !type->is_string()) throw invalid_request("each content part needs a string 'type'", "messages");
+        if (*type != "text") {
+          throw invalid_request(fmt::format("only text content parts are supported (got type '{}')",
+                                            type->get<std::string>().substr(0, 64)), "messages");
         }
+        const ojson* t = field(part, "text");
+        if (!t || !t->is_string()) throw invalid_request("a text content part needs a string 'text'", "messages");
         content += t->get<std::string>();
       }
     } else if (c) {
@@ -179,7 +185,7 @@ std::vector<ChatMessage> parse_messages(const ojson& body) {
       throw invalid_request("each message needs 'content'", "messages");
     }
     msg["content"] = content;  // null becomes "" as vLLM passes it (Qwen3's template tests `in content`)
-    add_message_extras(m, r, msg);
+    add_message_extras(m, r, msg, limits);
     out.push_back({r, std::move(content), std::move(msg)});
   }
   return out;
@@ -237,10 +243,8 @@ void parse_common(const ojson& body, GenerationRequest& r) {
   if (const ojson* u = field(body, "user")) {
     if (!u->is_string()) throw wrong_type("user", "a string", *u);
   }
-  if (field(body, "seed")) {
-    const ojson& s = *field(body, "seed");
-    if (!s.is_number_integer()) throw wrong_type("seed", "an integer", s);
-    r.seed = s.is_number_unsigned() ? s.get<uint64_t>() : static_cast<uint64_t>(s.get<int64_t>());
+  if (const ojson* s = field(body, "seed")) {  // any 64-bit value: unsigned up to 2^64 - 1, or a signed one
+    r.seed = s->is_number_unsigned() ? s->get<uint64_t>() : static_cast<uint64_t>(integral(*s, "seed", "'seed'"));
   }
   if (const ojson* s = field(body, "stop")) {
     if (s->is_string()) {
@@ -270,7 +274,7 @@ void parse_common(const ojson& body, GenerationRequest& r) {
   if (const ojson* v = field(body, "repetition_penalty")) {
     if (!v->is_number()) throw wrong_type("repetition_penalty", "a number", *v);
     const double x = v->get<double>();
-    if (!(x > 0.0) || !(x <= 1e30)) {  // a float: finite
+    if (!(static_cast<float>(x) > 0.0f) || !(x <= 1e30)) {  // a float the sampler takes: finite, not 0 (1e-320 is)
       throw invalid_request(fmt::format("'repetition_penalty' must be in (0, 1e30] (1 = off; got {})", x),
                             "repetition_penalty");
     }
@@ -297,13 +301,13 @@ void refuse_unsupported(const ojson& body, bool chat) {
   };
   is("echo", [](const ojson& v) { return v.is_boolean() && !v.get<bool>(); });
   is("suffix", [](const ojson& v) { return v.is_string() && v.get<std::string>().empty(); });
-  if (const ojson* b = field(body, "best_of")) {  // >= 1 (OpenAI); > n would mean generating more than returned
-    if (!b->is_number_integer() || b->get<int64_t>() < 1) throw invalid_request("'best_of' must be an integer >= 1", "best_of");
+  if (field(body, "best_of")) {  // >= 1 (OpenAI); > n would mean generating more than returned
+    const int64_t best_of = get_int(body, "best_of", 1, std::numeric_limits<int64_t>::max(), 1);
     const int64_t n = get_int(body, "n", 1, kMaxN, 1);  // every choice generated is returned: none is ranked out
-    if (b->get<int64_t>() > n) {
+    if (best_of > n) {
       throw invalid_request(fmt::format("'best_of' > 'n' ({} > {}) is not supported by this server: it returns every "
                                         "choice it generates (best_of must be <= n)",
-                                        b->get<int64_t>(), n),
+                                        best_of, n),
                             "best_of");
     }
   }
@@ -327,11 +331,11 @@ void refuse_unsupported(const ojson& body, bool chat) {
 
 }  // namespace
 
-GenerationRequest parse_completion_request(const ojson& body) {
+GenerationRequest parse_completion_request(const ojson& body, const JsonLimits& limits) {
   GenerationRequest r;
   parse_common(body, r);
   refuse_unsupported(body, false);
-  r.output = parse_structured_output(body);
+  r.output = parse_structured_output(body, limits);
   r.prompts = parse_prompt(body);
   if (field(body, "logprobs") && field(body, "logprobs")->is_boolean()) {
     throw wrong_type("logprobs", "an integer", *field(body, "logprobs"));
@@ -340,14 +344,14 @@ GenerationRequest parse_completion_request(const ojson& body) {
   return r;
 }
 
-GenerationRequest parse_chat_request(const ojson& body) {
+GenerationRequest parse_chat_request(const ojson& body, const JsonLimits& limits) {
   GenerationRequest r;
   r.chat = true;
   parse_common(body, r);
   refuse_unsupported(body, true);
-  r.messages = parse_messages(body);
+  r.messages = parse_messages(body, limits);
   r.tools = parse_tool_request(body);
-  r.output = parse_structured_output(body);
+  r.output = parse_structured_output(body, limits);
   r.add_generation_prompt = get_bool(body, "add_generation_prompt", true);
   const bool want = get_bool(body, "logprobs", false);
   const int64_t top = get_int(body, "top_logprobs", 0, kMaxLogprobs, -1);
@@ -368,7 +372,7 @@ void parse_model(const ojson& body, std::string& model) {
 
 }  // namespace
 
-TokenizeRequest parse_tokenize_request(const ojson& body) {
+TokenizeRequest parse_tokenize_request(const ojson& body, const JsonLimits& limits) {
   TokenizeRequest r;
   parse_model(body, r.model);
   const ojson* prompt = field(body, "prompt");
@@ -383,7 +387,7 @@ TokenizeRequest parse_tokenize_request(const ojson& body) {
     return r;
   }
   r.chat = true;
-  r.messages = parse_messages(body);
+  r.messages = parse_messages(body, limits);
   r.add_generation_prompt = get_bool(body, "add_generation_prompt", true);
   // what the chat path does not do is refused by name here too, never ignored
   auto refuse = [](const char* name) {

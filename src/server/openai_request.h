@@ -77,9 +77,10 @@ struct DetokenizeRequest {
   std::vector<int64_t> tokens;           // checked against the vocabulary later
 };
 
-GenerationRequest parse_completion_request(const nlohmann::ordered_json& body);
-GenerationRequest parse_chat_request(const nlohmann::ordered_json& body);
-TokenizeRequest parse_tokenize_request(const nlohmann::ordered_json& body);
+// `limits`: the caps for JSON text held in the body's strings (a schema, a tool call's arguments), the body's own.
+GenerationRequest parse_completion_request(const nlohmann::ordered_json& body, const JsonLimits& limits = JsonLimits{});
+GenerationRequest parse_chat_request(const nlohmann::ordered_json& body, const JsonLimits& limits = JsonLimits{});
+TokenizeRequest parse_tokenize_request(const nlohmann::ordered_json& body, const JsonLimits& limits = JsonLimits{});
 DetokenizeRequest parse_detokenize_request(const nlohmann::ordered_json& body);
 
 }  // namespace slimkv

@@ -117,10 +117,13 @@ TokenConstraintFactory OutputConstraints::for_tool_choice(const ToolRequest& too
     schema = *tool_parameters(tools, tools.named);
   } else {
     ojson any = ojson::array();
-    for (const ojson& t : tools.tools) {
-      const std::string name = t["function"]["name"];
+    for (const ojson& t : tools.tools) {  // each tool's own parameters (a look-up by name per tool: n^2)
+      const ojson& fn = t["function"];
+      const std::string name = fn["name"];
+      const auto p = fn.find("parameters");
+      const ojson params = p == fn.end() || p->is_null() ? ojson::object() : *p;
       any.push_back({{"type", "object"},
-                     {"properties", {{"name", {{"const", name}}}, {"parameters", *tool_parameters(tools, name)}}},
+                     {"properties", {{"name", {{"const", name}}}, {"parameters", params}}},
                      {"required", {"name", "parameters"}}});
     }
     schema = {{"type", "array"}, {"minItems", 1}, {"items", {{"anyOf", any}}}};

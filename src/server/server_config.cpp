@@ -33,6 +33,12 @@ void ServerConfig::validate() const {
   SLIMKV_CHECK(max_connections_per_ip >= 0 && max_connections_per_ip <= 1 << 20,
                "--max-connections-per-ip must be in 0..1048576 (got {})", max_connections_per_ip);
   SLIMKV_CHECK(max_request_cost >= 1, "--max-request-cost must be >= 1 (got {})", max_request_cost);
+  SLIMKV_CHECK(max_json_depth >= 8 && max_json_depth <= 10000, "--max-json-depth must be in 8..10000 (got {})",
+               max_json_depth);
+  for (auto [flag, v] : {std::pair{"--max-json-keys", max_json_keys}, {"--max-json-items", max_json_items},
+                         {"--max-json-values", max_json_values}}) {
+    SLIMKV_CHECK(v >= 16 && v <= (int64_t{1} << 30), "{} must be in 16..1073741824 (got {})", flag, v);
+  }
 }
 
 HttpLimits ServerConfig::http_limits() const {
@@ -48,6 +54,15 @@ HttpLimits ServerConfig::http_limits() const {
   l.max_connections_per_ip = max_connections_per_ip;
   l.handler_threads = http_threads > 0 ? http_threads : 512;
   return l;
+}
+
+JsonLimits ServerConfig::json_limits() const {
+  JsonLimits j;
+  j.max_depth = max_json_depth;
+  j.max_object_keys = max_json_keys;
+  j.max_array_items = max_json_items;
+  j.max_values = max_json_values;
+  return j;
 }
 
 void ServerConfig::load_api_key_file() {

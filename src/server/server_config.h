@@ -1,10 +1,11 @@
 // The HTTP server's one validated configuration (flags map 1:1 to fields; the engine has its own EngineConfig).
-// Must not know: the engine, routes or JSON.
+// Must not know: the engine or routes.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "core/bounded_json.h"
 #include "server/http_front.h"
 
 namespace slimkv {
@@ -32,8 +33,14 @@ struct ServerConfig {
   int32_t max_connections = 2048;         // --max-connections: open connections in all (503 beyond)
   int32_t max_connections_per_ip = 512;   // --max-connections-per-ip: from one client address (503 beyond; 0 = any)
   int64_t max_request_cost = 262144;      // --max-request-cost: choices x max_tokens x (1 + logprobs) of one request
+  bool expose_model_path = false;         // --expose-model-path: /v1/models' `root` is the file's path, not its name
+  int32_t max_json_depth = 128;           // --max-json-depth: arrays and objects nested in a body (400 beyond)
+  int64_t max_json_keys = 10000;          // --max-json-keys: keys in one object of a body (400 beyond)
+  int64_t max_json_items = 1 << 20;       // --max-json-items: items in one array of a body (400 beyond)
+  int64_t max_json_values = 1 << 21;      // --max-json-values: values in a whole body (400 beyond)
 
   HttpLimits http_limits() const;         // the front's limits from the flags above
+  JsonLimits json_limits() const;         // the body parser's caps from the --max-json-* flags
 
   void validate() const;                  // throws Error with the flag's name
   // Reads api_key_file (if set) into api_keys; throws Error when unreadable.

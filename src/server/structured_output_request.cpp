@@ -15,10 +15,16 @@ const ojson* output_field(const ojson& j, const char* key) {
   return it == j.end() || it->is_null() ? nullptr : &*it;
 }
 
-ojson schema_value(const ojson& v, const char* name) {  // an object, or a string holding one (vLLM accepts both)
+// An object, or a string holding one (vLLM accepts both).
+ojson schema_value(const ojson& v, const char* name, const JsonLimits& limits) {
   if (v.is_object()) return v;
   if (v.is_string()) {
-    ojson parsed = ojson::parse(v.get<std::string>(), nullptr, /*allow_exceptions=*/false);
+    ojson parsed;
+    try {
+      parsed = parse_bounded_json(v.get_ref<const std::string&>(), limits);
+    } catch (const JsonTextError& e) {
+      if (!e.limit.empty()) throw invalid_request(fmt::format("'{}' (a JSON text): {}", name, e.what()), name);
+    }
     if (parsed.is_object()) return parsed;
   }
   throw invalid_request(fmt::format("'{}' must be a JSON schema object (or a string holding one)", name), name);
@@ -36,7 +42,7 @@ std::vector<std::string> choice_list(const ojson& v, const char* name) {
   return out;
 }
 
-StructuredOutput from_response_format(const ojson& rf) {
+StructuredOutput from_response_format(const ojson& rf, const JsonLimits& limits) {
   StructuredOutput s;
   s.field = "response_format";
   const ojson* type = rf.is_object() ? output_field(rf, "type") : nullptr;
@@ -59,16 +65,16 @@ StructuredOutput from_response_format(const ojson& rf) {
   if (!schema) throw invalid_request("'response_format' json_schema needs {\"json_schema\": {\"schema\": {...}}}",
                                      "response_format");
   s.kind = Kind::kJsonSchema;
-  s.schema = schema_value(*schema, "response_format");
+  s.schema = schema_value(*schema, "response_format", limits);
   return s;
 }
 
 }  // namespace
 
-StructuredOutput parse_structured_output(const ojson& body) {
+StructuredOutput parse_structured_output(const ojson& body, const JsonLimits& limits) {
   std::vector<StructuredOutput> found;
   if (const ojson* rf = output_field(body, "response_format")) {
-    StructuredOutput s = from_response_format(*rf);
+    StructuredOutput s = from_response_format(*rf, limits);
     if (s.kind != Kind::kNone) found.push_back(std::move(s));
   }
   auto add = [&](const ojson* v, const char* name, Kind kind) {
@@ -76,7 +82,7 @@ StructuredOutput parse_structured_output(const ojson& body) {
     StructuredOutput s;
     s.kind = kind;
     s.field = name;
-    if (kind == Kind::kJsonSchema) s.schema = schema_value(*v, name);
+    if (kind == Kind::kJsonSchema) s.schema = schema_value(*v, name, limits);
     if (kind == Kind::kRegex) {
       if (!v->is_string() || v->get<std::string>().empty()) {
         throw invalid_request(fmt::format("'{}' must be a non-empty string", name), name);

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/bounded_json.h"
+
 namespace slimkv {
 
 struct StructuredOutput {
@@ -17,7 +19,8 @@ struct StructuredOutput {
   std::string field;                   // the request field it came from (for error messages)
 };
 
-// Throws ApiError (400) naming the field; two constraints at once is an error.
-StructuredOutput parse_structured_output(const nlohmann::ordered_json& body);
+// Throws ApiError (400) naming the field; two constraints at once is an error. A schema given as a string is parsed
+// under `limits` (the body's own caps).
+StructuredOutput parse_structured_output(const nlohmann::ordered_json& body, const JsonLimits& limits = JsonLimits{});
 
 }  // namespace slimkv

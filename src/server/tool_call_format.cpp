@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "core/bounded_json.h"
 #include "server/output_stream_parser.h"
 
 namespace slimkv {
@@ -26,8 +27,8 @@ std::string_view trim(std::string_view s) {
   return s.substr(b, s.find_last_not_of(ws) - b + 1);
 }
 
-std::optional<ojson> parse_json(std::string_view text) {
-  ojson j = ojson::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+std::optional<ojson> parse_json(std::string_view text) {  // generated text: linear, under the default caps
+  ojson j = parse_bounded_json_or_discarded(text);
   if (j.is_discarded()) return std::nullopt;
   return j;
 }

@@ -12,7 +12,16 @@ HAProxy in front (deploy/haproxy/slimkv.cfg.in). Usage: replicas_test.py SLIMKV_
    once its port refuses connections completes elsewhere (HAProxy retries what never reached a replica). HAProxy marks it DOWN;
    on each survivor, finished requests counted by its /metrics equal the completions the clients got from it, and
    nothing is left running, waiting or holding KV blocks.
+3. Many clients, one replica with a long queue (issue R3): 1,000 concurrent completions through the proxy to one
+   replica started with --max-queue 2048, HAProxy's --server-maxconn 600 (over the replicas' former per-address cap
+   of 512) and --max-connections-per-client 1000: every answer is 200 or the replica's own 429, none a 503; HAProxy
+   queued what was over the server's maxconn and the replica held more than 512 of the proxy's connections at once.
+4. The per-client cap is HAProxy's: with --max-connections-per-client 20, one client opening 30 connections gets 20
+   answered and 10 closed by HAProxy at accept (its frontend's denied-connection count is 10, no HTTP answer on
+   them), while another client address is answered meanwhile and the capped client is answered again once its
+   connections close.
 Exit 0 pass, 1 fail, 77 skipped (no haproxy or model; under CI a missing input fails)."""
+import asyncio
 import concurrent.futures
 import http.client
 import json
@@ -42,13 +51,14 @@ def missing(what):
 class Group:
     """scripts/replicas running in the background; its ready file read once it is up."""
 
-    def __init__(self, binary, model, policy, replicas=3):
+    def __init__(self, binary, model, policy, replicas=3, options=(), serve_args=SERVE_ARGS):
         self.dir = tempfile.mkdtemp(prefix="slimkv-replicas-test-")
         ready = os.path.join(self.dir, "ready.json")
         self.proc = subprocess.Popen(
             [sys.executable, os.path.join(ROOT, "scripts", "replicas"), "--replicas", str(replicas), "--port", "0",
-             "--policy", policy, "--duration", "300", "--binary", binary, "--model", model, "--ready-file", ready,
-             "--"] + SERVE_ARGS, stdout=open(os.path.join(self.dir, "out.log"), "wb"), stderr=subprocess.STDOUT)
+             "--policy", policy, "--duration", "300", "--binary", binary, "--model", model, "--ready-file", ready]
+            + list(options) + ["--"] + list(serve_args),
+            stdout=open(os.path.join(self.dir, "out.log"), "wb"), stderr=subprocess.STDOUT)
         deadline = time.time() + 120
         while not os.path.exists(ready):
             if self.proc.poll() is not None or time.time() > deadline:
@@ -140,22 +150,32 @@ def hit_rate(binary, model, policy):
     return hits / queries if queries else 0.0
 
 
-def haproxy_status(sock_path, backend, server):
+def haproxy_command(sock_path, command):
+    """One command on HAProxy's stats socket; its whole answer."""
     s = socket.socket(socket.AF_UNIX)
     s.settimeout(5)
     s.connect(sock_path)
-    s.sendall(b"show stat\n")
+    s.sendall(command.encode() + b"\n")
     data = b""
     while chunk := s.recv(65536):
         data += chunk
     s.close()
-    lines = data.decode().splitlines()
+    return data.decode()
+
+
+def haproxy_stat(sock_path, proxy, name):
+    """The `show stat` row of `name` (a server, FRONTEND or BACKEND) in `proxy`, as a dict ({} if none)."""
+    lines = haproxy_command(sock_path, "show stat").splitlines()
     cols = lines[0].lstrip("# ").split(",")
     for line in lines[1:]:
         row = dict(zip(cols, line.split(",")))
-        if row.get("pxname") == backend and row.get("svname") == server:
-            return row.get("status", "")
-    return ""
+        if row.get("pxname") == proxy and row.get("svname") == name:
+            return row
+    return {}
+
+
+def haproxy_status(sock_path, backend, server):
+    return haproxy_stat(sock_path, backend, server).get("status", "")
 
 
 def kill_under_load(binary, model, failures):
@@ -232,6 +252,175 @@ def kill_under_load(binary, model, failures):
             failures.append(f"scripts/replicas exited {rc}")
 
 
+def raw_request(body):
+    payload = json.dumps(body).encode()
+    return (b"POST /v1/completions HTTP/1.1\r\nHost: slimkv\r\nContent-Type: application/json\r\n"
+            b"Connection: close\r\nContent-Length: " + str(len(payload)).encode() + b"\r\n\r\n" + payload)
+
+
+def answer_of(data):
+    """(status, body) of a whole HTTP/1.1 answer read until the server closed; (0, b"") for no answer at all."""
+    if not data.startswith(b"HTTP/1."):
+        return 0, b""
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split(b" ", 2)[1]), body
+
+
+async def open_all_then_send(port, n, body, timeout_s):
+    """n connections opened at once; once every one is open, each sends one request (Connection: close) and reads
+    its answer. Returns each one's status (0: no HTTP answer) and a body sample per status."""
+    opened, go = [0], asyncio.Event()
+    request = raw_request(body)
+
+    async def one():
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError as e:
+            opened[0] += 1
+            if opened[0] == n:
+                go.set()
+            return 0, f"connect: {e}".encode()
+        opened[0] += 1
+        if opened[0] == n:
+            go.set()
+        await go.wait()
+        try:
+            writer.write(request)
+            await writer.drain()
+            data = await reader.read()
+        except OSError as e:
+            return 0, f"connection: {type(e).__name__}".encode()
+        finally:
+            writer.close()
+        return answer_of(data)
+
+    return await asyncio.wait_for(asyncio.gather(*(one() for _ in range(n))), timeout_s)
+
+
+def many_clients_one_replica(binary, model, failures):
+    """Issue R3: 1,000 concurrent completions through HAProxy to one replica with a long queue."""
+    n, server_maxconn = 1000, 600
+    group = Group(binary, model, "leastconn", replicas=1,
+                  options=["--max-connections-per-client", str(n), "--server-maxconn", str(server_maxconn)],
+                  serve_args=SERVE_ARGS + ["--max-queue", "2048"])
+    try:
+        replica = group.info["replicas"][0]
+        before = metrics(replica["port"])
+        t0 = time.time()
+        body = {"prompt": "Once upon a time", "max_tokens": 16, "ignore_eos": True, "temperature": 0}
+        answers = asyncio.run(open_all_then_send(group.port, n, body, 120))
+        took = time.time() - t0
+        counts = {}
+        for status, _ in answers:
+            counts[status] = counts.get(status, 0) + 1
+        print(f"{n} concurrent through HAProxy to one replica: "
+              + ", ".join(f"{c} x {s if s else 'no answer'}" for s, c in sorted(counts.items()))
+              + f"; took {took:.1f} s")
+        for status, body in answers:
+            if status not in (200, 429):
+                failures.append(f"{n} concurrent: an answer {status or 'missing'}: {body[:300]!r}")
+                break
+            if status == 200 and b'"finish_reason"' not in body:
+                failures.append(f"{n} concurrent: a 200 without a finish reason: {body[:300]!r}")
+                break
+        if counts.get(200, 0) + counts.get(429, 0) != n:
+            failures.append(f"{n} concurrent: {counts}")
+        sock = group.info["stats_socket"]
+        backend = haproxy_stat(sock, "slimkv_leastconn", "BACKEND")
+        server = haproxy_stat(sock, "slimkv_leastconn", replica["name"])
+        frontend = haproxy_stat(sock, "slimkv", "FRONTEND")
+        print(f"HAProxy: queued at most {backend.get('qmax')} (timeout queue live), at most {server.get('smax')} open "
+              f"on the replica (maxconn {server_maxconn}), {frontend.get('dcon')} connections denied")
+        if int(backend.get("qmax") or 0) < 1:
+            failures.append(f"HAProxy queued nothing (qmax {backend.get('qmax')!r}): its maxconn did not apply")
+        smax = int(server.get("smax") or 0)
+        if not 512 < smax <= server_maxconn:
+            failures.append(f"the replica held at most {smax} of HAProxy's requests, not in 513..{server_maxconn}")
+        if frontend.get("dcon") != "0":
+            failures.append(f"HAProxy's frontend denied {frontend.get('dcon')} connections under its per-client cap")
+        m = metrics(replica["port"])
+        finished = m["request_success_total"] - before["request_success_total"]
+        if finished != counts.get(200, 0):
+            failures.append(f"the replica counts {finished:.0f} finished, the clients got {counts.get(200, 0)} x 200")
+        for gauge in ("num_requests_running", "num_requests_waiting"):
+            if m[gauge] != 0:
+                failures.append(f"the replica's {gauge} = {m[gauge]} after the load")
+    finally:
+        rc = group.stop()
+        if rc != 0:
+            failures.append(f"scripts/replicas exited {rc}")
+
+
+def per_client_cap(binary, model, failures):
+    """One client address over HAProxy's per-client cap: the excess connections are closed at accept (by HAProxy,
+    not a replica); the rest, and other clients, are answered."""
+    cap, n = 20, 30
+    group = Group(binary, model, "leastconn", replicas=1, options=["--max-connections-per-client", str(cap)])
+    body = {"prompt": "Once upon a time", "max_tokens": 8, "temperature": 0}
+    socks = []
+    try:
+        sock_path = group.info["stats_socket"]
+        for _ in range(n):
+            try:
+                socks.append(socket.create_connection(("127.0.0.1", group.port), timeout=30))
+            except ConnectionResetError:  # HAProxy's reset can beat connect()'s return: refused all the same
+                socks.append(None)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            denied = int(haproxy_stat(sock_path, "slimkv", "FRONTEND").get("dcon") or 0)
+            table = haproxy_command(sock_path, "show table slimkv")
+            if denied >= n - cap:
+                break
+            time.sleep(0.05)
+        held = re.search(r"key=::ffff:127\.0\.0\.1 .*conn_cur=(\d+)", table)
+        print(f"one client opened {n} connections under a cap of {cap}: HAProxy denied {denied}, its table holds "
+              f"conn_cur={held.group(1) if held else None} for 127.0.0.1")
+        if denied != n - cap:
+            failures.append(f"HAProxy denied {denied} of {n} connections from one client, not {n - cap}")
+        if not held or int(held.group(1)) != cap:
+            failures.append(f"HAProxy's stick table for 127.0.0.1 is not at conn_cur={cap}: {table!r}")
+        # Another client address is answered while 127.0.0.1 holds its whole share.
+        other = http.client.HTTPConnection("127.0.0.1", group.port, timeout=30, source_address=("127.0.0.2", 0))
+        other.request("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
+        other_status = other.getresponse().status
+        other.close()
+
+        def use(s):
+            if s is None:
+                return 0
+            try:
+                s.sendall(raw_request(body))
+                data = b""
+                while chunk := s.recv(65536):
+                    data += chunk
+            except OSError:
+                data = b""
+            finally:
+                s.close()
+            return answer_of(data)[0]
+
+        with concurrent.futures.ThreadPoolExecutor(n) as ex:
+            statuses = list(ex.map(use, socks))
+        answered, refused = statuses.count(200), statuses.count(0)
+        print(f"the {n} connections: {answered} x 200, {refused} closed without an answer, "
+              f"{n - answered - refused} other ({sorted(set(statuses))}); "
+              f"another client (127.0.0.2) got {other_status}")
+        if answered != cap or refused != n - cap:
+            failures.append(f"one client over the cap: {answered} answered, {refused} refused, statuses {statuses}")
+        if other_status != 200:
+            failures.append(f"another client got {other_status} while 127.0.0.1 held its {cap} connections")
+        status, _, outcome, _ = complete(group.port, body)
+        if outcome != "ok":
+            failures.append(f"127.0.0.1 is still refused after closing its connections: {outcome}")
+    finally:
+        for s in socks:
+            if s is not None:
+                s.close()
+        rc = group.stop()
+        if rc != 0:
+            failures.append(f"scripts/replicas exited {rc}")
+
+
 def main():
     binary, model = sys.argv[1:3]
     if not (shutil.which("haproxy") or os.path.exists("/usr/sbin/haproxy")):  # a PATH without /usr/sbin
@@ -246,6 +435,8 @@ def main():
     if affinity < 1.5 * roundrobin or affinity <= 0:
         failures.append(f"affinity's hit rate {affinity:.3f} is not >= 1.5x round-robin's {roundrobin:.3f}")
     kill_under_load(binary, model, failures)
+    many_clients_one_replica(binary, model, failures)
+    per_client_cap(binary, model, failures)
     for f in failures:
         print("FAIL:", f)
     return 1 if failures else 0

@@ -21,40 +21,6 @@ namespace {
 using nlohmann::json;
 using FrontClock = std::chrono::steady_clock;
 
-int64_t front_rss_kib(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string key;
-  int64_t v = 0;
-  while (in >> key) {
-    if (key == "VmRSS:") return in >> v, v;
-  }
-  return -1;
-}
-
-// Everything the server sends on fd until it closes or stays quiet for quiet_ms.
-std::string front_read(int fd, int quiet_ms) {
-  std::string out;
-  char buf[8192];
-  for (;;) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, quiet_ms) <= 0) break;
-    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  return out;
-}
-
-// Sends `request` on a new connection and returns the reply (until close or 1.5 s of quiet).
-std::string front_exchange(int port, const std::string& request, int quiet_ms = 1500) {
-  const int fd = connect_loopback(port);
-  if (fd < 0) return "";
-  ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
-  std::string out = front_read(fd, quiet_ms);
-  ::close(fd);
-  return out;
-}
-
 int front_count(const std::string& text, const std::string& what) {
   int n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
@@ -85,7 +51,7 @@ class ServerFront : public ::testing::Test {
 // High: one request's header section grew without bound (six of 128 MB took the server to 1.14 GB). Now six
 // clients streaming 8 KB header lines get 431 at --max-header-bytes (64 KiB), and RSS grows by less than 32 MiB.
 TEST_F(ServerFront, HeaderFloodsGet431BeforeMemoryGrows) {
-  const int64_t before = front_rss_kib(server_->pid());
+  const int64_t before = process_rss_kib(server_->pid());
   auto flood = [] {
     const int fd = connect_loopback(port());
     ::fcntl(fd, F_SETFL, O_NONBLOCK);
@@ -107,20 +73,20 @@ TEST_F(ServerFront, HeaderFloodsGet431BeforeMemoryGrows) {
       }
     }
     ::fcntl(fd, F_SETFL, 0);
-    reply = front_read(fd, 2000);
+    reply = read_until_quiet(fd, 2000);
     ::close(fd);
     return reply;
   };
   std::vector<std::future<std::string>> f;
   for (int i = 0; i < 6; ++i) f.push_back(std::async(std::launch::async, flood));
   for (auto& r : f) EXPECT_EQ(r.get().rfind("HTTP/1.1 431", 0), 0u);
-  const int64_t after = front_rss_kib(server_->pid());
+  const int64_t after = process_rss_kib(server_->pid());
   EXPECT_LT(after - before, 32 * 1024) << "RSS " << before << " -> " << after << " KiB";
   // Too many lines is 431 too; the server still answers.
   std::string many = "GET /health HTTP/1.1\r\nHost: x\r\n";
   for (int i = 0; i < 101; ++i) many += "X-L" + std::to_string(i) + ": 1\r\n";
-  EXPECT_EQ(front_exchange(port(), many + "\r\n").rfind("HTTP/1.1 431", 0), 0u);
-  EXPECT_EQ(front_exchange(port(), "GET /health HTTP/1.1\r\nHost: x\r\n\r\n", 300).rfind("HTTP/1.1 200", 0), 0u);
+  EXPECT_EQ(raw_exchange(port(), many + "\r\n").rfind("HTTP/1.1 431", 0), 0u);
+  EXPECT_EQ(raw_exchange(port(), "GET /health HTTP/1.1\r\nHost: x\r\n\r\n", 300).rfind("HTTP/1.1 200", 0), 0u);
 }
 
 // 200 clients each sending one header line a second never finish their heads: /health answers beside them within
@@ -143,7 +109,7 @@ TEST_F(ServerFront, SlowHeadersMeetADeadlineWhileHealthAnswers) {
   });
   for (int i = 0; i < 3; ++i) {
     const auto t0 = FrontClock::now();
-    const std::string r = front_exchange(port(), "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    const std::string r = raw_exchange(port(), "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     EXPECT_EQ(r.rfind("HTTP/1.1 200", 0), 0u) << r;
     EXPECT_LT(front_ms_since(t0), 1000);
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
@@ -151,7 +117,7 @@ TEST_F(ServerFront, SlowHeadersMeetADeadlineWhileHealthAnswers) {
   int timed_out = 0;
   const auto t0 = FrontClock::now();
   for (int fd : slow) {
-    const std::string r = front_read(fd, 5000);
+    const std::string r = read_until_quiet(fd, 5000);
     timed_out += r.rfind("HTTP/1.1 408", 0) == 0;
     ::close(fd);
   }
@@ -165,13 +131,13 @@ TEST_F(ServerFront, SlowHeadersMeetADeadlineWhileHealthAnswers) {
 TEST_F(ServerFront, PipelinedRequestsAreAnsweredInOrder) {
   const std::string get = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
   const std::string models = "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n";
-  std::string r = front_exchange(port(), get + models + get, 500);
+  std::string r = raw_exchange(port(), get + models + get, 500);
   EXPECT_EQ(front_count(r, "HTTP/1.1 200"), 3) << r;
   EXPECT_LT(r.find("{}"), r.find("\"object\":\"list\"")) << "answered in order";
   const std::string body = json{{"prompt", "Once"}, {"max_tokens", 3}, {"temperature", 0}}.dump();
   const std::string post = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                            "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
-  r = front_exchange(port(), post + get, 1000);
+  r = raw_exchange(port(), post + get, 1000);
   EXPECT_EQ(front_count(r, "HTTP/1.1 200"), 2) << r;
   EXPECT_LT(r.find("text_completion"), r.rfind("{}"));
 }
@@ -190,7 +156,7 @@ TEST_F(ServerFront, TransferEncodingsOtherThanChunkedAndBadChunksAreRefusedAtOnc
   };
   for (const auto& [request, want] : cases) {
     const auto t0 = FrontClock::now();
-    const std::string r = front_exchange(port(), request, 3000);
+    const std::string r = raw_exchange(port(), request, 3000);
     EXPECT_EQ(r.rfind(want, 0), 0u) << request << "\n-> " << r;
     EXPECT_LT(front_ms_since(t0), 1500) << request;
   }
@@ -199,24 +165,24 @@ TEST_F(ServerFront, TransferEncodingsOtherThanChunkedAndBadChunksAreRefusedAtOnc
 TEST_F(ServerFront, TheProtocolsSmallerRules) {
   auto status = [](const std::string& r) { return r.substr(0, 12); };
   // a known path with the wrong method: 405 with Allow
-  std::string r = front_exchange(port(), "DELETE /v1/completions HTTP/1.1\r\nHost: x\r\n\r\n", 300);
+  std::string r = raw_exchange(port(), "DELETE /v1/completions HTTP/1.1\r\nHost: x\r\n\r\n", 300);
   EXPECT_EQ(status(r), "HTTP/1.1 405");
   EXPECT_NE(r.find("Allow: POST"), std::string::npos) << r;
   // HTTP/1.1 needs Host; absolute-form targets are served; folded and colon-less lines are refused
-  EXPECT_EQ(status(front_exchange(port(), "GET /health HTTP/1.1\r\n\r\n", 300)), "HTTP/1.1 400");
-  EXPECT_EQ(status(front_exchange(port(), "GET http://127.0.0.1/health HTTP/1.1\r\nHost: x\r\n\r\n", 300)),
+  EXPECT_EQ(status(raw_exchange(port(), "GET /health HTTP/1.1\r\n\r\n", 300)), "HTTP/1.1 400");
+  EXPECT_EQ(status(raw_exchange(port(), "GET http://127.0.0.1/health HTTP/1.1\r\nHost: x\r\n\r\n", 300)),
             "HTTP/1.1 200");
-  EXPECT_EQ(status(front_exchange(port(), "GET /health HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n  folded\r\n\r\n", 300)),
+  EXPECT_EQ(status(raw_exchange(port(), "GET /health HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n  folded\r\n\r\n", 300)),
             "HTTP/1.1 400");
-  EXPECT_EQ(status(front_exchange(port(), "GET /health HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n", 300)),
+  EXPECT_EQ(status(raw_exchange(port(), "GET /health HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n", 300)),
             "HTTP/1.1 400");
   // a generation body must be JSON (a page on another origin can send text/plain without a preflight)
   const std::string body = json{{"prompt", "Once"}, {"max_tokens", 1}}.dump();
-  r = front_exchange(port(), "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: " +
+  r = raw_exchange(port(), "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: " +
                                  std::to_string(body.size()) + "\r\n\r\n" + body, 500);
   EXPECT_EQ(status(r), "HTTP/1.1 415");
   // a declared body over --max-body-bytes: 413, never 100 Continue
-  r = front_exchange(port(), "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+  r = raw_exchange(port(), "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                              "Expect: 100-continue\r\nContent-Length: 999999999\r\n\r\n", 500);
   EXPECT_EQ(status(r), "HTTP/1.1 413") << r;
   EXPECT_EQ(r.find("100 Continue"), std::string::npos);
@@ -225,7 +191,7 @@ TEST_F(ServerFront, TheProtocolsSmallerRules) {
   const std::string bad = "GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n";
   ::send(fd, bad.data(), bad.size(), MSG_NOSIGNAL);
   const auto t0 = FrontClock::now();
-  r = front_read(fd, 3000);
+  r = read_until_quiet(fd, 3000);
   ::close(fd);
   EXPECT_EQ(status(r), "HTTP/1.1 404");
   EXPECT_NE(r.find("Connection: close"), std::string::npos);
@@ -241,7 +207,7 @@ TEST_F(ServerFront, AHalfClosedClientIsAnswered) {
   const int fd = connect_loopback(port());
   ::send(fd, req.data(), req.size(), MSG_NOSIGNAL);
   ::shutdown(fd, SHUT_WR);
-  const std::string r = front_read(fd, 5000);
+  const std::string r = read_until_quiet(fd, 5000);
   ::close(fd);
   const size_t final_at = r.find("HTTP/1.1 200");
   ASSERT_NE(final_at, std::string::npos) << r;

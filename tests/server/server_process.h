@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <signal.h>
 #include <spawn.h>
@@ -46,6 +47,52 @@ inline int connect_loopback(int port) {
     return -1;
   }
   return fd;
+}
+
+// Everything the server sends on fd until it closes or stays quiet for quiet_ms; *first_byte_ms (if given): how long
+// after the call the first byte came.
+inline std::string read_until_quiet(int fd, int quiet_ms, double* first_byte_ms = nullptr) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string out;
+  char buf[8192];
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, quiet_ms) <= 0) break;
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    if (out.empty() && first_byte_ms) {
+      *first_byte_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    }
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+// Sends all of `request` on a new connection and returns the reply (until close or quiet_ms of quiet); "" when the
+// connection is refused. A send the server cuts short (it answered and closed) ends the sending, not the reading.
+inline std::string raw_exchange(int port, const std::string& request, int quiet_ms = 1500,
+                                double* first_byte_ms = nullptr) {
+  const int fd = connect_loopback(port);
+  if (fd < 0) return "";
+  for (size_t at = 0; at < request.size();) {
+    const ssize_t n = ::send(fd, request.data() + at, request.size() - at, MSG_NOSIGNAL);
+    if (n <= 0) break;
+    at += static_cast<size_t>(n);
+  }
+  std::string out = read_until_quiet(fd, quiet_ms, first_byte_ms);
+  ::close(fd);
+  return out;
+}
+
+// A process's resident set (VmRSS), KiB; -1 if it cannot be read.
+inline int64_t process_rss_kib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string key;
+  int64_t v = 0;
+  while (in >> key) {
+    if (key == "VmRSS:") return in >> v, v;
+  }
+  return -1;
 }
 
 class ServerProcess {
