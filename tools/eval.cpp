@@ -18,7 +18,7 @@ struct EvalFlags {
   ModelFlags model;
   std::string data, passkey, passkey_out;
   std::vector<std::string> configs;
-  int32_t ctx = 0, max_tokens = 4096, max_passkey = 30, block_size = 16, prefill_chunk = 0;
+  int32_t ctx = 0, max_tokens = 4096, max_passkey = 30, block_size = 16, prefill_chunk = 0, score_from = 0;
   bool json = false;
 };
 
@@ -69,7 +69,9 @@ nlohmann::json row_json(const QualityResult& r) {
   return {{"passkey_groups", groups}, {"config", r.name}, {"kv_bytes_per_token", r.kv_bytes_per_token}, {"ratio_vs_f16", r.ratio_vs_f16},
           {"mean_kl", r.mean_kl}, {"p99_kl", r.p99_kl}, {"top1_agreement", r.top1_agreement},
           {"perplexity", r.perplexity}, {"ppl_change", r.ppl_change}, {"passkey_right", r.passkey_right},
-          {"passkey_total", r.passkey_total}, {"tokens_per_s", r.tokens_per_s}};
+          {"passkey_total", r.passkey_total}, {"tokens_per_s", r.tokens_per_s}, {"read_fraction", r.read_fraction},
+          {"read_bytes_vs_f16", r.read_bytes_vs_f16}, {"predictions", r.predictions},
+          {"passkey_read_fraction", r.passkey_read_fraction}};
 }
 
 int run_eval(const EvalFlags& f) {
@@ -79,7 +81,8 @@ int run_eval(const EvalFlags& f) {
   std::vector<int32_t> ids = model->tokenizer->encode(read_text_file(f.data), true);
   if (static_cast<int32_t>(ids.size()) > f.max_tokens) ids.resize(f.max_tokens);
   ThreadPool pool(resolve_threads(f.model.threads));
-  QualityEvaluator ev(*model, &pool, ids, ctx, f.passkey, f.max_passkey, f.block_size, f.prefill_chunk);
+  QualityEvaluator ev(*model, &pool, ids, ctx, f.passkey, f.max_passkey, f.block_size, f.prefill_chunk,
+                      f.score_from);
   std::vector<QualityResult> results = {ev.baseline()};
   for (const auto& path : f.configs) {
     const CompressionConfig cc = CompressionConfig::from_json_file(path);
@@ -93,16 +96,20 @@ int run_eval(const EvalFlags& f) {
   if (!f.json) {
     std::printf("model %s, %zu windows of <= %d tokens (%lld predictions), greedy\n", model->path.c_str(),
                 ev.num_windows(), ctx, static_cast<long long>(results[0].predictions));
-    std::printf("| config | KV bytes/token | vs f16 | mean KL | p99 KL | top-1 agree | ppl | ppl change | passkey | tokens/s |\n");
-    std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+    std::printf("| config | KV bytes/token | vs f16 | mean KL | p99 KL | top-1 agree | ppl | ppl change | passkey | "
+                "read | read bytes vs f16 | tokens/s |\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   }
   for (const auto& r : results) {
     rows.push_back(row_json(r));
     if (f.json) continue;
-    std::string pk = r.passkey_total ? fmt::format("{}/{}", r.passkey_right, r.passkey_total) : "-";
-    std::printf("| %s | %lld | %.1f%% | %.5f | %.4f | %.2f%% | %.4f | %+.2f%% | %s | %.0f |\n", r.name.c_str(),
-                static_cast<long long>(r.kv_bytes_per_token), 100 * r.ratio_vs_f16, r.mean_kl, r.p99_kl,
-                100 * r.top1_agreement, r.perplexity, 100 * r.ppl_change, pk.c_str(), r.tokens_per_s);
+    std::string pk = r.passkey_total ? fmt::format("{}/{} (read {:.3f})", r.passkey_right, r.passkey_total,
+                                                   r.passkey_read_fraction)
+                                     : "-";
+    std::printf("| %s | %lld | %.1f%% | %.5f | %.4f | %.2f%% | %.4f | %+.2f%% | %s | %.3f | %.3f | %.0f |\n",
+                r.name.c_str(), static_cast<long long>(r.kv_bytes_per_token), 100 * r.ratio_vs_f16, r.mean_kl,
+                r.p99_kl, 100 * r.top1_agreement, r.perplexity, 100 * r.ppl_change, pk.c_str(), r.read_fraction,
+                r.read_bytes_vs_f16, r.tokens_per_s);
   }
   if (f.json) std::printf("%s\n", rows.dump().c_str());
   if (!f.json) print_passkey_groups(results);
@@ -128,6 +135,9 @@ void add_eval_command(CLI::App& app, std::vector<Command>& out) {
   sub->add_option("--prefill-chunk", f->prefill_chunk,
                   "Score each window as serving prefills it, in chunks of N tokens (0: token by token, compression "
                   "acting from the first token); passkey prompts use N, else 512")
+      ->check(CLI::Range(0, 1 << 24));
+  sub->add_option("--score-from", f->score_from,
+                  "Score only positions >= N of each window (top-1, KL, perplexity and the reads)")
       ->check(CLI::Range(0, 1 << 24));
   sub->add_flag("--json", f->json, "Print JSON");
   out.push_back({sub, [f] { return run_eval(*f); }});

@@ -186,10 +186,22 @@ double Calibration::explained(int32_t layer, int32_t rank, bool keys) const {
   return total > 0 ? kept / total : 1.0;
 }
 
+std::vector<float> Calibration::key_basis(int32_t layer, int32_t rank) const {
+  SLIMKV_CHECK(layer >= 0 && layer < num_layers && rank >= 1 && rank <= head_dim, "calibration: no rank-{} key basis "
+               "for layer {} ({} layers of head dim {})", rank, layer, num_layers, head_dim);
+  std::vector<float> out;
+  const size_t D = head_dim;
+  for (int32_t h = 0; h < num_kv_heads; ++h) {
+    const float* b = k_basis.data() + (static_cast<size_t>(layer) * num_kv_heads + h) * D * D;
+    out.insert(out.end(), b, b + static_cast<size_t>(rank) * D);
+  }
+  return out;
+}
+
 std::vector<LayerProjection> Calibration::projections(const KvLayout& layout) const {
-  SLIMKV_CHECK(layout.num_layers() == num_layers, "calibration has {} layers, the model {}", num_layers,
-               layout.num_layers());
-  std::vector<LayerProjection> out(num_layers);
+  SLIMKV_CHECK(layout.num_model_streams() == num_layers, "calibration has {} layers, the model {}", num_layers,
+               layout.num_model_streams());
+  std::vector<LayerProjection> out(layout.num_layers());
   const size_t D = head_dim;
   for (int32_t l = 0; l < num_layers; ++l) {
     const KvLayerGeometry& g = layout.layers[l];

@@ -48,8 +48,10 @@ struct Calibration {
   static Calibration load(const std::string& path);  // bounds-checked; throws Error
   // Share of the variance the first `rank` directions keep, averaged over heads, for K (or V) of one layer.
   double explained(int32_t layer, int32_t rank, bool keys) const;
-  // Bases truncated to each layer's k_dim / v_dim in `layout`.
+  // Bases truncated to each layer's k_dim / v_dim in `layout` (its model streams; appended streams: empty).
   std::vector<LayerProjection> projections(const KvLayout& layout) const;
+  // The first `rank` key eigenvectors of one layer, every KV head: [num_kv_heads, rank, head_dim].
+  std::vector<float> key_basis(int32_t layer, int32_t rank) const;
 };
 
 }  // namespace slimkv

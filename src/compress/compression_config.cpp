@@ -1,6 +1,7 @@
 #include "compress/compression_config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
@@ -52,12 +53,12 @@ bool CompressionConfig::low_rank() const {
 
 bool CompressionConfig::changes_cache() const {
   return enabled && (dtype() != KvDtype::F32 || v_dtype() != KvDtype::F32 || rotate() || low_rank() || sparse() ||
-                     dynamic() || residual_tokens() > 0);
+                     dynamic() || select() || residual_tokens() > 0);
 }
 
 bool CompressionConfig::changes_bytes(KvDtype baseline) const {
   return enabled && (dtype() != baseline || v_dtype() != baseline || low_rank() || sparse() || dynamic() ||
-                     residual_tokens() > 0);
+                     select_sketch() || residual_tokens() > 0);
 }
 
 int32_t CompressionConfig::rank_k(int32_t layer, int32_t hd) const {
@@ -152,7 +153,8 @@ void CompressionConfig::validate(const std::vector<KvLayerSpec>& layers) const {
                  kv_sink_tokens, kv_recent_window);
   }
   validate_residual(layers);
-  if (sparse() || dynamic()) {
+  validate_select(layers);
+  if (sparse() || dynamic() || select()) {
     SLIMKV_CHECK(kv_sink_tokens >= 0 && kv_sink_tokens <= (1 << 20), "--kv-sink-tokens must be >= 0 (got {})",
                  kv_sink_tokens);
     SLIMKV_CHECK(kv_recent_window >= 1 && kv_recent_window <= (1 << 24),
@@ -265,6 +267,16 @@ KvLayout CompressionConfig::layout(const std::vector<KvLayerSpec>& specs, int32_
       g.dtype = g.v_dtype = KvDtype::F16;  // indexer keys are F16 unless the cache is narrower
     }
     if (specs[l].window_tokens > 0 || specs[l].entry_tokens > 1) continue;  // windows / entries are the model's
+    if (select() && specs[l].kind == KvRecordKind::Attention) {
+      g.select.scorer = kv_select_index == KvSelectIndex::Sketch   ? KvSelectScorer::Sketch
+                        : kv_select_index == KvSelectIndex::Oracle ? KvSelectScorer::Oracle
+                                                                   : KvSelectScorer::Pages;
+      g.select.topk_tokens = kv_sparse_topk;
+      g.select.fraction = kv_select_fraction;
+      g.select.mass = kv_select_mass;
+      g.select.sink_tokens = kv_sink_tokens;
+      g.select.window_tokens = kv_recent_window;
+    }
     if (sparse() && kv_recent_window > 0) {
       g.spec = KvGroupSpec::window(kv_recent_window, kv_sink_tokens);
     } else if (dynamic() && topk[l] > 0) {
@@ -272,8 +284,65 @@ KvLayout CompressionConfig::layout(const std::vector<KvLayerSpec>& specs, int32_
     }
   }
   add_residual_streams(out);
+  add_index_streams(out);
   out.assign_groups();
   return out;
+}
+
+void CompressionConfig::validate_select(const std::vector<KvLayerSpec>& layers) const {
+  const bool select_fields = kv_select_index != KvSelectIndex::Sketch || kv_select_rank != 16 ||
+                             kv_select_fraction != 0 || kv_select_mass != 0;
+  SLIMKV_CHECK(select() || !select_fields, "--kv-select-index / --kv-select-rank / --kv-select-fraction / "
+               "--kv-select-mass need --kv-sparse-mode select");
+  if (!select()) return;
+  SLIMKV_CHECK(kv_select_fraction >= 0 && kv_select_fraction <= 1, "--kv-select-fraction must be in [0, 1] (got {})",
+               kv_select_fraction);
+  SLIMKV_CHECK(kv_select_mass >= 0 && kv_select_mass < 1, "--kv-select-mass must be in [0, 1) (got {})",
+               kv_select_mass);
+  SLIMKV_CHECK(kv_select_fraction > 0 || kv_sparse_topk > 0 || kv_select_mass > 0, "--kv-sparse-mode select needs a "
+               "budget: --kv-sparse-topk K (tokens each query reads), --kv-select-fraction f or --kv-select-mass p");
+  SLIMKV_CHECK(kv_sparse_topk == 0 || kv_sparse_topk >= kv_sink_tokens + kv_recent_window,
+               "--kv-sparse-topk {} is smaller than --kv-sink-tokens {} + --kv-recent-window {}", kv_sparse_topk,
+               kv_sink_tokens, kv_recent_window);
+  SLIMKV_CHECK(kv_recent_window >= 1, "--kv-sparse-mode select needs --kv-recent-window W >= 1 (the query's own "
+               "token is read always)");
+  SLIMKV_CHECK(kv_select_rank >= 1 && kv_select_rank <= 256, "--kv-select-rank must be in 1..256 (got {})",
+               kv_select_rank);
+  SLIMKV_CHECK(kv_select_index != KvSelectIndex::Sketch || !kv_calibration.empty(), "--kv-select-index sketch "
+               "needs --kv-calibration FILE (from `slimkv calibrate`: the sketch is the keys' leading principal "
+               "directions)");
+  SLIMKV_CHECK(residual_tokens() == 0 || kv_recent_window >= residual_tokens(), "--kv-sparse-mode select with a "
+               "residual window: --kv-recent-window {} must cover --kv-residual-tokens {} (the window's rows are read "
+               "whole)", kv_recent_window, residual_tokens());
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const KvLayerSpec& s = layers[l];
+    SLIMKV_CHECK(!s.v_in_k && s.entry_tokens <= 1 && (s.kind == KvRecordKind::Attention || s.state_floats > 0),
+                 "--kv-sparse-mode select: layer {} is not plain attention (a latent cache, or a model that selects "
+                 "its own compressed entries)", l);
+    SLIMKV_CHECK(!select_sketch() || s.state_floats > 0 || kv_select_rank <= s.head_dim_k, "--kv-select-rank {} "
+                 "exceeds layer {}'s head dim {}", kv_select_rank, l, s.head_dim_k);
+  }
+}
+
+void CompressionConfig::add_index_streams(KvLayout& out) const {
+  if (!select_sketch()) return;
+  const int32_t num_streams = out.num_layers();
+  for (int32_t l = 0; l < num_streams; ++l) {
+    KvLayerGeometry& g = out.layers[l];
+    if (g.kind != KvRecordKind::Attention || g.spec.kind != KvGroupKind::FullAttention) continue;
+    KvLayerGeometry x;  // keys only: the record is the sketch (v_in_k with v_dim = k_dim: no separate values)
+    x.num_kv_heads = g.num_kv_heads;
+    x.head_dim_k = g.head_dim_k;
+    x.head_dim_v = g.head_dim_k;
+    x.k_dim = x.v_dim = kv_select_rank;
+    x.dtype = x.v_dtype = KvDtype::Int8;
+    x.v_in_k = true;
+    x.kind = KvRecordKind::SelectIndex;
+    x.spec = KvGroupSpec::full();
+    x.source_layer = l;
+    g.index_stream = out.num_layers();
+    out.layers.push_back(x);
+  }
 }
 
 void CompressionConfig::add_residual_streams(KvLayout& out) const {
@@ -289,6 +358,7 @@ void CompressionConfig::add_residual_streams(KvLayout& out) const {
     r.spec = KvGroupSpec::window(tokens);
     g.residual_stream = out.num_layers();
     g.residual_tokens = tokens;
+    r.source_layer = l;
     out.layers.push_back(r);
   }
 }
@@ -299,13 +369,17 @@ std::string CompressionConfig::fingerprint() const {  // what the stored bytes d
     ranks = fmt::format(" rank={}/{}/{} ratio={} calib={}", kv_compression_rank, kv_compression_rank_k,
                         kv_compression_rank_v, fmt::join(kv_layer_compress_ratio, ","), kv_calibration);
   }
-  std::string sparse_part = sparse() || dynamic()
+  std::string sparse_part = sparse() || dynamic() || select()
                                 ? fmt::format(" sparse={} sinks={} window={} topk={} evict={} schedule={} layers={}",
                                               kv_sparse_mode.name(), kv_sink_tokens, kv_recent_window, kv_sparse_topk,
                                               kv_evict_policy.name(), kv_sparse_schedule.name(),
                                               fmt::join(kv_sparse_layer_topk, ","))
                                 : "";
   if (prefill_evict_tokens() > 0) sparse_part += fmt::format(" prefill_evict={}", prefill_evict_tokens());
+  if (select()) {
+    sparse_part += fmt::format(" select={} rank={} fraction={} mass={}", kv_select_index.name(), kv_select_rank,
+                               kv_select_fraction, kv_select_mass);
+  }
   std::string v_part = v_dtype() != dtype() ? fmt::format(" v_dtype={}", kv_dtype_name(v_dtype())) : "";
   if (residual_tokens() > 0) {
     v_part += fmt::format(" residual={}x{}", residual_tokens(), kv_dtype_name(residual_dtype()));
@@ -341,6 +415,18 @@ Choice<E> parse_choice(const char* key, const std::string& t) {
   return Choice<E>(t);
 }
 
+double parse_number(const std::string& flag, const std::string& t) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(t, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  SLIMKV_CHECK(used == t.size() && !t.empty() && std::isfinite(v), "{} must be a number (got '{}')", flag, t);
+  return v;
+}
+
 std::vector<int32_t> parse_ints(const std::string& flag, const std::string& t) {
   std::vector<int32_t> out;
   size_t at = 0;
@@ -372,6 +458,10 @@ std::string CompressionField::flag() const {
   F{#KEY, T::Int, HELP, {},                                                                           \
     [](CompressionConfig& c, const std::string& t) { c.KEY = parse_int("--" #KEY, t); },              \
     [](const CompressionConfig& c) { return std::to_string(c.KEY); }}
+#define SLIMKV_NUMBER(KEY, HELP)                                                                      \
+  F{#KEY, T::Number, HELP, {},                                                                        \
+    [](CompressionConfig& c, const std::string& t) { c.KEY = parse_number("--" #KEY, t); },           \
+    [](const CompressionConfig& c) { return fmt::format("{}", c.KEY); }}
 #define SLIMKV_INTS(KEY, HELP)                                                                        \
   F{#KEY, T::IntList, HELP, {},                                                                       \
     [](CompressionConfig& c, const std::string& t) { c.KEY = parse_ints("--" #KEY, t); },             \
@@ -402,8 +492,20 @@ const std::vector<CompressionField>& compression_fields() {
           [](CompressionConfig& c, const std::string& t) { c.kv_calibration = t; },
           [](const CompressionConfig& c) { return c.kv_calibration; }},
         SLIMKV_CHOICE(kv_sparse_mode, KvSparseMode,
-                      "off|static|dynamic (static: sinks + recent window; dynamic: + most-attended blocks)"),
-        SLIMKV_INT(kv_sparse_topk, "Dynamic mode: tokens kept in all"),
+                      "off|static|dynamic|select (static: sinks + recent window; dynamic: + most-attended blocks, "
+                      "the rest evicted; select: every token kept, each query reads sinks + window + its top-scored "
+                      "tokens)"),
+        SLIMKV_INT(kv_sparse_topk, "Dynamic mode: tokens kept in all; select mode: tokens each query reads"),
+        SLIMKV_CHOICE(kv_select_index, KvSelectIndex,
+                      "Select mode's scorer: sketch (a calibrated low-rank int8 key per token, --kv-calibration) | "
+                      "oracle (the stored keys' true q.k: eval only) | pages (Quest's per-page bounds: eval only)"),
+        SLIMKV_INT(kv_select_rank, "Select mode: the sketch's size per KV head (default 16)"),
+        SLIMKV_NUMBER(kv_select_fraction,
+                      "Select mode: each query reads this share of its context (at least sinks + window); 0: "
+                      "--kv-sparse-topk tokens"),
+        SLIMKV_NUMBER(kv_select_mass,
+                      "Select mode, adaptive budgets: the fewest top rows whose estimated attention mass reaches p "
+                      "(at most the budget above); 0: fixed budgets"),
         SLIMKV_INT(kv_sink_tokens, "Attention-sink tokens kept (default 4)"),
         SLIMKV_INT(kv_recent_window, "Recent tokens kept (static sparse mode)"),
         SLIMKV_CHOICE(kv_evict_policy, KvEvictPolicy,
@@ -430,6 +532,7 @@ const std::vector<CompressionField>& compression_fields() {
 #undef SLIMKV_CHOICE
 #undef SLIMKV_INT
 #undef SLIMKV_INTS
+#undef SLIMKV_NUMBER
 
 std::string CompressionConfig::to_json(const std::string& description) const {
   const CompressionConfig d;
@@ -439,6 +542,7 @@ std::string CompressionConfig::to_json(const std::string& description) const {
     const std::string v = f.get(*this);
     if (v == f.get(d)) continue;  // only what differs from the defaults
     if (f.type == T::Int) j[f.key] = parse_int(f.flag(), v);
+    else if (f.type == T::Number) j[f.key] = parse_number(f.flag(), v);
     else if (f.type == T::IntList) j[f.key] = parse_ints(f.flag(), v);
     else j[f.key] = v;
   }
@@ -463,6 +567,9 @@ CompressionConfig CompressionConfig::from_json_file(const std::string& path) {
     if (f->type == T::Int) {
       SLIMKV_CHECK(v.is_number_integer(), "{}: '{}' must be an integer", path, k);
       text = std::to_string(v.get<int64_t>());
+    } else if (f->type == T::Number) {
+      SLIMKV_CHECK(v.is_number(), "{}: '{}' must be a number", path, k);
+      text = fmt::format("{}", v.get<double>());
     } else if (f->type == T::IntList) {
       SLIMKV_CHECK(v.is_array(), "{}: {} must be a list of integers", path, k);
       std::vector<int32_t> xs;
@@ -503,7 +610,7 @@ std::string describe_plan(const KvLayout& layout) {
     const auto& g = layout.layers[l];
     const int64_t base = static_cast<int64_t>(g.num_kv_heads) * (g.head_dim_k + g.head_dim_v) * 2;
     total += g.bytes_per_token();
-    if (g.kind != KvRecordKind::Residual) f16 += base;  // a residual window repeats its layer's last tokens
+    if (!g.appended()) f16 += base;  // a residual window repeats its layer's last tokens, an index sketches its keys
     out += fmt::format("{:>5}  {:>5}  {:>5}  {:>6}  {:>6}  {:>8}  {:>11}  {:>5.1f}%  {}\n", l, g.group,
                        g.v_dtype == g.dtype ? std::string(kv_dtype_name(g.dtype))
                                             : fmt::format("{}/{}", kv_dtype_name(g.dtype), kv_dtype_name(g.v_dtype)),
@@ -511,6 +618,8 @@ std::string describe_plan(const KvLayout& layout) {
                        100.0 * g.bytes_per_token() / base,
                        g.kind == KvRecordKind::Residual
                            ? fmt::format("residual window: the last {} tokens", g.spec.window_tokens)
+                       : g.kind == KvRecordKind::SelectIndex
+                           ? fmt::format("select index: layer {}'s keys, a rank-{} int8 sketch", g.source_layer, g.k_dim)
                            : g.spec.describe());
   }
   out += fmt::format("total  {} bytes/token = {:.1f}% of f16 ({} bytes/token){}", total, 100.0 * total / f16, f16,

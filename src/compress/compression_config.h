@@ -15,7 +15,11 @@ namespace slimkv {
 
 enum class KvCacheDtype : uint8_t { Auto, F32, F16, Int8, Int4, Tq4, Tq3 };  // auto = f32
 enum class KvRotation : uint8_t { Auto, Hadamard, None };           // auto: hadamard for int8 / int4
-enum class KvSparseMode : uint8_t { Off, Static, Dynamic };
+enum class KvSparseMode : uint8_t { Off, Static, Dynamic, Select };
+// What select mode scores to choose a query's rows: a calibrated low-rank sketch of each key, stored beside the
+// cache (sketch); or, for `eval` only (they read every key each step), the true scores q·k of the stored keys
+// (oracle: the best any token selection can do at the same reads) or Quest's per-page upper bounds (pages).
+enum class KvSelectIndex : uint8_t { Sketch, Oracle, Pages };
 enum class KvEvictPolicy : uint8_t { Drop, Merge };
 enum class KvSparseSchedule : uint8_t { Uniform, Pyramid, Auto };
 
@@ -36,8 +40,15 @@ struct ChoiceNames<KvRotation> {
 template <>
 struct ChoiceNames<KvSparseMode> {
   static constexpr const char* flag = "--kv-sparse-mode";
-  static constexpr std::array<std::pair<KvSparseMode, const char*>, 3> names = {
-      {{KvSparseMode::Off, "off"}, {KvSparseMode::Static, "static"}, {KvSparseMode::Dynamic, "dynamic"}}};
+  static constexpr std::array<std::pair<KvSparseMode, const char*>, 4> names = {
+      {{KvSparseMode::Off, "off"}, {KvSparseMode::Static, "static"}, {KvSparseMode::Dynamic, "dynamic"},
+       {KvSparseMode::Select, "select"}}};
+};
+template <>
+struct ChoiceNames<KvSelectIndex> {
+  static constexpr const char* flag = "--kv-select-index";
+  static constexpr std::array<std::pair<KvSelectIndex, const char*>, 3> names = {
+      {{KvSelectIndex::Sketch, "sketch"}, {KvSelectIndex::Oracle, "oracle"}, {KvSelectIndex::Pages, "pages"}}};
 };
 template <>
 struct ChoiceNames<KvEvictPolicy> {
@@ -65,10 +76,19 @@ struct CompressionConfig {
   int32_t kv_compression_rank_v = 0;     // --kv-compression-rank-v: values only (overrides R)
   std::vector<int32_t> kv_layer_compress_ratio;  // --kv-layer-compress-ratio r1,r2,..: rank = head_dim / r_l
   std::string kv_calibration;            // --kv-calibration FILE from `slimkv calibrate` (needed for low rank)
-  Choice<KvSparseMode> kv_sparse_mode = KvSparseMode::Off;  // --kv-sparse-mode off|static|dynamic (static: sinks +
-                                         // recent window, StreamingLLM; dynamic: + the most-attended blocks up to
-                                         // the top-K budget)
-  int32_t kv_sparse_topk = 0;            // --kv-sparse-topk K: tokens kept in all (sinks + window + top blocks)
+  Choice<KvSparseMode> kv_sparse_mode = KvSparseMode::Off;  // --kv-sparse-mode off|static|dynamic|select (static:
+                                         // sinks + recent window, StreamingLLM; dynamic: + the most-attended blocks
+                                         // up to the top-K budget, the rest evicted; select: every token kept, each
+                                         // query reads sinks + window + its top-scored rows, kv_select_*)
+  int32_t kv_sparse_topk = 0;            // --kv-sparse-topk K: tokens kept in all (sinks + window + top blocks);
+                                         // select: tokens each query reads in all (unless kv_select_fraction)
+  Choice<KvSelectIndex> kv_select_index = KvSelectIndex::Sketch;  // --kv-select-index sketch|oracle|pages
+  int32_t kv_select_rank = 16;           // --kv-select-rank r: the sketch's size per KV head (int8 + an fp16 scale)
+  double kv_select_fraction = 0;         // --kv-select-fraction f: each query reads ceil(f x its context) rows
+                                         // (at least sinks + window); 0: kv_sparse_topk tokens
+  double kv_select_mass = 0;             // --kv-select-mass p: adaptive budgets — the fewest top rows whose
+                                         // estimated attention mass (with the sinks' and window's) reaches p, at
+                                         // most the budget above (none: the whole context); 0: fixed budgets
   int32_t kv_sink_tokens = 4;            // --kv-sink-tokens S
   int32_t kv_recent_window = 0;          // --kv-recent-window W (tokens, including the current one)
   Choice<KvEvictPolicy> kv_evict_policy = KvEvictPolicy::Drop;  // --kv-evict-policy drop|merge (merge: evicted
@@ -101,6 +121,8 @@ struct CompressionConfig {
   bool changes_bytes(KvDtype baseline) const;
   bool sparse() const { return enabled && kv_sparse_mode == KvSparseMode::Static; }  // the position-window mask
   bool dynamic() const { return enabled && kv_sparse_mode == KvSparseMode::Dynamic; }
+  bool select() const { return enabled && kv_sparse_mode == KvSparseMode::Select; }
+  bool select_sketch() const { return select() && kv_select_index == KvSelectIndex::Sketch; }
   bool merge() const { return dynamic() && kv_evict_policy == KvEvictPolicy::Merge; }
   int32_t prefill_evict_tokens() const { return dynamic() ? kv_evict_during_prefill : 0; }
   int32_t sink_tokens() const { return sparse() ? kv_sink_tokens : 0; }
@@ -124,6 +146,10 @@ struct CompressionConfig {
   // Appends the residual window's streams (kind Residual, a window table each) after layout's own, linked from
   // the full-attention layers they serve (KvLayerGeometry::residual_stream).
   void add_residual_streams(KvLayout& layout) const;
+  // Select mode with a sketch: one index stream (kind SelectIndex: kv_select_rank int8 values per KV head and token,
+  // no values) per full-attention layer, in its own full-attention table (KvLayerGeometry::index_stream).
+  void add_index_streams(KvLayout& layout) const;
+  void validate_select(const std::vector<KvLayerSpec>& layers) const;
   std::string fingerprint() const;  // goes into the prefix-cache salt
   // Loads a JSON object {"kv_cache_dtype": "int8", ...}; unknown keys are an error that names them.
   static CompressionConfig from_json_file(const std::string& path);
@@ -134,7 +160,7 @@ struct CompressionConfig {
 // One row per field (compression_fields()): the JSON key (the flag is "--" and the key with dashes), its help, its
 // type, and the field's text form both ways — "kv_cache_compression" included (on|off).
 struct CompressionField {
-  enum class Type : uint8_t { Choice, Int, IntList, Text, OnOff };
+  enum class Type : uint8_t { Choice, Int, IntList, Text, OnOff, Number };
   const char* key;
   Type type;
   const char* help;

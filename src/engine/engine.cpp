@@ -123,7 +123,7 @@ std::variant<RequestId, std::string> Engine::add_synthetic_prefilled_request(std
   std::vector<float> k(kv_dim), v(kv_dim);  // [kv_dim] one token's (or entry's) rows
   for (int32_t p = 0; p < n; ++p) {
     for (int32_t l = 0; l < layout_.num_layers(); ++l) {
-      if (layout_.layers[l].kind == KvRecordKind::Residual) continue;  // written with its layer's rows below
+      if (layout_.layers[l].appended()) continue;  // written with its layer's rows below
       const KvGroupSpec& spec = layout_.groups[layout_.layers[l].group].spec;
       if (spec.recurrent_state()) {  // a recurrent state is not a row per token: it starts from zeros
         if (p == 0) {
@@ -140,7 +140,8 @@ std::variant<RequestId, std::string> Engine::add_synthetic_prefilled_request(std
       for (auto& x : k) x = normal(rng);
       for (auto& x : v) x = normal(rng);
       fwd_.write_kv(storage_, l, static_cast<int64_t>(block) * bs + index % bs, k.data(), v.data());
-      if (const int32_t r = layout_.layers[l].residual_stream; r >= 0) {  // the same rows in the residual window
+      for (const int32_t r : {layout_.layers[l].residual_stream, layout_.layers[l].index_stream}) {
+        if (r < 0) continue;  // the same rows in the residual window, their sketch in the select index
         const BlockId rb = kv.groups[layout_.layers[r].group].blocks[index / bs];
         if (rb >= 0) fwd_.write_kv(storage_, r, static_cast<int64_t>(rb) * bs + index % bs, k.data(), v.data());
       }

@@ -55,6 +55,10 @@ class Engine {
   int64_t record_bytes_in_use() const;
   int64_t kv_bytes() const { return storage_.size_bytes(); }
   const KvLayout& kv_layout() const { return layout_; }
+  // Tests and tools: the cache's storage, and an unfinished request's KV bookkeeping (its block tables per group,
+  // tokens computed), or null.
+  const KvStorage& storage() const { return storage_; }
+  const Request* find_request(RequestId id) { return scheduler_.find(id); }
   // Requests that finished since the last call (their tokens and timings), then forgotten by the engine.
   std::vector<std::unique_ptr<Request>> take_finished();
   void check_integrity() const { kv_manager_.check_integrity(); }

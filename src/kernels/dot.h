@@ -37,11 +37,18 @@ struct PagedKv {
   // window_begin + (i - sink_tokens). Both 0 = rows are positions (full attention).
   int32_t sink_tokens = 0;
   int64_t window_begin = 0;
+  // Per-query sparse attention (select mode): row i is position rows[i] (ascending); null = the mapping above.
+  const int32_t* rows = nullptr;
   const float* row_bias = nullptr;  // added to the scores of rows [0, num_bias_rows) (merged summaries)
   int32_t num_bias_rows = 0;
   std::optional<KvDtype> v_dtype = std::nullopt;  // values' dtype where it differs from the keys' (asymmetric bits)
   KvDtype value_dtype() const { return v_dtype.value_or(dtype); }
-  int64_t position(int64_t t) const { return t < sink_tokens ? t : window_begin + (t - sink_tokens); }
+  int64_t position(int64_t t) const {
+    if (rows) return rows[t];
+    return t < sink_tokens ? t : window_begin + (t - sink_tokens);
+  }
+  // Rows are positions [0, n), page after page (the kernels' paged walks); else they are remapped.
+  bool contiguous() const { return sink_tokens == 0 && window_begin == 0 && rows == nullptr; }
   const uint8_t* k_row(int64_t t) const {
     const int64_t p = position(t);
     return k_base + (static_cast<int64_t>(block_ids[p / block_size]) * block_size + p % block_size) * k_row_bytes;
@@ -56,7 +63,7 @@ struct PagedKv {
   void prefetch_k_page(int64_t t, int64_t num_ctx) const { prefetch(t, num_ctx, true); }
   void prefetch_v_page(int64_t t, int64_t num_ctx) const { prefetch(t, num_ctx, false); }
   void prefetch(int64_t t, int64_t num_ctx, bool key) const {
-    if (t >= num_ctx || sink_tokens > 0 || window_begin > 0) return;
+    if (t >= num_ctx || !contiguous()) return;
     const uint8_t* p = key ? k_row(t - t % block_size) : v_row(t - t % block_size);
     const int64_t bytes = block_size * (key ? k_row_bytes : v_row_bytes);
     for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o, 0, 3);

@@ -159,6 +159,19 @@ void PagedAttention::run(const float* q, const LayerKv& layer, const AttentionDi
     if (probs_.size() < p) probs_.resize(p);
   }
   const DotKernels& k = dot_kernels(isa);
+  const size_t threads = static_cast<size_t>(pool ? std::max(pool->num_threads(), 1) : 1);
+  thread_read_.assign(threads, ReadStats{});
+  if (layer.select) {
+    const size_t ctx = static_cast<size_t>(std::max(max_ctx_, 1));
+    if (sel_rows_.size() < threads * 2 * ctx) sel_rows_.resize(threads * 2 * ctx);
+    if (sel_scores_.size() < threads * (max_chunk_ + 1) * ctx) sel_scores_.resize(threads * (max_chunk_ + 1) * ctx);
+    if (sel_qlat_.size() < threads * max_chunk_ * 256) sel_qlat_.resize(threads * max_chunk_ * 256);
+    SLIMKV_CHECK(layer.select->scorer != RowScorer::Sketch || (layer.select->index && layer.select->proj &&
+                                                               layer.select->index_meta && layer.select->rank <= 256),
+                 "paged attention: a sketch select without its index");
+    SLIMKV_CHECK(m.token_track.empty() && layer.window_tokens == 0, "paged attention: select on a retention layer");
+  }
+  const double f16_row_bytes = 2.0 * (dims.head_dim_k + dims.head_dim_v);
   // Work items: (query token, KV head, chunk of its query heads): a kernel call serves the chunk's heads from one
   // walk over the KV head's pages.
   const int32_t chunk = std::min(group, kMaxAttendGroup), chunks_per_kv = (group + chunk - 1) / chunk;
@@ -204,6 +217,7 @@ void PagedAttention::run(const float* q, const LayerKv& layer, const AttentionDi
       const int64_t first = t * nh + h0;  // the chunk's first query head in q and out
       const float* qh = q + first * hd;
       int64_t q_stride = hd;
+      const int64_t visible = num_ctx;
       if (transform_q) {
         for (int32_t g = 0; g < num_q; ++g) {
           const float* src = q + (first + g) * hd;
@@ -222,15 +236,68 @@ void PagedAttention::run(const float* q, const LayerKv& layer, const AttentionDi
       }
       float* o = direct_out ? out + first * hdv : lat;
       const int64_t o_stride = direct_out ? hdv : 1024;
-      if (layer.residual) {  // two walks (older rows, the window), merged by their softmax denominators
-        const int64_t older = residual_begin(num_ctx, layer.residual->tokens, m.block_size);
-        float* o_rec = recent_out_.data() + static_cast<size_t>(thread) * max_chunk_ * 1024;  // [chunk, 1024]
-        attend_with_residual(k, qh, num_q, q_stride, kv, residual_view(kv, *layer.residual, kvh, s, older), older,
-                             num_ctx - older, scale, dims.sinks ? dims.sinks + h0 : nullptr, scores, max_ctx_, o_rec,
-                             o, o_stride, layer.v_dim);
-      } else {
-        k.attend_group(qh, num_q, q_stride, kv, num_ctx, scale, scores, max_ctx_, o, o_stride);
+      const int64_t older = layer.residual ? residual_begin(num_ctx, layer.residual->tokens, m.block_size) : num_ctx;
+      ReadStats& rs = thread_read_[thread];
+      PagedKv walk = kv;  // select mode: the same rows, remapped to the chosen ones
+      int64_t read = num_ctx;
+      if (layer.select) {
+        const LayerKv::Select& sel = *layer.select;
+        const int64_t budget = select_budget(num_ctx, sel.topk_tokens, sel.fraction, sel.sink_tokens, sel.window_tokens);
+        if (budget < num_ctx || (sel.mass > 0 && num_ctx > static_cast<int64_t>(sel.sink_tokens) + sel.window_tokens)) {
+          const int64_t wbegin = std::min(num_ctx - sel.window_tokens, older);  // the residual window read whole
+          const int64_t sinks = std::min<int64_t>(sel.sink_tokens, std::max<int64_t>(wbegin, 0));
+          // Adaptive budgets score every row (the sinks' and window's mass counts); fixed ones only those between.
+          const int64_t from = sel.mass > 0 ? 0 : sinks, to = sel.mass > 0 ? num_ctx : wbegin;
+          const size_t ctx = static_cast<size_t>(max_ctx_);
+          int32_t* rows = sel_rows_.data() + static_cast<size_t>(thread) * 2 * ctx;
+          float* hs = sel_scores_.data() + static_cast<size_t>(thread) * (max_chunk_ + 1) * ctx;  // [num_q, ctx]
+          float* sc = hs + static_cast<size_t>(max_chunk_) * ctx;  // [ctx] the heads combined
+          if (sel.scorer == RowScorer::Sketch) {
+            float* ql = sel_qlat_.data() + static_cast<size_t>(thread) * max_chunk_ * 256;  // [num_q, rank]
+            const float* p = sel.proj + static_cast<int64_t>(kvh) * sel.rank * hd;
+            for (int32_t g = 0; g < num_q; ++g) {
+              for (int32_t r = 0; r < sel.rank; ++r) {
+                ql[g * sel.rank + r] = k.f32(p + static_cast<int64_t>(r) * hd, q + (first + g) * hd, hd);
+              }
+            }
+            PagedKv index = kv;
+            index.k_base = sel.index + static_cast<int64_t>(kvh) * sel.index_head_stride_bytes;
+            index.block_ids = sel.index_meta->kv_indices.data() + sel.index_meta->kv_indptr[s];
+            index.k_row_bytes = sel.index_head_bytes;
+            index.dtype = KvDtype::Int8;
+            index.k_dim = sel.rank;
+            index.k_split = 0;
+            score_sketch_rows(ql, num_q, sel.rank, index, from, to, hs, max_ctx_);
+            rs.index_rows += to - from;
+            rs.bytes_read += static_cast<double>(to - from) * sel.index_head_bytes;
+          } else if (sel.scorer == RowScorer::Oracle) {
+            score_key_rows(qh, num_q, q_stride, kv, from, to, hs, max_ctx_);
+          } else {
+            score_page_bounds(qh, num_q, q_stride, kv, from, to, hs, max_ctx_);
+          }
+          combine_heads(hs, num_q, max_ctx_, from, to, scale, sel.mass > 0, sc);
+          read = sel.mass > 0 ? pick_rows_by_mass(sc, num_ctx, sinks, wbegin, sel.mass, budget, rows, rows + ctx)
+                              : pick_rows(sc, num_ctx, sinks, wbegin, budget, rows, rows + ctx);
+          walk.rows = rows;
+        }
       }
+      const int64_t recent = num_ctx - older, main_rows = read - recent;  // the window's rows are the last read
+      rs.items += 1;
+      rs.read_fraction_sum += static_cast<double>(read) / static_cast<double>(std::max<int64_t>(visible, 1));
+      rs.rows_read += read;
+      rs.rows_visible += visible;
+      rs.bytes_read += static_cast<double>(main_rows) * (layer.k_head_bytes + (layer.v == layer.k ? 0 : layer.v_head_bytes));
+      if (layer.residual) rs.bytes_read += static_cast<double>(recent) * (layer.residual->k_head_bytes + layer.residual->v_head_bytes);
+      rs.f16_bytes += static_cast<double>(visible) * f16_row_bytes;
+      if (layer.residual) {  // two walks (older rows, the window), merged by their softmax denominators
+        float* o_rec = recent_out_.data() + static_cast<size_t>(thread) * max_chunk_ * 1024;  // [chunk, 1024]
+        attend_with_residual(k, qh, num_q, q_stride, walk, residual_view(kv, *layer.residual, kvh, s, older), main_rows,
+                             recent, scale, dims.sinks ? dims.sinks + h0 : nullptr, scores, max_ctx_, o_rec, o,
+                             o_stride, layer.v_dim);
+      } else {
+        k.attend_group(qh, num_q, q_stride, walk, read, scale, scores, max_ctx_, o, o_stride);
+      }
+      num_ctx = read;  // what the scores below cover
       for (int32_t g = 0; g < num_q; ++g) {
         const float* sg = scores + static_cast<int64_t>(g) * max_ctx_;
         float* og = o + g * o_stride;
@@ -241,7 +308,7 @@ void PagedAttention::run(const float* q, const LayerKv& layer, const AttentionDi
           for (int64_t r = 0; r < num_ctx; ++r) pr[r] = static_cast<float>(sg[r] / sum);
         }
         if (dims.sinks && !layer.residual) {  // (the residual walks count the sink when they merge)
-          scale_for_sink(og, layer.v_dim, sg, num_ctx, qh + g * q_stride, kv, scale, dims.sinks[h0 + g]);
+          scale_for_sink(og, layer.v_dim, sg, num_ctx, qh + g * q_stride, walk, scale, dims.sinks[h0 + g]);
         }
         if (layer.rotate) hadamard_unrotate(og, layer.v_dim);  // sum_t p_t (H v_t) = H (sum_t p_t v_t)
         float* dst = out + (first + g) * hdv;
@@ -257,6 +324,8 @@ void PagedAttention::run(const float* q, const LayerKv& layer, const AttentionDi
   };
   if (pool == nullptr || work < (1 << 15)) body(0, n, 0);
   else pool->parallel_for(n, 1, body);
+  last_read_ = ReadStats{};
+  for (const ReadStats& r : thread_read_) last_read_.add(r);
   if (m.token_track.empty()) return;
   for (int64_t i = 0; i < static_cast<int64_t>(m.token_pos.size()) * nh; ++i) {  // fixed order: token, then head
     const int64_t t = i / nh;

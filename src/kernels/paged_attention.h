@@ -8,6 +8,7 @@
 
 #include "core/thread_pool.h"
 #include "kernels/dot.h"
+#include "kernels/row_select.h"
 
 namespace slimkv {
 
@@ -69,6 +70,35 @@ class PagedAttention {
       const PagedBatchMeta* meta = nullptr;  // its group's page tables (the same sequences, in the same order)
     };
     std::optional<Residual> residual = std::nullopt;
+    // Per-query sparse attention (select mode, row_select.h): each query's KV head reads its sinks, its recent
+    // window (the residual window's rows whole) and the rows between that score highest, up to a budget.
+    struct Select {
+      RowScorer scorer = RowScorer::Sketch;
+      // Sketch: the index stream's int8 records of `rank` values per KV head and token, through its group's tables.
+      const uint8_t* index = nullptr;
+      int64_t index_head_bytes = 0, index_head_stride_bytes = 0;
+      int32_t rank = 0;
+      const float* proj = nullptr;         // [num_kv_heads, rank, head_dim_k] P: a query's sketch is P q
+      const PagedBatchMeta* index_meta = nullptr;
+      int32_t topk_tokens = 0;             // the budget: tokens a query reads, or
+      double fraction = 0;                 // this share of its context (select_budget); with
+      double mass = 0;                     // > 0: only the top rows whose estimated softmax mass reaches this share
+                                           // (the budget above: the most a query reads)
+      int32_t sink_tokens = 0, window_tokens = 0;
+    };
+    std::optional<Select> select = std::nullopt;
+  };
+  // What the walks of one run() read (any layer: a dense one reads its whole context). Per (query token, KV head)
+  // item: rows read and visible, bytes read (records, the residual window's, the index's) against an f16 cache's.
+  struct ReadStats {
+    int64_t items = 0;              // (query token, KV head) walks
+    double read_fraction_sum = 0;   // sum over items of rows read / rows visible
+    int64_t rows_read = 0, rows_visible = 0, index_rows = 0;
+    double bytes_read = 0, f16_bytes = 0;
+    void add(const ReadStats& o) {
+      items += o.items, read_fraction_sum += o.read_fraction_sum, rows_read += o.rows_read;
+      rows_visible += o.rows_visible, index_rows += o.index_rows, bytes_read += o.bytes_read, f16_bytes += o.f16_bytes;
+    }
   };
   // q: [T, num_heads * head_dim_k]; out: [T, num_heads * head_dim_v].
   void run(const float* q, const LayerKv& layer, const AttentionDims& dims, float* out, ThreadPool* pool,
@@ -81,6 +111,7 @@ class PagedAttention {
   const std::vector<double>& page_importance() const { return page_importance_; }
   std::vector<double>& page_importance() { return page_importance_; }  // tensor parallelism sums it over ranks
   const PagedBatchMeta& meta() const { return *meta_; }  // the step's page tables (after plan())
+  const ReadStats& last_read() const { return last_read_; }  // of the last run()
 
  private:
   const PagedBatchMeta* meta_ = nullptr;
@@ -92,6 +123,11 @@ class PagedAttention {
   std::vector<float> recent_out_;     // [num_threads, chunk_heads, 1024] the residual window's part of the outputs
   std::vector<float> probs_;   // [T * num_heads, max_ctx] tracked queries' probabilities (dynamic retention)
   std::vector<double> page_importance_;
+  std::vector<int32_t> sel_rows_;     // [num_threads, 2, max_ctx] select mode: rows read, pick_rows' scratch
+  std::vector<float> sel_scores_;     // [num_threads, max_ctx] the index's scores
+  std::vector<float> sel_qlat_;       // [num_threads, chunk, 256] the queries' sketches
+  std::vector<ReadStats> thread_read_;  // [num_threads]
+  ReadStats last_read_;
 };
 
 }  // namespace slimkv

@@ -194,7 +194,7 @@ int64_t KvLayout::bytes_per_block(int32_t pool) const {
 
 int32_t KvLayout::num_model_streams() const {
   return static_cast<int32_t>(std::count_if(layers.begin(), layers.end(), [](const KvLayerGeometry& g) {
-    return g.kind != KvRecordKind::Residual;
+    return !g.appended();
   }));
 }
 

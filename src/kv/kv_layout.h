@@ -17,8 +17,11 @@ namespace slimkv {
 // What a stream of records is for (DeepSeek-V4 keeps several streams per layer): attention keys/values, the
 // lightning indexer's keys (stored F16 by default, as llama.cpp does), or a compressor's exact per-token state
 // (always F32: compression configs leave it alone), or a residual window: the last tokens of an attention stream
-// again, at a wider dtype (KIVI's full-precision residual; compression_config.h), in a windowed table of its own.
-enum class KvRecordKind : uint8_t { Attention, IndexKeys, State, Residual };
+// again, at a wider dtype (KIVI's full-precision residual; compression_config.h), in a windowed table of its own, or
+// a select index: a small key per token (a calibrated low-rank sketch of the post-RoPE key) that per-query sparse
+// attention scores to choose which rows of its layer a query reads (kv_sparse_mode select; compression_config.h).
+// Residual and SelectIndex streams are appended by a compression config after the model's own.
+enum class KvRecordKind : uint8_t { Attention, IndexKeys, State, Residual, SelectIndex };
 
 // What a model's layer (or one of its cache streams) needs from the cache.
 struct KvLayerSpec {
@@ -82,6 +85,19 @@ struct KvGroupSpec {
   std::string describe() const;
 };
 
+// Per-query sparse attention on a layer (select mode: compression_config.h): what scores its rows and how many a
+// query reads. Attention-time only: the layer keeps every row, in its own block table as before.
+enum class KvSelectScorer : uint8_t { None, Sketch, Oracle, Pages };
+struct KvSelectSpec {
+  KvSelectScorer scorer = KvSelectScorer::None;
+  int32_t topk_tokens = 0;   // rows a query reads in all (sinks and window included), or
+  double fraction = 0;       // this share of its context (> 0 wins)
+  double mass = 0;           // > 0: adaptive — the top rows holding this share of the estimated mass, at most the above
+  int32_t sink_tokens = 0, window_tokens = 0;
+  bool on() const { return scorer != KvSelectScorer::None; }
+  bool operator==(const KvSelectSpec&) const = default;
+};
+
 struct KvLayerGeometry {
   int32_t num_kv_heads = 0;
   int32_t head_dim_k = 0, head_dim_v = 0;  // the model's
@@ -97,6 +113,10 @@ struct KvLayerGeometry {
   int32_t tensor = 0;        // storage tensor (KvStorage region) its rows live in
   int32_t residual_stream = -1;  // >= 0: the stream (kind Residual) holding this layer's last residual_tokens rows
   int32_t residual_tokens = 0;   // at a wider dtype; attention reads them there and older rows here
+  int32_t index_stream = -1;     // >= 0: the stream (kind SelectIndex) holding this layer's per-token index keys
+  KvSelectSpec select;           // per-query sparse attention on this layer (scorer None: dense)
+  int32_t source_layer = -1;     // appended streams (Residual, SelectIndex): the layer whose rows they derive from
+  bool appended() const { return kind == KvRecordKind::Residual || kind == KvRecordKind::SelectIndex; }
   // MLA records are two parts, scaled (and rotated) on their own: the latent (the value) and the rope key.
   int32_t k_split() const { return v_in_k && v_dim < k_dim ? v_dim : 0; }
   int64_t k_head_bytes() const { return kv_record_bytes(dtype, k_dim, k_split()); }

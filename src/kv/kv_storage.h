@@ -30,6 +30,9 @@ class KvStorage {
     const KvLayerGeometry& g = layout_.layers[layer];
     return k_[g.tensor] + head * k_head_stride_bytes(layer) + slot * g.k_head_bytes();
   }
+  const uint8_t* k_head(int32_t layer, int64_t slot, int32_t head) const {
+    return const_cast<KvStorage*>(this)->k_head(layer, slot, head);
+  }
   uint8_t* v_head(int32_t layer, int64_t slot, int32_t head) {
     const KvLayerGeometry& g = layout_.layers[layer];
     return v_[g.tensor] + head * v_head_stride_bytes(layer) + slot * g.v_head_bytes();

@@ -31,6 +31,33 @@ PagedAttention::LayerKv DecoderForward::layer_kv(int32_t l) const {
   return lk;
 }
 
+PagedAttention::LayerKv::Select DecoderForward::layer_select(int32_t l) {
+  const KvStorage& kv = *kv_;
+  const KvLayerGeometry& g = kv.layout().layers[l];
+  PagedAttention::LayerKv::Select s;
+  s.scorer = g.select.scorer == KvSelectScorer::Sketch   ? RowScorer::Sketch
+             : g.select.scorer == KvSelectScorer::Oracle ? RowScorer::Oracle
+                                                         : RowScorer::Pages;
+  s.topk_tokens = g.select.topk_tokens;
+  s.fraction = g.select.fraction;
+  s.mass = g.select.mass;
+  s.sink_tokens = g.select.sink_tokens;
+  s.window_tokens = g.select.window_tokens;
+  if (g.index_stream >= 0) {
+    const int32_t x = g.index_stream;
+    const KvLayerGeometry& xg = kv.layout().layers[x];
+    SLIMKV_CHECK(static_cast<int32_t>(kv_proj_.size()) > x && !kv_proj_[x].k.empty(),
+                 "select: layer {}'s index has no projection (its calibration was not loaded)", l);
+    s.index = kv.k_base(x);
+    s.index_head_bytes = xg.k_head_bytes();
+    s.index_head_stride_bytes = kv.k_head_stride_bytes(x);
+    s.rank = xg.k_dim;
+    s.proj = kv_proj_[x].k.data();
+    s.index_meta = &attention_plan(xg.group).meta();
+  }
+  return s;
+}
+
 // q_ [T, q_dim] and qgate_ [T, q_dim] from a q projection whose head h's rows are [q (head_dim) | gate (head_dim)].
 void DecoderForward::project_gated_q(int32_t l, const float* in) {
   const LayerConfig& lc = model_.config.layers[l];
@@ -76,8 +103,8 @@ void DecoderForward::attention(int32_t l, const float* in, float* out) {
     rope.apply(q_.data() + static_cast<size_t>(t) * qd, lc.num_heads, b.positions[t], hd);
     rope.apply(k_.data() + static_cast<size_t>(t) * kd, lc.num_kv_heads, b.positions[t], hd);
     write_kv(kv, l, slots[t], k_.data() + static_cast<size_t>(t) * kd, v_.data() + static_cast<size_t>(t) * vd);
-    if (g.residual_stream >= 0) {  // the residual window keeps the same rows at its wider dtype
-      const int32_t r = g.residual_stream;
+    for (const int32_t r : {g.residual_stream, g.index_stream}) {  // the same rows at a wider dtype (a residual
+      if (r < 0) continue;                                           // window), their sketch (a select index)
       write_kv(kv, r, b.slots[kv.layout().layers[r].group][t], k_.data() + static_cast<size_t>(t) * kd,
                v_.data() + static_cast<size_t>(t) * vd);
     }
@@ -92,10 +119,13 @@ void DecoderForward::attention(int32_t l, const float* in, float* out) {
                                                     kv.k_head_stride_bytes(r), kv.v_head_stride_bytes(r), rg.dtype,
                                                     g.residual_tokens, &attention_plan(rg.group).meta()};
   }
+  if (g.select.on()) lk.select = layer_select(l);
   const AttentionDims dims{lc.num_heads, lc.num_kv_heads, lc.head_dim_k, lc.head_dim_v, c.attn_scale, w.attn_sinks};
   {
     ProfScope ps(ProfKind::Attention);
-    ops_->attention(attention_plan(g.group), q_.data(), lk, dims, att_.data());
+    PagedAttention& plan = attention_plan(g.group);
+    ops_->attention(plan, q_.data(), lk, dims, att_.data());
+    read_stats_.add(plan.last_read());
   }
   if (lc.attn_output_gate) {  // att *= sigmoid(gate)
     const size_t n = static_cast<size_t>(T) * lc.attn_out_dim();

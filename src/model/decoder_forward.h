@@ -53,6 +53,10 @@ class DecoderForward {
   KvLayout kv_layout(int32_t block_size_tokens, const CompressionConfig& cc = CompressionConfig{}) const;
   // Low-rank bases per layer (empty vectors = full rank), used when writing and reading the cache.
   void set_kv_projection(std::vector<LayerProjection> proj) { kv_proj_ = std::move(proj); }
+  // What attention has read since construction (or reset_read_stats), summed over layers and steps: rows read and
+  // visible per (query token, KV head), bytes against an f16 cache's (select mode's read_fraction / read bytes).
+  const PagedAttention::ReadStats& read_stats() const { return read_stats_; }
+  void reset_read_stats() { read_stats_ = PagedAttention::ReadStats{}; }
   // Sees each layer's post-RoPE K and V rows ([T, k_dim] / [T, v_dim]) as they are computed (calibration).
   using KvObserver = std::function<void(int32_t layer, const float* k, const float* v, int32_t num_tokens)>;
   void set_kv_observer(KvObserver obs) { observer_ = std::move(obs); }
@@ -82,6 +86,8 @@ class DecoderForward {
   PagedAttention& attention_plan(int32_t g);
   // How the step's storage holds layer's rows (one stream of kv_layer_specs) for PagedAttention.
   PagedAttention::LayerKv layer_kv(int32_t layer) const;
+  // Select mode on a layer: its scorer, budget and (sketch) index stream for PagedAttention.
+  PagedAttention::LayerKv::Select layer_select(int32_t layer);
   // The block of type B (derived from Block, constructible from the Model), made on first use.
   template <class B>
   B& block() {
@@ -152,6 +158,7 @@ class DecoderForward {
   std::vector<float> ewt_;      // [T] their weights
   std::vector<uint8_t> moe_rows_;  // [T] all-to-all expert combine: the tokens this rank's experts wrote
   std::vector<LayerProjection> kv_proj_;  // [num_layers] low-rank K/V bases, or empty
+  PagedAttention::ReadStats read_stats_;
   KvObserver observer_;
   QObserver q_observer_;
   BlockOptions block_options_;

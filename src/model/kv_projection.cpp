@@ -24,12 +24,22 @@ std::string model_fingerprint(const Model& m) {
 }
 
 std::vector<LayerProjection> load_kv_projection(const CompressionConfig& cc, const Model& m, const KvLayout& layout) {
-  if (!cc.low_rank()) return {};
+  if (!cc.low_rank() && !cc.select_sketch()) return {};
   Calibration cal = Calibration::load(cc.kv_calibration);
   const std::string fp = model_fingerprint(m);
   SLIMKV_CHECK(cal.model_fingerprint == fp, "{}: calibration file was made for another model (fingerprint {}, this "
                "model {})", cc.kv_calibration, cal.model_fingerprint, fp);
-  return cal.projections(layout);
+  std::vector<LayerProjection> out =
+      cc.low_rank() ? cal.projections(layout) : std::vector<LayerProjection>(layout.num_layers());
+  for (int32_t l = 0; l < layout.num_layers(); ++l) {  // a select index: the sketch is P k, P the leading directions
+    const KvLayerGeometry& g = layout.layers[l];
+    if (g.kind != KvRecordKind::SelectIndex) continue;
+    SLIMKV_CHECK(g.num_kv_heads == cal.num_kv_heads && g.head_dim_k == cal.head_dim, "{}: calibration is for {} KV "
+                 "heads of dim {}, layer {} has {} of {}", cc.kv_calibration, cal.num_kv_heads, cal.head_dim,
+                 g.source_layer, g.num_kv_heads, g.head_dim_k);
+    out[l].k = cal.key_basis(g.source_layer, g.k_dim);
+  }
+  return out;
 }
 
 CompressionConfig resolve_sparse_schedule(const CompressionConfig& cc, const Model& m, int32_t block_size) {

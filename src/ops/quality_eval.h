@@ -29,6 +29,11 @@ struct QualityResult {
   std::vector<PasskeyCase> passkey_cases;  // in file order
   double tokens_per_s = 0;
   int64_t predictions = 0;
+  // Attention's reads over the scored positions (every layer, per query token and KV head): the mean share of each
+  // query's context read (sinks and window included; 1 without select mode), and the bytes read (records, the
+  // residual window's, a select index's) against an f16 cache's full read of the same contexts.
+  double read_fraction = 1, read_bytes_vs_f16 = 0;
+  double passkey_read_fraction = 1;  // the same over the passkey answers' decode steps (the queries that retrieve)
 };
 
 class QualityEvaluator {
@@ -38,9 +43,11 @@ class QualityEvaluator {
   // window token by token (compression acts from the first token, as in decode); N > 0 prefills each window in
   // chunks of N tokens as serving does (retention acts between chunks only where the config evicts in prefill).
   // Passkey prompts are always prefilled in chunks (N, or kPasskeyChunk), then answered greedily token by token.
+  // score_from: only positions >= N of each window are scored (KL, top-1, perplexity, reads; with prefill chunks
+  // the reads are the whole window's).
   QualityEvaluator(const Model& model, ThreadPool* pool, std::vector<int32_t> ids, int32_t ctx,
                    std::string passkey = "", int32_t max_passkey = 30, int32_t block_size = 16,
-                   int32_t prefill_chunk = 0);
+                   int32_t prefill_chunk = 0, int32_t score_from = 0);
   static constexpr int32_t kPasskeyChunk = 512;  // the server's default --max-num-batched-tokens
   const QualityResult& baseline() const { return baseline_; }
   size_t num_windows() const { return windows_.size(); }
@@ -60,6 +67,7 @@ class QualityEvaluator {
   int32_t max_passkey_;
   int32_t block_size_;
   int32_t prefill_chunk_;
+  int32_t score_from_;
   QualityResult baseline_;
 };
 

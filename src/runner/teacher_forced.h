@@ -24,6 +24,8 @@ class TeacherForcedRun {
   int32_t num_tokens() const { return static_cast<int32_t>(tokens_.size()); }
   int32_t live_blocks() const { return mgr_.num_used_blocks(); }
   int64_t kv_bytes_per_token() const { return layout_.bytes_per_token(); }
+  // What attention has read so far (rows, bytes against an f16 cache's; select mode's read fraction).
+  const PagedAttention::ReadStats& read_stats() const { return fwd_.read_stats(); }
 
  private:
   void run_chunk(int32_t from, int32_t len, int32_t num_prompt, bool all_logits, float* dst);

@@ -396,11 +396,11 @@ void attend_group_avx2(const float* q, int32_t num_q, int64_t q_stride, const Pa
   // A GQA group over decoded pages: each page decoded once for all its heads — wide values (groups of 2 or more),
   // or whole 64-column rows (any group, a single head too: grouped == single, bit for bit).
   const bool rows64 = kv.k_dim == kv.v_dim && kv.k_dim % 64 == 0 && kv.k_split % 8 == 0;
-  if ((rows64 || (wide_v && num_q > 1)) && !all_f32 && kv.sink_tokens == 0 && kv.window_begin == 0 &&
+  if ((rows64 || (wide_v && num_q > 1)) && !all_f32 && kv.contiguous() &&
       kv.num_bias_rows == 0 && num_q <= kMaxAttendGroup && kv.k_dim <= 1024 && kv.v_dim <= 1024) {
     return attend_group_decoded_wide(q, num_q, q_stride, kv, num_ctx, scale, scores, s_stride, out, o_stride);
   }
-  if (!all_f32 || (kv.k_dim != kv.v_dim && !wide_v) || kv.sink_tokens > 0 || kv.window_begin > 0 ||
+  if (!all_f32 || (kv.k_dim != kv.v_dim && !wide_v) || !kv.contiguous() ||
       kv.num_bias_rows > 0 || num_q > kMaxAttendGroup) {
     for (int32_t h = 0; h < num_q; ++h) {
       float* sh = scores + h * s_stride;

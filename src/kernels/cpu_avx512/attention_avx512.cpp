@@ -279,7 +279,7 @@ void attend_codes(const float* q, int32_t num_q, int64_t q_stride, const PagedKv
   }
   // Rows come page by page (one block-table lookup per page, rows contiguous within it, the page kPrefetchPages
   // ahead prefetched) unless a sparse window remaps them.
-  const bool paged = kv.sink_tokens == 0 && kv.window_begin == 0 && bs % 8 == 0;
+  const bool paged = kv.contiguous() && bs % 8 == 0;
   int64_t t = 0;
   if (paged) {
     for (; t + bs <= num_ctx; t += bs) {

@@ -1,0 +1,130 @@
+#include "kernels/row_select.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/kv_codec.h"
+
+namespace slimkv {
+
+int64_t select_budget(int64_t num_ctx, int32_t topk_tokens, double fraction, int32_t sink_tokens,
+                      int32_t window_tokens) {
+  int64_t b = fraction > 0 ? static_cast<int64_t>(std::ceil(fraction * static_cast<double>(num_ctx)))
+              : topk_tokens > 0 ? topk_tokens
+                                : num_ctx;
+  b = std::max<int64_t>(b, static_cast<int64_t>(sink_tokens) + window_tokens);
+  return std::min(b, num_ctx);
+}
+
+int64_t pick_rows(const float* scores, int64_t num_ctx, int64_t sinks, int64_t window_begin, int64_t budget,
+                  int32_t* rows, int32_t* order) {
+  sinks = std::min(sinks, num_ctx);
+  window_begin = std::clamp(window_begin, sinks, num_ctx);
+  const int64_t fixed = sinks + (num_ctx - window_begin), between = window_begin - sinks;
+  const int64_t take = std::clamp<int64_t>(budget - fixed, 0, between);
+  int64_t n = 0;
+  for (int64_t j = 0; j < sinks; ++j) rows[n++] = static_cast<int32_t>(j);
+  if (take == between) {
+    for (int64_t j = sinks; j < window_begin; ++j) rows[n++] = static_cast<int32_t>(j);
+  } else if (take > 0) {
+    for (int64_t j = 0; j < between; ++j) order[j] = static_cast<int32_t>(sinks + j);
+    auto better = [scores](int32_t a, int32_t b) { return scores[a] > scores[b] || (scores[a] == scores[b] && a < b); };
+    std::nth_element(order, order + take, order + between, better);
+    std::sort(order, order + take);
+    for (int64_t j = 0; j < take; ++j) rows[n++] = order[j];
+  }
+  for (int64_t j = window_begin; j < num_ctx; ++j) rows[n++] = static_cast<int32_t>(j);
+  return n;
+}
+
+int64_t pick_rows_by_mass(const float* probs, int64_t num_ctx, int64_t sinks, int64_t window_begin, double mass,
+                          int64_t max_budget, int32_t* rows, int32_t* order) {
+  sinks = std::min(sinks, num_ctx);
+  window_begin = std::clamp(window_begin, sinks, num_ctx);
+  const int64_t between = window_begin - sinks, fixed = num_ctx - between;
+  double have = 0;
+  for (int64_t j = 0; j < num_ctx; ++j) {
+    if (j < sinks || j >= window_begin) have += probs[j];
+  }
+  for (int64_t j = 0; j < between; ++j) order[j] = static_cast<int32_t>(sinks + j);
+  auto better = [probs](int32_t a, int32_t b) { return probs[a] > probs[b] || (probs[a] == probs[b] && a < b); };
+  std::sort(order, order + between, better);
+  const int64_t cap = std::clamp<int64_t>(max_budget - fixed, 0, between);
+  int64_t take = 0;
+  while (take < cap && have < mass) have += probs[order[take++]];
+  std::sort(order, order + take);
+  int64_t n = 0;
+  for (int64_t j = 0; j < sinks; ++j) rows[n++] = static_cast<int32_t>(j);
+  for (int64_t j = 0; j < take; ++j) rows[n++] = order[j];
+  for (int64_t j = window_begin; j < num_ctx; ++j) rows[n++] = static_cast<int32_t>(j);
+  return n;
+}
+
+void combine_heads(const float* scores, int32_t num_q, int64_t s_stride, int64_t begin, int64_t end, float scale,
+                   bool mean, float* out) {
+  for (int64_t j = begin; j < end; ++j) out[j] = 0;
+  for (int32_t h = 0; h < num_q; ++h) {
+    const float* s = scores + h * s_stride;
+    float top = -INFINITY;
+    for (int64_t j = begin; j < end; ++j) top = std::max(top, s[j]);
+    double z = 0;
+    for (int64_t j = begin; j < end; ++j) z += std::exp(static_cast<double>(scale) * (s[j] - top));
+    const double inv = 1.0 / z;
+    for (int64_t j = begin; j < end; ++j) {
+      const float p = static_cast<float>(std::exp(static_cast<double>(scale) * (s[j] - top)) * inv);
+      out[j] = mean ? out[j] + p / static_cast<float>(num_q) : std::max(out[j], p);
+    }
+  }
+}
+
+void score_sketch_rows(const float* q_lat, int32_t num_q, int32_t rank, const PagedKv& index, int64_t begin,
+                       int64_t end, float* scores, int64_t s_stride) {
+  float x[256];  // one decoded sketch (rank <= 256: validated by the config)
+  for (int64_t j = begin; j < end; ++j) {
+    decode_kv_record(index.k_row(j), rank, 0, KvDtype::Int8, x);
+    for (int32_t h = 0; h < num_q; ++h) {
+      const float* q = q_lat + static_cast<int64_t>(h) * rank;
+      float s = 0;
+      for (int32_t r = 0; r < rank; ++r) s += q[r] * x[r];
+      scores[h * s_stride + j] = s;
+    }
+  }
+}
+
+void score_key_rows(const float* q, int32_t num_q, int64_t q_stride, const PagedKv& kv, int64_t begin, int64_t end,
+                    float* scores, int64_t s_stride) {
+  float key[1024];
+  for (int64_t j = begin; j < end; ++j) {
+    decode_kv_record(kv.k_row(j), kv.k_dim, kv.k_split, kv.dtype, key);
+    for (int32_t h = 0; h < num_q; ++h) {
+      const float* qh = q + h * q_stride;
+      float s = 0;
+      for (int32_t d = 0; d < kv.k_dim; ++d) s += qh[d] * key[d];
+      scores[h * s_stride + j] = s;
+    }
+  }
+}
+
+void score_page_bounds(const float* q, int32_t num_q, int64_t q_stride, const PagedKv& kv, int64_t begin, int64_t end,
+                       float* scores, int64_t s_stride) {
+  const int32_t bs = kv.block_size, kd = kv.k_dim;
+  float key[1024], lo[1024], hi[1024];
+  for (int64_t p0 = begin; p0 < end;) {
+    const int64_t p1 = std::min(end, (p0 / bs + 1) * bs);  // the rest of p0's page within [begin, end)
+    std::fill(lo, lo + kd, INFINITY);
+    std::fill(hi, hi + kd, -INFINITY);
+    for (int64_t j = p0; j < p1; ++j) {
+      decode_kv_record(kv.k_row(j), kd, kv.k_split, kv.dtype, key);
+      for (int32_t d = 0; d < kd; ++d) lo[d] = std::min(lo[d], key[d]), hi[d] = std::max(hi[d], key[d]);
+    }
+    for (int32_t h = 0; h < num_q; ++h) {
+      const float* qh = q + h * q_stride;
+      float ub = 0;
+      for (int32_t d = 0; d < kd; ++d) ub += std::max(qh[d] * lo[d], qh[d] * hi[d]);
+      for (int64_t j = p0; j < p1; ++j) scores[h * s_stride + j] = ub;
+    }
+    p0 = p1;
+  }
+}
+
+}  // namespace slimkv
