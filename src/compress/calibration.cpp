@@ -15,7 +15,21 @@ constexpr char kMagic[8] = {'S', 'K', 'V', 'C', 'A', 'L', '0', '1'};
 }
 
 KvCovariance::KvCovariance(int32_t L, int32_t H, int32_t D)
-    : L_(L), H_(H), D_(D), k_(static_cast<size_t>(L) * H * D * D, 0.0), v_(k_.size(), 0.0) {}
+    : L_(L), H_(H), D_(D), k_(static_cast<size_t>(L) * H * D * D, 0.0), v_(k_.size(), 0.0), q_(k_.size(), 0.0) {}
+
+void KvCovariance::add_queries(int32_t layer, const float* q, int32_t T, int32_t num_heads) {
+  have_q_ = true;
+  const int32_t group = std::max(1, num_heads / H_);
+  for (int32_t t = 0; t < T; ++t) {
+    for (int32_t qh = 0; qh < num_heads; ++qh) {
+      const float* r = q + (static_cast<size_t>(t) * num_heads + qh) * D_;
+      double* c = q_.data() + (static_cast<size_t>(layer) * H_ + qh / group) * D_ * D_;
+      for (int32_t i = 0; i < D_; ++i) {
+        for (int32_t j = 0; j < D_; ++j) c[i * D_ + j] += double(r[i]) * r[j];
+      }
+    }
+  }
+}
 
 void KvCovariance::add(int32_t layer, const float* k, const float* v, int32_t T) {
   if (layer == 0) tokens_ += T;
@@ -63,6 +77,7 @@ Calibration Calibration::from_covariance(const KvCovariance& cov, const std::str
       }
     }
   }
+  if (cov.have_q_) c.q_moment.assign(cov.q_.begin(), cov.q_.end());
   return c;
 }
 
@@ -96,7 +111,7 @@ void Calibration::save(const std::string& path) const {
   const uint32_t len = static_cast<uint32_t>(header.size());
   out.write(reinterpret_cast<const char*>(&len), 4);
   out.write(header.data(), len);
-  for (const auto* v : {&k_eig, &k_basis, &v_eig, &v_basis}) {
+  for (const auto* v : {&k_eig, &k_basis, &v_eig, &v_basis, &q_moment}) {  // q_moment: empty unless measured
     out.write(reinterpret_cast<const char*>(v->data()), static_cast<std::streamsize>(v->size() * sizeof(float)));
   }
   SLIMKV_CHECK(out.good(), "error writing '{}'", path);
@@ -114,8 +129,8 @@ Calibration Calibration::load(const std::string& path) {
     SLIMKV_CHECK(h.contains(k) && h[k].is_number_integer(), "{}: calibration header lacks '{}'", path, k);
     return h[k].get<int64_t>();
   };
-  SLIMKV_CHECK(geti("version") == 1 || geti("version") == kVersion, "{}: calibration version {} (this build reads 1 "
-               "and {})", path, geti("version"), kVersion);
+  SLIMKV_CHECK(geti("version") >= 1 && geti("version") <= kVersion, "{}: calibration version {} (this build reads 1 "
+               "to {})", path, geti("version"), kVersion);
   Calibration c;
   c.num_layers = static_cast<int32_t>(geti("num_layers"));
   c.num_kv_heads = static_cast<int32_t>(geti("num_kv_heads"));
@@ -136,6 +151,7 @@ Calibration Calibration::load(const std::string& path) {
   take(c.k_basis, n * D * D);
   take(c.v_eig, n * D);
   take(c.v_basis, n * D * D);
+  if (r.remaining() == n * D * D * sizeof(float)) take(c.q_moment, n * D * D);  // version 3 with the queries
   SLIMKV_CHECK(r.remaining() == 0, "{}: {} trailing bytes", path, r.remaining());
   if (h.contains("layer_sensitivity")) {
     const auto& a = h["layer_sensitivity"];
@@ -184,6 +200,56 @@ double Calibration::explained(int32_t layer, int32_t rank, bool keys) const {
     }
   }
   return total > 0 ? kept / total : 1.0;
+}
+
+namespace {
+
+using MatD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic>;
+
+// S^p for a symmetric positive semi-definite S (eigenvalues floored at 1e-6 of the largest).
+MatD sym_power(const MatD& s, double p) {
+  Eigen::SelfAdjointEigenSolver<MatD> es(s);
+  SLIMKV_CHECK(es.info() == Eigen::Success, "calibration: eigendecomposition failed");
+  const double floor = std::max(1e-30, 1e-6 * es.eigenvalues().maxCoeff());
+  Eigen::VectorXd d = es.eigenvalues().cwiseMax(floor).array().pow(p);
+  return es.eigenvectors() * d.asDiagonal() * es.eigenvectors().transpose();
+}
+
+}  // namespace
+
+void Calibration::query_aware_sketch(int32_t layer, int32_t rank, std::vector<float>& a, std::vector<float>& b) const {
+  SLIMKV_CHECK(!q_moment.empty(), "calibration: no query moments (made by an older `slimkv calibrate`)");
+  SLIMKV_CHECK(layer >= 0 && layer < num_layers && rank >= 1 && rank <= head_dim, "calibration: no rank-{} sketch "
+               "for layer {}", rank, layer);
+  const int32_t D = head_dim;
+  a.clear();
+  b.clear();
+  for (int32_t h = 0; h < num_kv_heads; ++h) {
+    const size_t at = (static_cast<size_t>(layer) * num_kv_heads + h) * D * D;
+    MatD sk = MatD::Zero(D, D), sq(D, D);
+    for (int32_t i = 0; i < D; ++i) {
+      for (int32_t j = 0; j < D; ++j) sq(i, j) = q_moment[at + static_cast<size_t>(i) * D + j];
+    }
+    // Σk from its eigenpairs (the file keeps those, not the matrix): Σ_r eig_r u_r u_rᵀ.
+    const float* eig = k_eig.data() + (static_cast<size_t>(layer) * num_kv_heads + h) * D;
+    const float* basis = k_basis.data() + at;
+    for (int32_t r = 0; r < D; ++r) {
+      Eigen::Map<const Eigen::VectorXf> u(basis + static_cast<size_t>(r) * D, D);
+      const Eigen::VectorXd ud = u.cast<double>();
+      sk += static_cast<double>(eig[r]) * ud * ud.transpose();
+    }
+    const MatD qh = sym_power(sq, 0.5), qih = sym_power(sq, -0.5), kh = sym_power(sk, 0.5), kih = sym_power(sk, -0.5);
+    Eigen::JacobiSVD<MatD> svd(qh * kh, Eigen::ComputeFullU | Eigen::ComputeFullV);
+    const Eigen::VectorXd s = svd.singularValues().head(rank).cwiseSqrt();
+    const MatD am = s.asDiagonal() * svd.matrixU().leftCols(rank).transpose() * qih;  // [rank, D]
+    const MatD bm = s.asDiagonal() * svd.matrixV().leftCols(rank).transpose() * kih;  // [rank, D]
+    for (int32_t r = 0; r < rank; ++r) {
+      for (int32_t j = 0; j < D; ++j) {
+        a.push_back(static_cast<float>(am(r, j)));
+        b.push_back(static_cast<float>(bm(r, j)));
+      }
+    }
+  }
 }
 
 std::vector<float> Calibration::key_basis(int32_t layer, int32_t rank) const {

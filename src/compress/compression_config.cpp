@@ -291,7 +291,8 @@ KvLayout CompressionConfig::layout(const std::vector<KvLayerSpec>& specs, int32_
 
 void CompressionConfig::validate_select(const std::vector<KvLayerSpec>& layers) const {
   const bool select_fields = kv_select_index != KvSelectIndex::Sketch || kv_select_rank != 16 ||
-                             kv_select_fraction != 0 || kv_select_mass != 0;
+                             kv_select_fraction != 0 || kv_select_mass != 0 ||
+                             kv_select_dtype != KvCacheDtype::Int8;
   SLIMKV_CHECK(select() || !select_fields, "--kv-select-index / --kv-select-rank / --kv-select-fraction / "
                "--kv-select-mass need --kv-sparse-mode select");
   if (!select()) return;
@@ -308,6 +309,10 @@ void CompressionConfig::validate_select(const std::vector<KvLayerSpec>& layers) 
                "token is read always)");
   SLIMKV_CHECK(kv_select_rank >= 1 && kv_select_rank <= 256, "--kv-select-rank must be in 1..256 (got {})",
                kv_select_rank);
+  SLIMKV_CHECK(kv_select_dtype == KvCacheDtype::Int8 || kv_select_dtype == KvCacheDtype::Int4,
+               "--kv-select-dtype must be int8 or int4 (got {})", kv_select_dtype.name());
+  SLIMKV_CHECK(kv_select_dtype != KvCacheDtype::Int4 || is_power_of_two(kv_select_rank), "--kv-select-dtype int4 "
+               "rotates the sketch: --kv-select-rank must be a power of two (got {})", kv_select_rank);
   SLIMKV_CHECK(kv_select_index != KvSelectIndex::Sketch || !kv_calibration.empty(), "--kv-select-index sketch "
                "needs --kv-calibration FILE (from `slimkv calibrate`: the sketch is the keys' leading principal "
                "directions)");
@@ -335,7 +340,8 @@ void CompressionConfig::add_index_streams(KvLayout& out) const {
     x.head_dim_k = g.head_dim_k;
     x.head_dim_v = g.head_dim_k;
     x.k_dim = x.v_dim = kv_select_rank;
-    x.dtype = x.v_dtype = KvDtype::Int8;
+    x.dtype = x.v_dtype = storage_dtype(kv_select_dtype);
+    x.rotate = x.dtype == KvDtype::Int4;  // 16 levels: spread the leading direction's energy over the codes
     x.v_in_k = true;
     x.kind = KvRecordKind::SelectIndex;
     x.spec = KvGroupSpec::full();
@@ -377,8 +383,8 @@ std::string CompressionConfig::fingerprint() const {  // what the stored bytes d
                                 : "";
   if (prefill_evict_tokens() > 0) sparse_part += fmt::format(" prefill_evict={}", prefill_evict_tokens());
   if (select()) {
-    sparse_part += fmt::format(" select={} rank={} fraction={} mass={}", kv_select_index.name(), kv_select_rank,
-                               kv_select_fraction, kv_select_mass);
+    sparse_part += fmt::format(" select={} rank={}x{} fraction={} mass={}", kv_select_index.name(), kv_select_rank,
+                               kv_select_dtype.name(), kv_select_fraction, kv_select_mass);
   }
   std::string v_part = v_dtype() != dtype() ? fmt::format(" v_dtype={}", kv_dtype_name(v_dtype())) : "";
   if (residual_tokens() > 0) {
@@ -500,6 +506,8 @@ const std::vector<CompressionField>& compression_fields() {
                       "Select mode's scorer: sketch (a calibrated low-rank int8 key per token, --kv-calibration) | "
                       "oracle (the stored keys' true q.k: eval only) | pages (Quest's per-page bounds: eval only)"),
         SLIMKV_INT(kv_select_rank, "Select mode: the sketch's size per KV head (default 16)"),
+        SLIMKV_CHOICE(kv_select_dtype, KvCacheDtype,
+                      "Select mode: the sketch's codes, int8 (default) | int4 (rotated; a power-of-two rank)"),
         SLIMKV_NUMBER(kv_select_fraction,
                       "Select mode: each query reads this share of its context (at least sinks + window); 0: "
                       "--kv-sparse-topk tokens"),
@@ -619,7 +627,8 @@ std::string describe_plan(const KvLayout& layout) {
                        g.kind == KvRecordKind::Residual
                            ? fmt::format("residual window: the last {} tokens", g.spec.window_tokens)
                        : g.kind == KvRecordKind::SelectIndex
-                           ? fmt::format("select index: layer {}'s keys, a rank-{} int8 sketch", g.source_layer, g.k_dim)
+                           ? fmt::format("select index: layer {}'s keys, a rank-{} {} sketch", g.source_layer, g.k_dim,
+                                         kv_dtype_name(g.dtype))
                            : g.spec.describe());
   }
   out += fmt::format("total  {} bytes/token = {:.1f}% of f16 ({} bytes/token){}", total, 100.0 * total / f16, f16,

@@ -83,7 +83,9 @@ struct CompressionConfig {
   int32_t kv_sparse_topk = 0;            // --kv-sparse-topk K: tokens kept in all (sinks + window + top blocks);
                                          // select: tokens each query reads in all (unless kv_select_fraction)
   Choice<KvSelectIndex> kv_select_index = KvSelectIndex::Sketch;  // --kv-select-index sketch|oracle|pages
-  int32_t kv_select_rank = 16;           // --kv-select-rank r: the sketch's size per KV head (int8 + an fp16 scale)
+  int32_t kv_select_rank = 16;           // --kv-select-rank r: the sketch's size per KV head (+ an fp16 scale)
+  Choice<KvCacheDtype> kv_select_dtype = KvCacheDtype::Int8;  // --kv-select-dtype int8|int4: the sketch's codes
+                                         // (int4: rotated first, a power-of-two rank)
   double kv_select_fraction = 0;         // --kv-select-fraction f: each query reads ceil(f x its context) rows
                                          // (at least sinks + window); 0: kv_sparse_topk tokens
   double kv_select_mass = 0;             // --kv-select-mass p: adaptive budgets — the fewest top rows whose

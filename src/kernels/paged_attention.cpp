@@ -259,15 +259,16 @@ void PagedAttention::run(const float* q, const LayerKv& layer, const AttentionDi
               for (int32_t r = 0; r < sel.rank; ++r) {
                 ql[g * sel.rank + r] = k.f32(p + static_cast<int64_t>(r) * hd, q + (first + g) * hd, hd);
               }
+              if (sel.index_rotate) hadamard_rotate(ql + g * sel.rank, sel.rank);  // (H P q)·(H P k) = (P q)·(P k)
             }
             PagedKv index = kv;
             index.k_base = sel.index + static_cast<int64_t>(kvh) * sel.index_head_stride_bytes;
             index.block_ids = sel.index_meta->kv_indices.data() + sel.index_meta->kv_indptr[s];
             index.k_row_bytes = sel.index_head_bytes;
-            index.dtype = KvDtype::Int8;
+            index.dtype = sel.index_dtype;
             index.k_dim = sel.rank;
             index.k_split = 0;
-            score_sketch_rows(ql, num_q, sel.rank, index, from, to, hs, max_ctx_);
+            score_sketch_rows(ql, num_q, sel.rank, index, from, to, hs, max_ctx_);  // (index.dtype's records)
             rs.index_rows += to - from;
             rs.bytes_read += static_cast<double>(to - from) * sel.index_head_bytes;
           } else if (sel.scorer == RowScorer::Oracle) {

@@ -78,6 +78,8 @@ class PagedAttention {
       const uint8_t* index = nullptr;
       int64_t index_head_bytes = 0, index_head_stride_bytes = 0;
       int32_t rank = 0;
+      KvDtype index_dtype = KvDtype::Int8;
+      bool index_rotate = false;           // the sketches were rotated (hadamard) before quantizing: so is P q
       const float* proj = nullptr;         // [num_kv_heads, rank, head_dim_k] P: a query's sketch is P q
       const PagedBatchMeta* index_meta = nullptr;
       int32_t topk_tokens = 0;             // the budget: tokens a query reads, or

@@ -81,7 +81,7 @@ void score_sketch_rows(const float* q_lat, int32_t num_q, int32_t rank, const Pa
                        int64_t end, float* scores, int64_t s_stride) {
   float x[256];  // one decoded sketch (rank <= 256: validated by the config)
   for (int64_t j = begin; j < end; ++j) {
-    decode_kv_record(index.k_row(j), rank, 0, KvDtype::Int8, x);
+    decode_kv_record(index.k_row(j), rank, 0, index.dtype, x);
     for (int32_t h = 0; h < num_q; ++h) {
       const float* q = q_lat + static_cast<int64_t>(h) * rank;
       float s = 0;

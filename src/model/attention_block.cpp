@@ -52,7 +52,9 @@ PagedAttention::LayerKv::Select DecoderForward::layer_select(int32_t l) {
     s.index_head_bytes = xg.k_head_bytes();
     s.index_head_stride_bytes = kv.k_head_stride_bytes(x);
     s.rank = xg.k_dim;
-    s.proj = kv_proj_[x].k.data();
+    s.index_dtype = xg.dtype;
+    s.index_rotate = xg.rotate;
+    s.proj = kv_proj_[x].q.empty() ? kv_proj_[x].k.data() : kv_proj_[x].q.data();  // the query side of the sketch
     s.index_meta = &attention_plan(xg.group).meta();
   }
   return s;

@@ -37,7 +37,11 @@ std::vector<LayerProjection> load_kv_projection(const CompressionConfig& cc, con
     SLIMKV_CHECK(g.num_kv_heads == cal.num_kv_heads && g.head_dim_k == cal.head_dim, "{}: calibration is for {} KV "
                  "heads of dim {}, layer {} has {} of {}", cc.kv_calibration, cal.num_kv_heads, cal.head_dim,
                  g.source_layer, g.num_kv_heads, g.head_dim_k);
-    out[l].k = cal.key_basis(g.source_layer, g.k_dim);
+    if (cal.q_moment.empty()) {
+      out[l].k = cal.key_basis(g.source_layer, g.k_dim);  // a plain PCA sketch: queries through the same basis
+    } else {
+      cal.query_aware_sketch(g.source_layer, g.k_dim, out[l].q, out[l].k);
+    }
   }
   return out;
 }

@@ -48,6 +48,7 @@ Calibration calibrate_model(const Model& model, ThreadPool* pool, const std::vec
   fwd.forward_pass().set_kv_observer([&](int32_t l, const float* k, const float* v, int32_t T) {
     cov.add(l, k, v, T);
     const LayerConfig& lc = c.layers[l];
+    cov.add_queries(l, q_rows, T, lc.num_heads);  // (the q observer runs just before, on the same layer)
     if (profiling) prof.add(l, q_rows, k, T, lc.num_heads, lc.num_kv_heads, lc.head_dim_k, scale);
   });
   std::vector<float> logits(c.vocab_size);  // [vocab] (unused)

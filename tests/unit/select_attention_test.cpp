@@ -262,6 +262,45 @@ TEST(SelectIndex, EntriesEqualARecomputationFromTheStoredKeysAfterPrefixHits) {
   std::remove(calib.c_str());
 }
 
+// The query-aware sketch: at full rank AᵀB is the identity (q·k exactly); at a lower rank its error on q·k over
+// the calibration's own queries and keys is below a plain PCA sketch's (which ignores where the queries point).
+TEST(SelectIndex, TheQueryAwareSketchApproximatesQDotKBetterThanPca) {
+  constexpr int32_t D = 8, N = 4000;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal;
+  KvCovariance cov(1, 1, D);
+  std::vector<float> qs(static_cast<size_t>(N) * D), ks(static_cast<size_t>(N) * D), zero(D, 0.0f);
+  for (int32_t t = 0; t < N; ++t) {
+    for (int32_t d = 0; d < D; ++d) {
+      ks[t * D + d] = normal(rng) * (d < 4 ? 3.0f : 1.0f);  // keys vary most in dims 0..3 ...
+      qs[t * D + d] = normal(rng) * (d >= 4 ? 3.0f : 0.3f);  // ... the queries look along 4..7
+    }
+    cov.add(0, &ks[t * D], zero.data(), 1);
+    cov.add_queries(0, &qs[t * D], 1, 1);
+  }
+  const Calibration cal = Calibration::from_covariance(cov, "test");
+  auto mse = [&](const std::vector<float>& a, const std::vector<float>& b, int32_t rank) {
+    double e = 0;
+    for (int32_t t = 0; t < N; ++t) {
+      double exact = 0, approx = 0;
+      for (int32_t d = 0; d < D; ++d) exact += qs[t * D + d] * ks[((t + 7) % N) * D + d];
+      for (int32_t r = 0; r < rank; ++r) {
+        double aq = 0, bk = 0;
+        for (int32_t d = 0; d < D; ++d) aq += a[r * D + d] * qs[t * D + d], bk += b[r * D + d] * ks[((t + 7) % N) * D + d];
+        approx += aq * bk;
+      }
+      e += (exact - approx) * (exact - approx);
+    }
+    return e / N;
+  };
+  std::vector<float> a, b;
+  cal.query_aware_sketch(0, D, a, b);
+  EXPECT_LT(mse(a, b, D), 1e-6);
+  cal.query_aware_sketch(0, 4, a, b);
+  const std::vector<float> pca = cal.key_basis(0, 4);
+  EXPECT_LT(mse(a, b, 4), 0.5 * mse(pca, pca, 4));
+}
+
 TEST(SelectAttention, ConfigErrorsAreClear) {
   auto expect_error = [](CompressionConfig cc, const std::string& words) {
     try {
