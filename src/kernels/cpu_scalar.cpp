@@ -99,6 +99,11 @@ bool gemm_quant_panels_avx512(const WeightView& w, const Q8_0Block* x, const int
 bool gemm_kquant_panels_avx512(const WeightView& w, const Q8_KBlock* x, const int32_t* terms, int64_t num_tokens,
                                float* y, int64_t r0, int64_t r1);  // cpu_avx512/gemm_kquant_panels_avx512.cpp
 void quantize_q8_k_avx512(const float* x, Q8_KBlock* out, int64_t n);  // cpu_avx512/quantize_q8k_avx512.cpp
+int64_t pick_top_rows_avx512(const float* scores, int32_t num_q, int64_t s_stride, int64_t num_ctx, int64_t sinks,
+                             int64_t window_begin, float scale, int64_t budget, int32_t* rows,
+                             uint32_t* keys);  // cpu_avx512/select_avx512.cpp
+bool score_rows_avx512(const float* q, int32_t num_q, int64_t q_stride, const PagedKv& kv, int64_t begin, int64_t end,
+                       float* scores, int64_t s_stride);  // cpu_avx512/attention_avx512.cpp
 bool gemm_avx512(DType w_dtype, const void* w, int64_t rows, int64_t cols, const void* x, int64_t num_tokens,
                  float* y, int64_t ldy);  // cpu_avx512/gemm_avx512.cpp
 
@@ -115,6 +120,8 @@ const DotKernels& dot_kernels(Isa isa) {
         k.gemm_quant_panels = gemm_quant_panels_avx512;
         k.gemm_kquant_panels = gemm_kquant_panels_avx512;
         k.quantize_q8_k = quantize_q8_k_avx512;
+        k.score_rows = score_rows_avx512;
+        k.pick_top_rows = pick_top_rows_avx512;
         return k;
       }();
       return t;

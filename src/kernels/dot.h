@@ -112,6 +112,15 @@ struct DotKernels {
                              float* y, int64_t r0, int64_t r1) = nullptr;
   // Optional x[n] -> n / 256 Q8_K blocks, bit-identical to the reference quantizer (null = that reference).
   void (*quantize_q8_k)(const float* x, Q8_KBlock* out, int64_t n) = nullptr;
+  // Optional select-mode scores q[h] . row j for rows [begin, end) of kv (a sketch index, or the keys: row_select.h's
+  // score_sketch_rows / score_key_rows are the references; the query may be rounded to kv_codec.h's 12-bit grid, as
+  // attention's is). False where it does not apply (null / false = those references).
+  bool (*score_rows)(const float* q, int32_t num_q, int64_t q_stride, const PagedKv& kv, int64_t begin, int64_t end,
+                     float* scores, int64_t s_stride) = nullptr;
+  // Optional fixed-budget row choice from each head's scores [num_q, s_stride]: row_select.h's combine_heads (max)
+  // then pick_rows, the same rows (null = those references). keys: [num_ctx] scratch.
+  int64_t (*pick_top_rows)(const float* scores, int32_t num_q, int64_t s_stride, int64_t num_ctx, int64_t sinks,
+                           int64_t window_begin, float scale, int64_t budget, int32_t* rows, uint32_t* keys) = nullptr;
 };
 
 const DotKernels& dot_kernels(Isa isa);

@@ -268,17 +268,28 @@ void PagedAttention::run(const float* q, const LayerKv& layer, const AttentionDi
             index.dtype = sel.index_dtype;
             index.k_dim = sel.rank;
             index.k_split = 0;
-            score_sketch_rows(ql, num_q, sel.rank, index, from, to, hs, max_ctx_);  // (index.dtype's records)
+            if (!k.score_rows || !k.score_rows(ql, num_q, sel.rank, index, from, to, hs, max_ctx_)) {
+              score_sketch_rows(ql, num_q, sel.rank, index, from, to, hs, max_ctx_);  // the scalar reference
+            }
             rs.index_rows += to - from;
             rs.bytes_read += static_cast<double>(to - from) * sel.index_head_bytes;
           } else if (sel.scorer == RowScorer::Oracle) {
-            score_key_rows(qh, num_q, q_stride, kv, from, to, hs, max_ctx_);
+            if (!k.score_rows || !k.score_rows(qh, num_q, q_stride, kv, from, to, hs, max_ctx_)) {
+              score_key_rows(qh, num_q, q_stride, kv, from, to, hs, max_ctx_);  // the scalar reference
+            }
           } else {
             score_page_bounds(qh, num_q, q_stride, kv, from, to, hs, max_ctx_);
           }
-          combine_heads(hs, num_q, max_ctx_, from, to, scale, sel.mass > 0, sc);
-          read = sel.mass > 0 ? pick_rows_by_mass(sc, num_ctx, sinks, wbegin, sel.mass, budget, rows, rows + ctx)
-                              : pick_rows(sc, num_ctx, sinks, wbegin, budget, rows, rows + ctx);
+          if (sel.mass > 0) {
+            combine_heads(hs, num_q, max_ctx_, from, to, scale, true, sc);
+            read = pick_rows_by_mass(sc, num_ctx, sinks, wbegin, sel.mass, budget, rows, rows + ctx);
+          } else if (k.pick_top_rows) {
+            read = k.pick_top_rows(hs, num_q, max_ctx_, num_ctx, sinks, wbegin, scale, budget, rows,
+                                   reinterpret_cast<uint32_t*>(rows + ctx));
+          } else {
+            combine_heads(hs, num_q, max_ctx_, from, to, scale, false, sc);
+            read = pick_rows(sc, num_ctx, sinks, wbegin, budget, rows, rows + ctx);
+          }
           walk.rows = rows;
         }
       }

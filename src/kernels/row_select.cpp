@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "kernels/kv_codec.h"
 
@@ -16,6 +17,37 @@ int64_t select_budget(int64_t num_ctx, int32_t topk_tokens, double fraction, int
   return std::min(b, num_ctx);
 }
 
+namespace {
+
+// A float's order as an unsigned key: larger floats, larger keys (NaN never occurs: scores are finite).
+inline uint32_t order_key(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+// The key of the take-th largest of keys[0, n) (take in 1..n), by three passes of a radix histogram (11, 11, 10
+// bits), and how many keys equal to it belong to the take largest.
+uint32_t kth_largest_key(const uint32_t* keys, int64_t n, int64_t take, int64_t* equal_needed) {
+  uint32_t prefix = 0, mask = 0;
+  int64_t above = 0;  // keys known to be larger than every key matching the prefix
+  for (int pass = 0; pass < 3; ++pass) {
+    const int shift = pass == 0 ? 21 : pass == 1 ? 10 : 0, bits = pass == 2 ? 10 : 11;
+    int64_t count[2048] = {};
+    for (int64_t i = 0; i < n; ++i) {
+      if ((keys[i] & mask) == prefix) ++count[(keys[i] >> shift) & ((1u << bits) - 1)];
+    }
+    int64_t b = (1 << bits) - 1;
+    while (above + count[b] < take) above += count[b--];
+    prefix |= static_cast<uint32_t>(b) << shift;
+    mask |= ((1u << bits) - 1) << shift;
+  }
+  *equal_needed = take - above;
+  return prefix;
+}
+
+}  // namespace
+
 int64_t pick_rows(const float* scores, int64_t num_ctx, int64_t sinks, int64_t window_begin, int64_t budget,
                   int32_t* rows, int32_t* order) {
   sinks = std::min(sinks, num_ctx);
@@ -27,11 +59,15 @@ int64_t pick_rows(const float* scores, int64_t num_ctx, int64_t sinks, int64_t w
   if (take == between) {
     for (int64_t j = sinks; j < window_begin; ++j) rows[n++] = static_cast<int32_t>(j);
   } else if (take > 0) {
-    for (int64_t j = 0; j < between; ++j) order[j] = static_cast<int32_t>(sinks + j);
-    auto better = [scores](int32_t a, int32_t b) { return scores[a] > scores[b] || (scores[a] == scores[b] && a < b); };
-    std::nth_element(order, order + take, order + between, better);
-    std::sort(order, order + take);
-    for (int64_t j = 0; j < take; ++j) rows[n++] = order[j];
+    // The take highest scores, ties to the earlier row, in position order: a radix select of the threshold, then
+    // one pass in order (every row above it, and the first rows equal to it).
+    uint32_t* keys = reinterpret_cast<uint32_t*>(order);
+    for (int64_t j = 0; j < between; ++j) keys[j] = order_key(scores[sinks + j]);
+    int64_t equal_needed = 0;
+    const uint32_t t = kth_largest_key(keys, between, take, &equal_needed);
+    for (int64_t j = 0; j < between; ++j) {
+      if (keys[j] > t || (keys[j] == t && equal_needed-- > 0)) rows[n++] = static_cast<int32_t>(sinks + j);
+    }
   }
   for (int64_t j = window_begin; j < num_ctx; ++j) rows[n++] = static_cast<int32_t>(j);
   return n;
@@ -62,6 +98,16 @@ int64_t pick_rows_by_mass(const float* probs, int64_t num_ctx, int64_t sinks, in
 
 void combine_heads(const float* scores, int32_t num_q, int64_t s_stride, int64_t begin, int64_t end, float scale,
                    bool mean, float* out) {
+  if (!mean) {  // a ranking: each head's logits against its own best row, the largest over heads (no exponentials)
+    for (int64_t j = begin; j < end; ++j) out[j] = -INFINITY;
+    for (int32_t h = 0; h < num_q; ++h) {
+      const float* s = scores + h * s_stride;
+      float top = -INFINITY;
+      for (int64_t j = begin; j < end; ++j) top = std::max(top, s[j]);
+      for (int64_t j = begin; j < end; ++j) out[j] = std::max(out[j], scale * (s[j] - top));
+    }
+    return;
+  }
   for (int64_t j = begin; j < end; ++j) out[j] = 0;
   for (int32_t h = 0; h < num_q; ++h) {
     const float* s = scores + h * s_stride;
@@ -71,8 +117,7 @@ void combine_heads(const float* scores, int32_t num_q, int64_t s_stride, int64_t
     for (int64_t j = begin; j < end; ++j) z += std::exp(static_cast<double>(scale) * (s[j] - top));
     const double inv = 1.0 / z;
     for (int64_t j = begin; j < end; ++j) {
-      const float p = static_cast<float>(std::exp(static_cast<double>(scale) * (s[j] - top)) * inv);
-      out[j] = mean ? out[j] + p / static_cast<float>(num_q) : std::max(out[j], p);
+      out[j] += static_cast<float>(std::exp(static_cast<double>(scale) * (s[j] - top)) * inv) / static_cast<float>(num_q);
     }
   }
 }

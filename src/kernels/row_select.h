@@ -30,10 +30,10 @@ int64_t pick_rows(const float* scores, int64_t num_ctx, int64_t sinks, int64_t w
 int64_t pick_rows_by_mass(const float* probs, int64_t num_ctx, int64_t sinks, int64_t window_begin, double mass,
                           int64_t max_budget, int32_t* rows, int32_t* order);
 
-// The heads of a KV head's group as one ranking of rows [begin, end): each head's scores (logits once multiplied by
-// scale; scores [num_q, s_stride]) become its softmax over those rows, and out[j] gets the heads' mean probability
-// (mean: an estimated attention distribution, for pick_rows_by_mass) or their largest (max: the row some head needs
-// most, for pick_rows).
+// The heads of a KV head's group as one ranking of rows [begin, end), from each head's scores (logits once
+// multiplied by scale; scores [num_q, s_stride]): mean — the heads' softmax probabilities averaged (an estimated
+// attention distribution, for pick_rows_by_mass); else the largest over heads of scale x (score - the head's best):
+// the row some head needs most, for pick_rows (no exponentials).
 void combine_heads(const float* scores, int32_t num_q, int64_t s_stride, int64_t begin, int64_t end, float scale,
                    bool mean, float* out);
 

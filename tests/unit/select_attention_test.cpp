@@ -13,6 +13,7 @@
 #include "compress/calibration.h"
 #include "engine/engine.h"
 #include "engine_helpers.h"
+#include "kernels/isa.h"
 #include "kernels/kv_codec.h"
 #include "kernels/row_select.h"
 #include "model/kv_projection.h"
@@ -63,9 +64,8 @@ TEST(RowSelect, AdaptiveBudgetsTakeTheFewestRowsReachingTheMass) {
   combine_heads(logits.data(), 2, 3, 0, 3, 1.0f, true, out.data());
   EXPECT_NEAR(out[0] + out[1] + out[2], 1.0, 1e-6);
   EXPECT_GT(out[1], 0.49f);
-  combine_heads(logits.data(), 2, 3, 0, 3, 1.0f, false, out.data());
-  EXPECT_GT(out[0], 0.99f);  // head 1's row 0 (its stride-3 view is {10, 0, 0})
-  EXPECT_GT(out[1], 0.99f);
+  combine_heads(logits.data(), 2, 3, 0, 3, 1.0f, false, out.data());  // each head against its best row
+  EXPECT_EQ(out, (std::vector<float>{0, 0, -10}));  // head 1's best is row 0 (its stride-3 view: {10, 0, 0})
 }
 
 TEST(RowSelect, TheOracleScoresAreTheTrueLogitsAndPickTheTrueTopK) {
@@ -110,6 +110,87 @@ TEST(RowSelect, TheOracleScoresAreTheTrueLogitsAndPickTheTrueTopK) {
   want.insert(want.end(), top.begin(), top.end());
   for (int32_t j = 36; j < 40; ++j) want.push_back(j);
   EXPECT_EQ(rows, want);
+}
+
+// The ISA's row scorer equals the scalar reference on int8 and int4 records, to the 12-bit query grid's precision
+// (the query rounded as attention's is: within 2^-11 of the largest |q| x the row's sum of |values|).
+TEST(RowSelect, SketchScoresMatchTheScalarReference) {
+  std::mt19937 rng(9);
+  std::normal_distribution<float> normal;
+  for (KvDtype dt : {KvDtype::Int8, KvDtype::Int4}) {
+    for (int32_t rank : {16, 32}) {
+      constexpr int32_t kBlock = 8, kRows = 61, kHeads = 3;
+      const int64_t rec = kv_record_bytes(dt, rank, 0);
+      std::vector<int32_t> blocks = {3, 0, 7, 1, 5, 2, 6, 4};
+      std::vector<uint8_t> storage(static_cast<size_t>(8 * kBlock) * rec);
+      std::vector<float> x(rank), q(static_cast<size_t>(kHeads) * rank);
+      for (int32_t j = 0; j < kRows; ++j) {
+        for (float& v : x) v = normal(rng);
+        encode_kv_record(x.data(), rank, 0, dt, &storage[(static_cast<size_t>(blocks[j / kBlock]) * kBlock + j % kBlock) * rec]);
+      }
+      for (float& v : q) v = normal(rng);
+      PagedKv index;
+      index.k_base = storage.data();
+      index.block_ids = blocks.data();
+      index.block_size = kBlock;
+      index.k_row_bytes = rec;
+      index.dtype = dt;
+      index.k_dim = rank;
+      std::vector<float> want(static_cast<size_t>(kHeads) * kRows), got(want.size(), -1.0f);
+      score_sketch_rows(q.data(), kHeads, rank, index, 2, kRows, want.data(), kRows);
+      const DotKernels& k = dot_kernels(active_isa());
+      if (!k.score_rows || !k.score_rows(q.data(), kHeads, rank, index, 2, kRows, got.data(), kRows)) {
+        GTEST_SKIP() << "no row scorer on this machine's ISA";
+      }
+      std::vector<float> row(rank);
+      for (int32_t j = 2; j < kRows; ++j) {
+        decode_kv_record(index.k_row(j), rank, 0, dt, row.data());
+        float l1 = 0;
+        for (float v : row) l1 += std::fabs(v);
+        for (int32_t h = 0; h < kHeads; ++h) {
+          float qmax = 0;
+          for (int32_t d = 0; d < rank; ++d) qmax = std::max(qmax, std::fabs(q[h * rank + d]));
+          EXPECT_NEAR(got[h * kRows + j], want[h * kRows + j], qmax * l1 / 2048.0f + 1e-5f)
+              << kv_dtype_name(dt) << " rank " << rank << " row " << j;
+        }
+      }
+    }
+  }
+}
+
+TEST(RowSelect, TheRadixSelectPicksWhatASortPicks) {
+  std::mt19937 rng(13);
+  std::uniform_int_distribution<int> small(-5, 5);  // many ties
+  std::normal_distribution<float> normal;
+  for (int trial = 0; trial < 50; ++trial) {
+    const int64_t n = 40 + trial * 37;
+    std::vector<float> s(n);
+    for (float& v : s) v = trial % 2 ? static_cast<float>(small(rng)) : normal(rng) * 1e3f;
+    const int64_t sinks = 3, wbegin = n - 10, budget = 13 + trial * 5;
+    std::vector<int32_t> want;
+    for (int64_t j = 0; j < sinks; ++j) want.push_back(static_cast<int32_t>(j));
+    std::vector<int32_t> mid;
+    for (int64_t j = sinks; j < wbegin; ++j) mid.push_back(static_cast<int32_t>(j));
+    std::stable_sort(mid.begin(), mid.end(), [&](int32_t a, int32_t b) { return s[a] > s[b]; });
+    mid.resize(std::min<size_t>(mid.size(), static_cast<size_t>(std::max<int64_t>(0, budget - sinks - 10))));
+    std::sort(mid.begin(), mid.end());
+    want.insert(want.end(), mid.begin(), mid.end());
+    for (int64_t j = wbegin; j < n; ++j) want.push_back(static_cast<int32_t>(j));
+    EXPECT_EQ(picked(s, sinks, wbegin, budget), want) << "trial " << trial;
+    // The ISA's fused choice (combine + pick) gives the reference's rows, one head or several.
+    const DotKernels& k = dot_kernels(active_isa());
+    if (!k.pick_top_rows) continue;
+    for (int32_t heads : {1, 3}) {
+      std::vector<float> hs(static_cast<size_t>(heads) * n);
+      for (float& v : hs) v = trial % 2 ? static_cast<float>(small(rng)) : normal(rng);
+      std::vector<float> combined(n);
+      combine_heads(hs.data(), heads, n, sinks, wbegin, 0.125f, false, combined.data());
+      std::vector<int32_t> rows(n), keys(n);
+      rows.resize(k.pick_top_rows(hs.data(), heads, n, n, sinks, wbegin, 0.125f, budget, rows.data(),
+                                  reinterpret_cast<uint32_t*>(keys.data())));
+      EXPECT_EQ(rows, picked(combined, sinks, wbegin, budget)) << "trial " << trial << " heads " << heads;
+    }
+  }
 }
 
 // stories260K through the engine's KV path, one token at a time: every position's logits.

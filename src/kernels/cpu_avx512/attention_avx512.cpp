@@ -144,16 +144,15 @@ struct IntQuery {  // one query head on the integer grid
   float step_scale = 0;          // grid step * softmax scale
 };
 
-// Scores of 8 rows `stride` bytes apart (an fp16 scale, then the codes) for HQ query heads at once (each row's
-// codes are unpacked once for all of them), into s[h][0..8). Each head's scores are the same whatever HQ.
+// Scores of 8 rows (each an fp16 scale, then the codes; row[i]) for HQ query heads at once (each row's codes are
+// unpacked once for all of them), into s[h][0..8). Each head's scores are the same whatever HQ.
 template <class Codes, int HQ>
-inline void score8(const Codes& codes, const IntQuery* q, const uint8_t* row, int64_t stride, int32_t kd,
-                   float* const* s) {
+inline void score8(const Codes& codes, const IntQuery* q, const uint8_t* const* row, int32_t kd, float* const* s) {
   float rs[8];
   __m512i a[HQ][8];
 #pragma GCC unroll 8
   for (int i = 0; i < 8; ++i) {
-    rs[i] = kv_row_scale(row + i * stride);
+    rs[i] = kv_row_scale(row[i]);
 #pragma GCC unroll 2
     for (int h = 0; h < HQ; ++h) a[h][i] = _mm512_setzero_si512();
   }
@@ -167,7 +166,7 @@ inline void score8(const Codes& codes, const IntQuery* q, const uint8_t* row, in
 #pragma GCC unroll 8
     for (int i = 0; i < 8; ++i) {
       __m512i k1;
-      const __m512i k0 = codes.key_chunk(row + i * stride + 2, j, kd, &k1);
+      const __m512i k0 = codes.key_chunk(row[i] + 2, j, kd, &k1);
 #pragma GCC unroll 2
       for (int h = 0; h < HQ; ++h) {
         a[h][i] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(a[h][i], k0, qv[h][0]), k1, qv[h][1]);
@@ -184,6 +183,21 @@ inline void score8(const Codes& codes, const IntQuery* q, const uint8_t* row, in
       r[i] = fold_epi32(a[h][i]);
     }
     _mm256_storeu_ps(s[h], _mm256_mul_ps(_mm256_cvtepi32_ps(reduce8_epi32(r)), _mm256_load_ps(d)));
+  }
+}
+
+// score8 for num_q heads, two at a time, into scores[h * s_stride + at ..].
+template <class Codes>
+inline void score_heads8(const Codes& codes, const IntQuery* iq, int32_t num_q, const uint8_t* const* rows, int32_t kd,
+                         float* scores, int64_t s_stride, int64_t at) {
+  int32_t h = 0;
+  for (; h + 2 <= num_q; h += 2) {
+    float* const s2[2] = {scores + h * s_stride + at, scores + (h + 1) * s_stride + at};
+    score8<Codes, 2>(codes, iq + h, rows, kd, s2);
+  }
+  if (h < num_q) {
+    float* const s1[1] = {scores + h * s_stride + at};
+    score8<Codes, 1>(codes, iq + h, rows, kd, s1);
   }
 }
 
@@ -286,18 +300,16 @@ void attend_codes(const float* q, int32_t num_q, int64_t q_stride, const PagedKv
       kv.prefetch_k_page(t + kPrefetchPages * bs, num_ctx);
       const uint8_t* page = kv.k_row(t);
       for (int32_t i = 0; i < bs; i += 8) {  // query heads two at a time, sharing each row's unpacked codes
-        const uint8_t* rows = page + i * kv.k_row_bytes;
-        int32_t h = 0;
-        for (; h + 2 <= num_q; h += 2) {
-          float* const s2[2] = {scores + h * s_stride + t + i, scores + (h + 1) * s_stride + t + i};
-          score8<KeyCodes, 2>(kcodes, iq + h, rows, kv.k_row_bytes, kd, s2);
-        }
-        if (h < num_q) {
-          float* const s1[1] = {scores + h * s_stride + t + i};
-          score8<KeyCodes, 1>(kcodes, iq + h, rows, kv.k_row_bytes, kd, s1);
-        }
+        const uint8_t* rows[8];
+        for (int k = 0; k < 8; ++k) rows[k] = page + (i + k) * kv.k_row_bytes;
+        score_heads8(kcodes, iq, num_q, rows, kd, scores, s_stride, t + i);
       }
     }
+  }
+  for (; t + 8 <= num_ctx; t += 8) {  // remapped rows (a window, a select mode's choice): 8 gathered at a time
+    const uint8_t* rows[8];
+    for (int k = 0; k < 8; ++k) rows[k] = kv.k_row(t + k);
+    score_heads8(kcodes, iq, num_q, rows, kd, scores, s_stride, t);
   }
   for (; t < num_ctx; ++t) {
     const uint8_t* r = kv.k_row(t);
@@ -335,7 +347,49 @@ bool attend_codes_by_value_size(const float* q, int32_t num_q, int64_t q_stride,
   }
 }
 
+// Scores of rows [begin, end) for num_q heads (scale x q.k on the integer grid), rows read through kv's table:
+// groups of 8 where they lie in one page, single rows elsewhere.
+template <class Codes>
+void score_code_rows(const float* q, int32_t num_q, int64_t q_stride, const PagedKv& kv, int64_t begin, int64_t end,
+                     float scale, float* scores, int64_t s_stride) {
+  const Codes codes;
+  const int32_t kd = kv.k_dim, bs = kv.block_size;
+  alignas(64) int16_t q16[kMaxAttendGroup][1024];
+  IntQuery iq[kMaxAttendGroup];
+  for (int32_t h = 0; h < num_q; ++h) {
+    iq[h].step_scale = int_query<Codes>(q + h * q_stride, kd, q16[h]) * scale;
+    iq[h].q16 = q16[h];
+  }
+  const bool paged = kv.contiguous() && bs % 8 == 0;
+  for (int64_t t = begin; t < end;) {
+    if (t + 8 <= end && (!paged || t % 8 == 0)) {  // 8 rows: one page's run, or gathered
+      const uint8_t* rows[8];
+      const uint8_t* page = paged ? kv.k_row(t) : nullptr;
+      for (int k = 0; k < 8; ++k) rows[k] = paged ? page + k * kv.k_row_bytes : kv.k_row(t + k);
+      score_heads8(codes, iq, num_q, rows, kd, scores, s_stride, t);
+      t += 8;
+      continue;
+    }
+    const uint8_t* r = kv.k_row(t);
+    for (int32_t h = 0; h < num_q; ++h) scores[h * s_stride + t] = score1(codes, iq[h], r, kd);
+    ++t;
+  }
+}
+
 }  // namespace
+
+// Select mode's scores (row_select.h: the sketch over an index stream, or the oracle over the keys) for rows of
+// integer codes in one part: false elsewhere (the caller's scalar reference then runs).
+bool score_rows_avx512(const float* q, int32_t num_q, int64_t q_stride, const PagedKv& kv, int64_t begin, int64_t end,
+                       float* scores, int64_t s_stride) {
+  if (kv.k_split != 0 || kv.k_dim % 16 != 0 || kv.k_dim > 1024 || num_q < 1 || num_q > kMaxAttendGroup) return false;
+  switch (kv.dtype) {
+    case KvDtype::Int8: score_code_rows<Int8Codes>(q, num_q, q_stride, kv, begin, end, 1.0f, scores, s_stride); return true;
+    case KvDtype::Int4: score_code_rows<NibbleCodes<false>>(q, num_q, q_stride, kv, begin, end, 1.0f, scores, s_stride); return true;
+    case KvDtype::Tq4: score_code_rows<NibbleCodes<true>>(q, num_q, q_stride, kv, begin, end, 1.0f, scores, s_stride); return true;
+    default: return false;
+  }
+}
 
 void attend_group_avx512(const float* q, int32_t num_q, int64_t q_stride, const PagedKv& kv, int64_t num_ctx,
                          float scale, float* scores, int64_t s_stride, float* out, int64_t o_stride) {

@@ -1,0 +1,98 @@
+// Select mode's fixed-budget row choice in AVX-512: row_select.h's combine_heads (max mode) and pick_rows fused —
+// the same float arithmetic per row (so the same keys and the same rows, tested), the threshold found by a bitwise
+// search of counts (32 passes of compare + popcount instead of a sort), the rows written by compress-stores in
+// position order.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+namespace slimkv {
+namespace {
+
+inline __mmask16 tail_mask(int64_t left) { return left >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << left) - 1); }
+
+// order_key (row_select.cpp) of 16 floats: larger floats, larger unsigned keys.
+inline __m512i order_keys(__m512 f) {
+  const __m512i u = _mm512_castps_si512(f);
+  const __mmask16 neg = _mm512_movepi32_mask(u);
+  return _mm512_mask_xor_epi32(_mm512_or_si512(u, _mm512_set1_epi32(static_cast<int>(0x80000000u))), neg, u,
+                               _mm512_set1_epi32(-1));
+}
+
+int64_t count_at_least(const uint32_t* keys, int64_t n, uint32_t t) {
+  const __m512i vt = _mm512_set1_epi32(static_cast<int>(t));
+  int64_t c = 0;
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = tail_mask(n - i);
+    c += __builtin_popcount(_mm512_mask_cmpge_epu32_mask(m, _mm512_maskz_loadu_epi32(m, keys + i), vt));
+  }
+  return c;
+}
+
+}  // namespace
+
+int64_t pick_top_rows_avx512(const float* scores, int32_t num_q, int64_t s_stride, int64_t num_ctx, int64_t sinks,
+                             int64_t window_begin, float scale, int64_t budget, int32_t* rows, uint32_t* keys) {
+  sinks = std::min(sinks, num_ctx);
+  window_begin = std::clamp(window_begin, sinks, num_ctx);
+  const int64_t fixed = sinks + (num_ctx - window_begin), between = window_begin - sinks;
+  const int64_t take = std::clamp<int64_t>(budget - fixed, 0, between);
+  int64_t n = 0;
+  for (int64_t j = 0; j < sinks; ++j) rows[n++] = static_cast<int32_t>(j);
+  if (take == between) {
+    for (int64_t j = sinks; j < window_begin; ++j) rows[n++] = static_cast<int32_t>(j);
+  } else if (take > 0) {
+    float top[16];
+    for (int32_t h = 0; h < num_q; ++h) {  // each head's best over the rows between
+      const float* s = scores + h * s_stride + sinks;
+      __m512 mx = _mm512_set1_ps(-INFINITY);
+      for (int64_t i = 0; i < between; i += 16) {
+        const __mmask16 m = tail_mask(between - i);
+        mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), m, s + i));
+      }
+      top[h] = _mm512_reduce_max_ps(mx);
+    }
+    const __m512 vscale = _mm512_set1_ps(scale);
+    for (int64_t i = 0; i < between; i += 16) {  // keys of max over heads of scale * (score - the head's best)
+      const __mmask16 m = tail_mask(between - i);
+      __m512 best = _mm512_set1_ps(-INFINITY);
+      for (int32_t h = 0; h < num_q; ++h) {
+        const __m512 v = _mm512_maskz_loadu_ps(m, scores + h * s_stride + sinks + i);
+        best = _mm512_max_ps(best, _mm512_mul_ps(vscale, _mm512_sub_ps(v, _mm512_set1_ps(top[h]))));
+      }
+      _mm512_mask_storeu_epi32(keys + i, m, order_keys(best));
+    }
+    uint32_t t = 0;  // the largest key with at least `take` keys at or above it: the take-th largest
+    for (int bit = 31; bit >= 0; --bit) {
+      const uint32_t cand = t | (1u << bit);
+      if (count_at_least(keys, between, cand) >= take) t = cand;
+    }
+    int64_t equal_left = take - (t == 0xFFFFFFFFu ? 0 : count_at_least(keys, between, t + 1));
+    const __m512i vt = _mm512_set1_epi32(static_cast<int>(t));
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    for (int64_t i = 0; i < between; i += 16) {  // in order: every key above t, the first equal ones
+      const __mmask16 m = tail_mask(between - i);
+      const __m512i k = _mm512_maskz_loadu_epi32(m, keys + i);
+      const __mmask16 gt = _mm512_mask_cmpgt_epu32_mask(m, k, vt);
+      uint32_t eq = _mm512_mask_cmpeq_epu32_mask(m, k, vt);
+      if (equal_left <= 0) {
+        eq = 0;
+      } else if (__builtin_popcount(eq) > equal_left) {  // its lowest equal_left set bits
+        uint32_t low = 0;
+        for (int64_t k = 0; k < equal_left; ++k) low |= eq & (0u - eq), eq &= eq - 1;
+        eq = low;
+      }
+      equal_left -= __builtin_popcount(eq);
+      const __mmask16 sel = static_cast<__mmask16>(gt | eq);
+      const __m512i idx = _mm512_add_epi32(lane, _mm512_set1_epi32(static_cast<int>(sinks + i)));
+      _mm512_mask_compressstoreu_epi32(rows + n, sel, idx);
+      n += __builtin_popcount(sel);
+    }
+  }
+  for (int64_t j = window_begin; j < num_ctx; ++j) rows[n++] = static_cast<int32_t>(j);
+  return n;
+}
+
+}  // namespace slimkv
