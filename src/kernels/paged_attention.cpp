@@ -217,7 +217,7 @@ void PagedAttention::run(const float* q, const LayerKv& layer, const AttentionDi
       const int64_t first = t * nh + h0;  // the chunk's first query head in q and out
       const float* qh = q + first * hd;
       int64_t q_stride = hd;
-      const int64_t visible = num_ctx;
+      const int64_t visible = m.token_pos[t] + 1;  // the whole context (retention and windows read less of it)
       if (transform_q) {
         for (int32_t g = 0; g < num_q; ++g) {
           const float* src = q + (first + g) * hd;

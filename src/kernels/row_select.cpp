@@ -50,27 +50,22 @@ uint32_t kth_largest_key(const uint32_t* keys, int64_t n, int64_t take, int64_t*
 
 int64_t pick_rows(const float* scores, int64_t num_ctx, int64_t sinks, int64_t window_begin, int64_t budget,
                   int32_t* rows, int32_t* order) {
-  sinks = std::min(sinks, num_ctx);
-  window_begin = std::clamp(window_begin, sinks, num_ctx);
-  const int64_t fixed = sinks + (num_ctx - window_begin), between = window_begin - sinks;
-  const int64_t take = std::clamp<int64_t>(budget - fixed, 0, between);
-  int64_t n = 0;
-  for (int64_t j = 0; j < sinks; ++j) rows[n++] = static_cast<int32_t>(j);
-  if (take == between) {
-    for (int64_t j = sinks; j < window_begin; ++j) rows[n++] = static_cast<int32_t>(j);
-  } else if (take > 0) {
+  const RowChoice c(num_ctx, sinks, window_begin, budget);
+  int64_t n = append_rows(rows, 0, 0, c.sinks);
+  if (c.all()) {
+    n = append_rows(rows, n, c.sinks, c.window_begin);
+  } else if (c.take > 0) {
     // The take highest scores, ties to the earlier row, in position order: a radix select of the threshold, then
     // one pass in order (every row above it, and the first rows equal to it).
     uint32_t* keys = reinterpret_cast<uint32_t*>(order);
-    for (int64_t j = 0; j < between; ++j) keys[j] = order_key(scores[sinks + j]);
+    for (int64_t j = 0; j < c.between; ++j) keys[j] = order_key(scores[c.sinks + j]);
     int64_t equal_needed = 0;
-    const uint32_t t = kth_largest_key(keys, between, take, &equal_needed);
-    for (int64_t j = 0; j < between; ++j) {
-      if (keys[j] > t || (keys[j] == t && equal_needed-- > 0)) rows[n++] = static_cast<int32_t>(sinks + j);
+    const uint32_t t = kth_largest_key(keys, c.between, c.take, &equal_needed);
+    for (int64_t j = 0; j < c.between; ++j) {
+      if (keys[j] > t || (keys[j] == t && equal_needed-- > 0)) rows[n++] = static_cast<int32_t>(c.sinks + j);
     }
   }
-  for (int64_t j = window_begin; j < num_ctx; ++j) rows[n++] = static_cast<int32_t>(j);
-  return n;
+  return append_rows(rows, n, c.window_begin, num_ctx);
 }
 
 int64_t pick_rows_by_mass(const float* probs, int64_t num_ctx, int64_t sinks, int64_t window_begin, double mass,

@@ -4,6 +4,7 @@
 // rows between, up to a budget. Scalar code, a reference beside which faster kernels are checked.
 // Must not know: requests, layers or how the index was written.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -16,6 +17,24 @@ enum class RowScorer : uint8_t { Sketch, Oracle, Pages };
 // How many rows a query over num_ctx rows reads: ceil(fraction x num_ctx) when fraction > 0, else topk_tokens;
 // never fewer than its sinks and window, never more than num_ctx.
 int64_t select_budget(int64_t num_ctx, int32_t topk_tokens, double fraction, int32_t sink_tokens, int32_t window_tokens);
+
+// The fixed part of a fixed-budget choice over num_ctx rows: the sinks and the window's start clamped, the rows
+// between, and how many of them to take (all, none, or some: those the caller ranks highest).
+struct RowChoice {
+  int64_t sinks, window_begin, between, take;
+  RowChoice(int64_t num_ctx, int64_t sink_rows, int64_t window_start, int64_t budget) {
+    sinks = std::min(sink_rows, num_ctx);
+    window_begin = std::clamp(window_start, sinks, num_ctx);
+    between = window_begin - sinks;
+    take = std::clamp<int64_t>(budget - sinks - (num_ctx - window_begin), 0, between);
+  }
+  bool all() const { return take == between; }
+};
+// Appends rows [from, to) to rows[0, n); returns the new count.
+inline int64_t append_rows(int32_t* rows, int64_t n, int64_t from, int64_t to) {
+  for (int64_t j = from; j < to; ++j) rows[n++] = static_cast<int32_t>(j);
+  return n;
+}
 
 // The rows read, ascending, into rows: [0, sinks) ∪ the (budget - sinks - (num_ctx - window_begin)) rows of
 // [sinks, window_begin) with the highest scores (ties: the earlier row) ∪ [window_begin, num_ctx). scores: [num_ctx],

@@ -13,9 +13,6 @@ Tasks, in the format of ../shared/data/passkey-kjv.jsonl:
 import os
 import random
 
-import numpy as np
-import torch
-
 NAMES = ("Babylon Jericho Bethel Hebron Samaria Zion Gilead Bashan Sharon Carmel Tyre Sidon Damascus Nineveh Gaza "
          "Ashdod Ekron Gath Shiloh Gibeah Ramah Mizpeh Beersheba Dan Judah Benjamin Ephraim Manasseh Reuben Simeon "
          "Levi Issachar Zebulun Naphtali Asher Gad Moab Edom Ammon Egypt Assyria Persia Media Elam Sheba Ophir "
@@ -26,6 +23,7 @@ ANSWER_WEIGHT = 5.0
 
 class Generator:
     def __init__(self, work, seed=0):
+        import numpy as np
         import sentencepiece as spm
         self.sp = spm.SentencePieceProcessor(model_file=os.path.join(work, "tokenizer.model"))
         self.vocab_size = self.sp.get_piece_size()
@@ -136,6 +134,7 @@ class Generator:
 
     def batch(self, rng, batch, length, mix):
         xs, ys, ws = [], [], []
+        import numpy as np  # (imported where used: the test-set code below runs without numpy and torch)
         edges = np.cumsum(mix)
         for _ in range(batch):
             r = rng.random()
@@ -154,6 +153,7 @@ class Generator:
             xs.append(seq[:-1])
             ys.append(seq[1:])
             ws.append(w[1:])
+        import torch
         return torch.tensor(xs), torch.tensor(ys), torch.tensor(ws)
 
     # ------------------------------------------------------------ held out

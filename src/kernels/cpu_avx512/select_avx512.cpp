@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/row_select.h"
+
 namespace slimkv {
 namespace {
 
@@ -35,14 +37,12 @@ int64_t count_at_least(const uint32_t* keys, int64_t n, uint32_t t) {
 
 int64_t pick_top_rows_avx512(const float* scores, int32_t num_q, int64_t s_stride, int64_t num_ctx, int64_t sinks,
                              int64_t window_begin, float scale, int64_t budget, int32_t* rows, uint32_t* keys) {
-  sinks = std::min(sinks, num_ctx);
-  window_begin = std::clamp(window_begin, sinks, num_ctx);
-  const int64_t fixed = sinks + (num_ctx - window_begin), between = window_begin - sinks;
-  const int64_t take = std::clamp<int64_t>(budget - fixed, 0, between);
-  int64_t n = 0;
-  for (int64_t j = 0; j < sinks; ++j) rows[n++] = static_cast<int32_t>(j);
-  if (take == between) {
-    for (int64_t j = sinks; j < window_begin; ++j) rows[n++] = static_cast<int32_t>(j);
+  const RowChoice c(num_ctx, sinks, window_begin, budget);
+  const int64_t between = c.between, take = c.take;
+  sinks = c.sinks;
+  int64_t n = append_rows(rows, 0, 0, sinks);
+  if (c.all()) {
+    n = append_rows(rows, n, sinks, c.window_begin);
   } else if (take > 0) {
     float top[16];
     for (int32_t h = 0; h < num_q; ++h) {  // each head's best over the rows between
@@ -91,8 +91,7 @@ int64_t pick_top_rows_avx512(const float* scores, int32_t num_q, int64_t s_strid
       n += __builtin_popcount(sel);
     }
   }
-  for (int64_t j = window_begin; j < num_ctx; ++j) rows[n++] = static_cast<int32_t>(j);
-  return n;
+  return append_rows(rows, n, c.window_begin, num_ctx);
 }
 
 }  // namespace slimkv
