@@ -115,15 +115,18 @@ int run_profile(ProfileFlags f) {
                     c["all_to_all_ms"].get<double>());
       }
     }
-    std::printf("\nsparse-index share of decode: %.1f%% (importance scoring + top-K selection + eviction/merge, or "
-                "DeepSeek-V4's lightning indexer; the attention kernel's own importance accumulation is fused and "
-                "counted under attention)\n", 100 * sparse);
+    std::printf("\nsparse-index share of decode: %.1f%% (importance scoring + top-K selection + eviction/merge, "
+                "DeepSeek-V4's lightning indexer, or select mode's row choice; the attention kernel's own importance "
+                "accumulation is fused and counted under attention)\n", 100 * sparse);
     if (sparse > f.warn_share) {
+      const bool select = engine.config().compress.select();
       std::printf("WARNING: above %.0f%%: the sparse index eats the gain (seed 5.3). %s\n", 100 * f.warn_share,
-                  model->config.dsv4.enabled() ? "The indexer scores every visible entry: a smaller model is "
-                                                 "indexer-bound; lower --kv-sparse-topk has little effect on it"
-                                               : "Raise --kv-sparse-topk (fewer evictions) or use --kv-sparse-mode "
-                                                 "static.");
+                  model->config.dsv4.enabled()
+                      ? "The indexer scores every visible entry: a smaller model is indexer-bound; lower "
+                        "--kv-sparse-topk has little effect on it"
+                  : select ? "Select mode scores its whole index every step: a smaller --kv-select-rank or "
+                             "--kv-select-dtype int4, or dense attention at this context length."
+                           : "Raise --kv-sparse-topk (fewer evictions) or use --kv-sparse-mode static.");
     }
   }
   return 0;

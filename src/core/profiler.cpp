@@ -9,7 +9,7 @@ const char* prof_kind_name(ProfKind k) {
     case ProfKind::KvWrite: return "RoPE + KV write (project/quantize)";
     case ProfKind::SparseScoring: return "sparse: importance scoring";
     case ProfKind::SparseSelection: return "sparse: top-K selection + evict/merge";
-    case ProfKind::Indexer: return "lightning indexer (DeepSeek-V4)";
+    case ProfKind::Indexer: return "indexer (DeepSeek-V4's lightning indexer; select mode's row choice)";
     case ProfKind::Compressor: return "KV compressor (DeepSeek-V4)";
     case ProfKind::Collective: return "collectives (all-reduce between ranks)";
     case ProfKind::Sampling: return "sampling";

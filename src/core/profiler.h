@@ -14,7 +14,8 @@ enum class ProfKind : int {
   KvWrite,          // RoPE + writing K/V (low-rank projection, rotation, quantization)
   SparseScoring,    // routing attention mass to per-block importance
   SparseSelection,  // choosing and evicting the least-attended blocks (+ merging them into summaries)
-  Indexer,          // DeepSeek-V4's lightning indexer: its queries, scores over the compressed keys, top-k
+  Indexer,          // DeepSeek-V4's lightning indexer: its queries, scores over the compressed keys, top-k; and
+                    // select mode's choice of rows (scoring its index, the top rows; kv_sparse_mode select)
   Compressor,       // DeepSeek-V4's compressors: gated pooling of token groups into entries (+ indexer keys)
   Collective,       // tensor / expert parallelism: all-reduces between ranks (waiting for the slowest included)
   Sampling,

@@ -58,6 +58,8 @@ class Engine {
   // Tests and tools: the cache's storage, and an unfinished request's KV bookkeeping (its block tables per group,
   // tokens computed), or null.
   const KvStorage& storage() const { return storage_; }
+  // What attention has read since start (rows read and visible per query token and KV head, a select index's rows).
+  const PagedAttention::ReadStats& read_stats() const { return fwd_.read_stats(); }
   const Request* find_request(RequestId id) { return scheduler_.find(id); }
   // Requests that finished since the last call (their tokens and timings), then forgotten by the engine.
   std::vector<std::unique_ptr<Request>> take_finished();

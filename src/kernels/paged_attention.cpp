@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include <chrono>
+
 #include "core/check.h"
+#include "core/profiler.h"
 #include "kernels/kv_codec.h"
 
 namespace slimkv {
@@ -172,6 +175,7 @@ void PagedAttention::run(const float* q, const LayerKv& layer, const AttentionDi
     SLIMKV_CHECK(m.token_track.empty() && layer.window_tokens == 0, "paged attention: select on a retention layer");
   }
   const double f16_row_bytes = 2.0 * (dims.head_dim_k + dims.head_dim_v);
+  const bool timing = layer.select && Profiler::active() != nullptr;  // the Indexer's share of this walk
   // Work items: (query token, KV head, chunk of its query heads): a kernel call serves the chunk's heads from one
   // walk over the KV head's pages.
   const int32_t chunk = std::min(group, kMaxAttendGroup), chunks_per_kv = (group + chunk - 1) / chunk;
@@ -240,6 +244,8 @@ void PagedAttention::run(const float* q, const LayerKv& layer, const AttentionDi
       ReadStats& rs = thread_read_[thread];
       PagedKv walk = kv;  // select mode: the same rows, remapped to the chosen ones
       int64_t read = num_ctx;
+      using SteadyClock = std::chrono::steady_clock;
+      const SteadyClock::time_point t_sel = timing ? SteadyClock::now() : SteadyClock::time_point{};
       if (layer.select) {
         const LayerKv::Select& sel = *layer.select;
         const int64_t budget = select_budget(num_ctx, sel.topk_tokens, sel.fraction, sel.sink_tokens, sel.window_tokens);
@@ -293,6 +299,8 @@ void PagedAttention::run(const float* q, const LayerKv& layer, const AttentionDi
           walk.rows = rows;
         }
       }
+      const SteadyClock::time_point t_walk = timing ? SteadyClock::now() : SteadyClock::time_point{};
+      if (timing) rs.select_seconds += std::chrono::duration<double>(t_walk - t_sel).count();
       const int64_t recent = num_ctx - older, main_rows = read - recent;  // the window's rows are the last read
       rs.items += 1;
       rs.read_fraction_sum += static_cast<double>(read) / static_cast<double>(std::max<int64_t>(visible, 1));
@@ -310,6 +318,7 @@ void PagedAttention::run(const float* q, const LayerKv& layer, const AttentionDi
         k.attend_group(qh, num_q, q_stride, walk, read, scale, scores, max_ctx_, o, o_stride);
       }
       num_ctx = read;  // what the scores below cover
+      if (timing) rs.walk_seconds += std::chrono::duration<double>(SteadyClock::now() - t_walk).count();
       for (int32_t g = 0; g < num_q; ++g) {
         const float* sg = scores + static_cast<int64_t>(g) * max_ctx_;
         float* og = o + g * o_stride;

@@ -97,9 +97,13 @@ class PagedAttention {
     double read_fraction_sum = 0;   // sum over items of rows read / rows visible
     int64_t rows_read = 0, rows_visible = 0, index_rows = 0;
     double bytes_read = 0, f16_bytes = 0;
+    // With a profiler installed (core/profiler.h): thread-seconds spent choosing rows (scoring the index, the
+    // choice) and walking them — the split of the attention's wall time between ProfKind Indexer and Attention.
+    double select_seconds = 0, walk_seconds = 0;
     void add(const ReadStats& o) {
       items += o.items, read_fraction_sum += o.read_fraction_sum, rows_read += o.rows_read;
       rows_visible += o.rows_visible, index_rows += o.index_rows, bytes_read += o.bytes_read, f16_bytes += o.f16_bytes;
+      select_seconds += o.select_seconds, walk_seconds += o.walk_seconds;
     }
   };
   // q: [T, num_heads * head_dim_k]; out: [T, num_heads * head_dim_v].

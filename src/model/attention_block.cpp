@@ -1,6 +1,7 @@
 // DecoderForward's attention block: what every family's attention is made of. Optional pieces (biases, per-head
 // q/k norms) act when the layer has the weights; the window, head sizes, RoPE and an output gate come from the
 // layer's config.
+#include <chrono>
 #include <cmath>
 #include <cstring>
 
@@ -124,10 +125,18 @@ void DecoderForward::attention(int32_t l, const float* in, float* out) {
   if (g.select.on()) lk.select = layer_select(l);
   const AttentionDims dims{lc.num_heads, lc.num_kv_heads, lc.head_dim_k, lc.head_dim_v, c.attn_scale, w.attn_sinks};
   {
-    ProfScope ps(ProfKind::Attention);
     PagedAttention& plan = attention_plan(g.group);
+    const auto t0 = std::chrono::steady_clock::now();
     ops_->attention(plan, q_.data(), lk, dims, att_.data());
-    read_stats_.add(plan.last_read());
+    const PagedAttention::ReadStats& r = plan.last_read();
+    read_stats_.add(r);
+    if (Profiler* prof = Profiler::active()) {  // select mode's choice of rows is the indexer's share of the walk
+      const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double busy = r.select_seconds + r.walk_seconds;
+      const double share = busy > 0 ? r.select_seconds / busy : 0.0;
+      prof->add(ProfKind::Indexer, share * wall);
+      prof->add(ProfKind::Attention, (1 - share) * wall);
+    }
   }
   if (lc.attn_output_gate) {  // att *= sigmoid(gate)
     const size_t n = static_cast<size_t>(T) * lc.attn_out_dim();

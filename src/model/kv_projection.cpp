@@ -25,6 +25,9 @@ std::string model_fingerprint(const Model& m) {
 
 std::vector<LayerProjection> load_kv_projection(const CompressionConfig& cc, const Model& m, const KvLayout& layout) {
   if (!cc.low_rank() && !cc.select_sketch()) return {};
+  SLIMKV_CHECK(m.shard.ranks <= 1, "{} under tensor parallelism: a calibration file is made for the whole model, and "
+               "its per-head bases are not yet sliced to a rank's heads (run select's sketch and low rank on one process)",
+               cc.low_rank() ? "low-rank K/V" : "--kv-select-index sketch");
   Calibration cal = Calibration::load(cc.kv_calibration);
   const std::string fp = model_fingerprint(m);
   SLIMKV_CHECK(cal.model_fingerprint == fp, "{}: calibration file was made for another model (fingerprint {}, this "

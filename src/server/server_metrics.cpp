@@ -63,6 +63,13 @@ void ServerMetrics::write(PromWriter& w, const std::string& p, const Engine& eng
   one("prompt_tokens_total", "counter", "Number of prefill tokens processed.", static_cast<double>(m.prompt_tokens));
   one("generation_tokens_total", "counter", "Number of generation tokens processed.",
       static_cast<double>(m.generation_tokens));
+  const PagedAttention::ReadStats& reads = engine.read_stats();
+  one("attention_rows_read_total", "counter", "KV rows attention read, per query token and KV head, every layer "
+      "(select mode reads a share of the visible ones).", static_cast<double>(reads.rows_read));
+  one("attention_rows_visible_total", "counter", "KV rows the same queries could see (their contexts).",
+      static_cast<double>(reads.rows_visible));
+  one("select_index_rows_scored_total", "counter", "Select mode: index entries scored to choose the rows read.",
+      static_cast<double>(reads.index_rows));
   w.family(p + "request_success_total", "counter", "Count of finished requests by finish reason.");
   for (const auto& [reason, n] : finished_by_reason_) {
     PromLabels l = labels;
