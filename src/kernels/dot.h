@@ -49,14 +49,17 @@ struct PagedKv {
   }
   // Rows are positions [0, n), page after page (the kernels' paged walks); else they are remapped.
   bool contiguous() const { return sink_tokens == 0 && window_begin == 0 && rows == nullptr; }
-  const uint8_t* k_row(int64_t t) const {
-    const int64_t p = position(t);
-    return k_base + (static_cast<int64_t>(block_ids[p / block_size]) * block_size + p % block_size) * k_row_bytes;
+  // The storage slot of position p (its block's id x block_size + its offset); a shift for the usual power-of-two
+  // block sizes (an integer division per row cost remapped walks more than the row's arithmetic).
+  int64_t slot_of(int64_t p) const {
+    if ((block_size & (block_size - 1)) == 0) {
+      const int s = __builtin_ctz(static_cast<unsigned>(block_size));
+      return (static_cast<int64_t>(block_ids[p >> s]) << s) + (p & (block_size - 1));
+    }
+    return static_cast<int64_t>(block_ids[p / block_size]) * block_size + p % block_size;
   }
-  const uint8_t* v_row(int64_t t) const {
-    const int64_t p = position(t);
-    return v_base + (static_cast<int64_t>(block_ids[p / block_size]) * block_size + p % block_size) * v_row_bytes;
-  }
+  const uint8_t* k_row(int64_t t) const { return k_base + slot_of(position(t)) * k_row_bytes; }
+  const uint8_t* v_row(int64_t t) const { return v_base + slot_of(position(t)) * v_row_bytes; }
   const float* k_row_f32(int64_t t) const { return reinterpret_cast<const float*>(k_row(t)); }
   // Brings the page holding row t (this head's block_size rows) towards the cache ahead of use: pages sit at
   // scattered addresses, so the hardware prefetcher cannot guess the next one. No-op past num_ctx.

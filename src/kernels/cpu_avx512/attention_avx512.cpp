@@ -44,6 +44,9 @@ __m512 exp512_ps(__m512 x) {  // Cephes-style polynomial, as exp256_ps in cpu_av
 
 using simd::kv_row_scale;
 
+// Remapped (gathered) rows are prefetched this many rows ahead of their use.
+constexpr int64_t kGatherAhead = 16;
+
 // How a row's codes are read. Keys: 64 values at a time as two vectors of 32 int16 codes, multiplied by the int16
 // query (VPDPWSSD) laid out to match; values: int8 codes widened to floats, 16 at a time.
 struct Int8Codes {  // one signed byte per value, natural order
@@ -267,7 +270,10 @@ void sum_values(const Codes& codes, const PagedKv& kv, int64_t num_ctx, bool pag
       for (int32_t k = 0; k < bs; ++k) add_row(page + k * kv.v_row_bytes, t + k);
     }
   }
-  for (; t < num_ctx; ++t) add_row(kv.v_row(t), t);
+  for (; t < num_ctx; ++t) {  // remapped rows: the one kGatherAhead on requested now
+    if (!paged && t + kGatherAhead < num_ctx) __builtin_prefetch(kv.v_row(t + kGatherAhead), 0, 3);
+    add_row(kv.v_row(t), t);
+  }
 #pragma GCC unroll 4
   for (int c = 0; c < C; ++c) {
     const __m512 vinv = _mm512_set1_ps(inv[c]);
@@ -309,6 +315,9 @@ void attend_codes(const float* q, int32_t num_q, int64_t q_stride, const PagedKv
   for (; t + 8 <= num_ctx; t += 8) {  // remapped rows (a window, a select mode's choice): 8 gathered at a time
     const uint8_t* rows[8];
     for (int k = 0; k < 8; ++k) rows[k] = kv.k_row(t + k);
+    for (int64_t k = t + kGatherAhead; k < std::min(num_ctx, t + kGatherAhead + 8); ++k) {
+      __builtin_prefetch(kv.k_row(k), 0, 3);  // scattered rows: ask for the ones after next now
+    }
     score_heads8(kcodes, iq, num_q, rows, kd, scores, s_stride, t);
   }
   for (; t < num_ctx; ++t) {
