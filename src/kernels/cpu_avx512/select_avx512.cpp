@@ -40,7 +40,7 @@ int64_t pick_top_rows_avx512(const float* scores, int32_t num_q, int64_t s_strid
   const RowChoice c(num_ctx, sinks, window_begin, budget);
   const int64_t between = c.between, take = c.take;
   sinks = c.sinks;
-  int64_t n = append_rows(rows, 0, 0, sinks);
+  int64_t n = append_rows(rows, 0, 0, sinks);  // (rewritten below where the rows' buffer serves as scratch)
   if (c.all()) {
     n = append_rows(rows, n, sinks, c.window_begin);
   } else if (take > 0) {
@@ -64,12 +64,32 @@ int64_t pick_top_rows_avx512(const float* scores, int32_t num_q, int64_t s_strid
       }
       _mm512_mask_storeu_epi32(keys + i, m, order_keys(best));
     }
-    uint32_t t = 0;  // the largest key with at least `take` keys at or above it: the take-th largest
-    for (int bit = 31; bit >= 0; --bit) {
-      const uint32_t cand = t | (1u << bit);
-      if (count_at_least(keys, between, cand) >= take) t = cand;
+    // The take-th largest key t: a histogram of the top 12 bits finds its bucket (and the keys above it); the
+    // bucket's keys, compressed out (into the rows' buffer, written only after), give the low 20 bits by a bitwise
+    // search of counts over them alone.
+    int32_t hist[4096] = {};
+    for (int64_t i = 0; i < between; ++i) ++hist[keys[i] >> 20];
+    int64_t above = 0;
+    int32_t b = 4095;
+    while (above + hist[b] < take) above += hist[b--];
+    uint32_t* bucket = reinterpret_cast<uint32_t*>(rows);
+    int64_t nb = 0;
+    const __m512i vb = _mm512_set1_epi32(b);
+    for (int64_t i = 0; i < between; i += 16) {
+      const __mmask16 m = tail_mask(between - i);
+      const __m512i k = _mm512_maskz_loadu_epi32(m, keys + i);
+      const __mmask16 in = _mm512_mask_cmpeq_epi32_mask(m, _mm512_srli_epi32(k, 20), vb);
+      _mm512_mask_compressstoreu_epi32(bucket + nb, in, k);
+      nb += __builtin_popcount(in);
     }
-    int64_t equal_left = take - (t == 0xFFFFFFFFu ? 0 : count_at_least(keys, between, t + 1));
+    const int64_t need = take - above;  // the need-th largest of the bucket
+    uint32_t t = static_cast<uint32_t>(b) << 20;
+    for (int bit = 19; bit >= 0; --bit) {
+      const uint32_t cand = t | (1u << bit);
+      if (count_at_least(bucket, nb, cand) >= need) t = cand;
+    }
+    int64_t equal_left = need - ((t & 0xFFFFFu) == 0xFFFFFu ? 0 : count_at_least(bucket, nb, t + 1));
+    n = append_rows(rows, 0, 0, sinks);  // (the bucket is done with)
     const __m512i vt = _mm512_set1_epi32(static_cast<int>(t));
     const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     for (int64_t i = 0; i < between; i += 16) {  // in order: every key above t, the first equal ones
