@@ -15,10 +15,16 @@
 namespace slimkv {
 namespace {
 
-// Sums 64-byte lines of [p, p + bytes) as integers: every byte is loaded once, nothing is written.
-__attribute__((target("avx2"))) uint64_t read_all(const uint8_t* p, int64_t bytes) {
+// Sums 64-byte lines of [p, p + bytes) as integers: every byte is loaded once, nothing is written. With
+// ahead_bytes > 0 each line is also prefetched that far ahead, as the decode kernels do (on AMD Zen 5 a thread
+// reads ~15% more that way); the command reports the better of the two loops.
+__attribute__((target("avx2"))) uint64_t read_all(const uint8_t* p, int64_t bytes, int64_t ahead_bytes) {
   __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
   for (int64_t i = 0; i + 128 <= bytes; i += 128) {
+    if (ahead_bytes > 0) {
+      _mm_prefetch(reinterpret_cast<const char*>(p + i + ahead_bytes), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p + i + ahead_bytes + 64), _MM_HINT_T0);
+    }
     a0 = _mm256_add_epi64(a0, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i)));
     a1 = _mm256_add_epi64(a1, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 32)));
     a2 = _mm256_add_epi64(a2, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 64)));
@@ -56,13 +62,14 @@ void add_bench_bandwidth_command(CLI::App& bench, std::vector<Command>& out) {
                      ThreadPool pool(t);
                      double best = 0;
                      volatile uint64_t sink = 0;
-                     for (int32_t r = 0; r < f->repeats; ++r) {
+                     for (int32_t r = 0; r < 2 * f->repeats; ++r) {  // even passes plain, odd ones prefetching
+                       const int64_t ahead = r % 2 ? 4096 : 0;
                        const auto t0 = std::chrono::steady_clock::now();
                        const int64_t chunks = 64;
                        const int64_t per = bytes / chunks;
                        std::vector<uint64_t> sums(chunks);
                        pool.parallel_for(chunks, 1, [&](int64_t c0, int64_t c1, int32_t) {
-                         for (int64_t c = c0; c < c1; ++c) sums[c] = read_all(buf.get() + c * per, per);
+                         for (int64_t c = c0; c < c1; ++c) sums[c] = read_all(buf.get() + c * per, per, ahead);
                        });
                        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
                        for (uint64_t v : sums) sink = sink + v;

@@ -34,7 +34,80 @@ void run_rows(const WeightView& w, int64_t num_tokens, int64_t rows_out, float* 
   }
 }
 
+// Q8_K activations [T, nsb] and, per distinct K-quant dtype among the matrices (at most 4), their terms
+// [T, nsb, 16]: computed once on the calling thread, read by every thread.
+struct KQuantActivations {
+  const Q8_KBlock* x = nullptr;
+  DType dtypes[4] = {};
+  const int32_t* terms[4] = {};
+  int num_dtypes = 0;
+  const int32_t* terms_of(DType t) const {
+    for (int i = 0; i < num_dtypes; ++i) {
+      if (dtypes[i] == t) return terms[i];
+    }
+    return nullptr;
+  }
+};
+
+KQuantActivations kquant_activations(const WeightView* const* ws, int n, const float* x, int64_t T, Isa isa) {
+  const int64_t cols = ws[0]->cols, nsb = cols / 256;
+  thread_local std::vector<Q8_KBlock> xk;
+  thread_local std::vector<int32_t> terms[4];
+  if (static_cast<int64_t>(xk.size()) < T * nsb) xk.resize(T * nsb);
+  for (int64_t t = 0; t < T; ++t) quantize_activations(DType::Q8_K, x + t * cols, xk.data() + t * nsb, cols, isa);
+  KQuantActivations a;
+  a.x = xk.data();
+  for (int i = 0; i < n; ++i) {
+    if (a.terms_of(ws[i]->dtype) != nullptr) continue;
+    std::vector<int32_t>& v = terms[a.num_dtypes];
+    if (static_cast<int64_t>(v.size()) < T * nsb * 16) v.resize(T * nsb * 16);
+    kquant_panel_terms(ws[i]->dtype, xk.data(), T, nsb, v.data());
+    a.dtypes[a.num_dtypes] = ws[i]->dtype;
+    a.terms[a.num_dtypes++] = v.data();
+  }
+  return a;
+}
+
+// Rows [r0, r1) of one K-quant panel matrix, every token; y [T, w.rows].
+void kquant_rows(const WeightView& w, const KQuantActivations& a, int64_t T, float* y, int64_t r0, int64_t r1,
+                 const DotKernels& k) {
+  const int32_t* terms = a.terms_of(w.dtype);
+  if (k.gemm_kquant_panels == nullptr || !k.gemm_kquant_panels(w, a.x, terms, T, y, r0, r1)) {
+    matmul_kquant_panels_ref(w, a.x, terms, T, y, r0, r1);
+  }
+}
+
 }  // namespace
+
+void matmul_same_input(const MatmulOut* outs, int n, const float* x, int64_t num_tokens, ThreadPool* pool, Isa isa) {
+  SLIMKV_CHECK(n >= 1 && n <= 4, "matmul_same_input: 1..4 matrices (got {})", n);
+  const WeightView* ws[4];
+  int64_t panels = 0, macs = 0;
+  bool fused = true;
+  for (int i = 0; i < n; ++i) {
+    ws[i] = outs[i].w;
+    fused = fused && ws[i]->panel && has_kquant_panels(ws[i]->dtype) && ws[i]->cols == ws[0]->cols;
+    panels += (ws[i]->rows + kPanelRows - 1) / kPanelRows;
+    macs += ws[i]->rows * ws[i]->cols * num_tokens;
+  }
+  if (!fused || pool == nullptr || macs < kInlineMacs) {  // one matmul each (the same kernels either way)
+    for (int i = 0; i < n; ++i) matmul(*outs[i].w, x, num_tokens, outs[i].y, pool, isa);
+    return;
+  }
+  const DotKernels& k = dot_kernels(isa);
+  const KQuantActivations a = kquant_activations(ws, n, x, num_tokens, isa);
+  // The matrices' panels as one range [0, panels): a chunk may end one matrix and start the next.
+  pool->parallel_for(panels, 1, [&](int64_t g0, int64_t g1, int32_t) {
+    int64_t base = 0;
+    for (int i = 0; i < n && base < g1; ++i) {
+      const WeightView& w = *ws[i];
+      const int64_t np = (w.rows + kPanelRows - 1) / kPanelRows;
+      const int64_t p0 = std::max<int64_t>(g0 - base, 0), p1 = std::min<int64_t>(g1 - base, np);
+      if (p0 < p1) kquant_rows(w, a, num_tokens, outs[i].y, p0 * kPanelRows, std::min(w.rows, p1 * kPanelRows), k);
+      base += np;
+    }
+  });
+}
 
 int64_t panel_view_bytes(const WeightView& w) {
   if (has_kquant_panels(w.dtype)) return kquant_panel_bytes(w);
@@ -217,22 +290,9 @@ void matmul(const WeightView& w, const float* x, int64_t num_tokens, float* y, T
       else pool->parallel_for(panels, 1, body);
     };
     if (has_kquant_panels(w.dtype)) {  // Q8_K activations and their per-sub-block terms, once for all threads
-      const int64_t nsb = w.cols / 256;
-      thread_local std::vector<Q8_KBlock> xk;
-      thread_local std::vector<int32_t> terms;  // [T, nsb, 16]
-      if (static_cast<int64_t>(xk.size()) < num_tokens * nsb) xk.resize(num_tokens * nsb);
-      if (static_cast<int64_t>(terms.size()) < num_tokens * nsb * 16) terms.resize(num_tokens * nsb * 16);
-      for (int64_t t = 0; t < num_tokens; ++t) {
-        quantize_activations(DType::Q8_K, x + t * w.cols, xk.data() + t * nsb, w.cols, isa);
-      }
-      kquant_panel_terms(w.dtype, xk.data(), num_tokens, nsb, terms.data());
-      const Q8_KBlock* xin = xk.data();
-      const int32_t* tin = terms.data();
-      split([&](int64_t r0, int64_t r1) {
-        if (k.gemm_kquant_panels == nullptr || !k.gemm_kquant_panels(w, xin, tin, num_tokens, y, r0, r1)) {
-          matmul_kquant_panels_ref(w, xin, tin, num_tokens, y, r0, r1);
-        }
-      });
+      const WeightView* ws[1] = {&w};
+      const KQuantActivations a = kquant_activations(ws, 1, x, num_tokens, isa);
+      split([&](int64_t r0, int64_t r1) { kquant_rows(w, a, num_tokens, y, r0, r1, k); });
       return;
     }
     if (!has_quant_panels(w.dtype)) {  // F32 / F16

@@ -31,6 +31,17 @@ struct WeightView {
 void matmul(const WeightView& w, const float* x, int64_t num_tokens, float* y, ThreadPool* pool,
             Isa isa = active_isa());
 
+// y_i[T, rows_i] = x[T, cols] · W_i^T for up to 4 matrices that read the same x (Q / K / V, gate / up). K-quant
+// panel matrices of equal columns share one quantization of x and one split of the threads over all their panels
+// (one barrier, not one per matrix); anything else runs one matmul each. The same kernels per panel either way:
+// == separate matmul calls, bit for bit.
+struct MatmulOut {
+  const WeightView* w = nullptr;
+  float* y = nullptr;
+};
+void matmul_same_input(const MatmulOut* outs, int n, const float* x, int64_t num_tokens, ThreadPool* pool,
+                       Isa isa = active_isa());
+
 // out[cols] = row r of W, dequantized to f32 (embedding lookups; panel-packed F32 views too).
 void dequantize_row(const WeightView& w, int64_t r, float* out);
 

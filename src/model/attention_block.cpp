@@ -87,11 +87,12 @@ void DecoderForward::attention(int32_t l, const float* in, float* out) {
     ProfScope ps(ProfKind::Matmul);
     if (lc.attn_output_gate) {
       project_gated_q(l, in);
+      const MatmulOut kv_out[] = {{&w.wk, k_.data()}, {&w.wv, v_.data()}};
+      ops_->matmul_same_input(kv_out, 2, in, T);
     } else {
-      ops_->matmul(w.wq, in, T, q_.data());
+      const MatmulOut qkv_out[] = {{&w.wq, q_.data()}, {&w.wk, k_.data()}, {&w.wv, v_.data()}};
+      ops_->matmul_same_input(qkv_out, 3, in, T);
     }
-    ops_->matmul(w.wk, in, T, k_.data());
-    ops_->matmul(w.wv, in, T, v_.data());
   }
   add_row_bias(q_.data(), w.bq, T, qd);
   add_row_bias(k_.data(), w.bk, T, kd);

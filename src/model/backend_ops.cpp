@@ -14,6 +14,9 @@ class CpuOps : public BackendOps {
   void matmul(const WeightView& w, const float* x, int64_t num_tokens, float* y) override {
     slimkv::matmul(w, x, num_tokens, y, pool_);
   }
+  void matmul_same_input(const MatmulOut* outs, int n, const float* x, int64_t num_tokens) override {
+    slimkv::matmul_same_input(outs, n, x, num_tokens, pool_);
+  }
   void attention(PagedAttention& plan, const float* q, const PagedAttention::LayerKv& kv, const AttentionDims& dims,
                  float* out) override {
     plan.run(q, kv, dims, out, pool_);
@@ -21,8 +24,14 @@ class CpuOps : public BackendOps {
   void rmsnorm_rows(float* out, const float* x, const float* w, int64_t num_rows, int64_t n, float eps) override {
     slimkv::rmsnorm_rows(out, x, w, num_rows, n, eps);
   }
-  void swiglu(float* gate, const float* up, int64_t n) override { slimkv::swiglu(gate, up, n); }
-  void geglu(float* gate, const float* up, int64_t n) override { slimkv::geglu(gate, up, n); }
+  // Element-wise, so split over the threads when long enough (a decode step's 8192-wide SwiGLU ran on one thread
+  // while the other waited): the same values whatever the split.
+  void swiglu(float* gate, const float* up, int64_t n) override {
+    elementwise(n, [&](int64_t i0, int64_t i1) { slimkv::swiglu(gate + i0, up + i0, i1 - i0); });
+  }
+  void geglu(float* gate, const float* up, int64_t n) override {
+    elementwise(n, [&](int64_t i0, int64_t i1) { slimkv::geglu(gate + i0, up + i0, i1 - i0); });
+  }
   void all_reduce_sum(float* x, int64_t n) override {  // one rank holds the whole sum
     if (collectives_) {
       ProfScope ps(ProfKind::Collective);
@@ -56,6 +65,13 @@ class CpuOps : public BackendOps {
   ThreadPool* pool() const override { return pool_; }
 
  private:
+  template <typename Fn>
+  void elementwise(int64_t n, Fn fn) {
+    constexpr int64_t kGrain = 2048;  // below two grains one thread does it (a dispatch costs ~1 us)
+    if (pool_ == nullptr || n < 2 * kGrain) return fn(0, n);
+    pool_->parallel_for(n, kGrain, [&](int64_t i0, int64_t i1, int32_t) { fn(i0, i1); });
+  }
+
   ThreadPool* pool_;
   Collectives* collectives_;  // null: one process
 };

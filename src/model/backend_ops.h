@@ -19,6 +19,10 @@ class BackendOps {
   virtual ~BackendOps() = default;
   // y[T, rows] = x[T, cols] · W^T
   virtual void matmul(const WeightView& w, const float* x, int64_t num_tokens, float* y) = 0;
+  // The same for up to 4 matrices reading one x (Q / K / V, gate / up): one dispatch where the kernels allow.
+  virtual void matmul_same_input(const MatmulOut* outs, int n, const float* x, int64_t num_tokens) {
+    for (int i = 0; i < n; ++i) matmul(*outs[i].w, x, num_tokens, outs[i].y);
+  }
   // q [T, heads * head_dim_k] -> out [T, heads * head_dim_v] over the plan's pages
   virtual void attention(PagedAttention& plan, const float* q, const PagedAttention::LayerKv& kv,
                          const AttentionDims& dims, float* out) = 0;

@@ -18,8 +18,8 @@ void DecoderForward::dense_ffn(const WeightView& gate, const WeightView& up, con
                                const MlpBiases& bias, float alpha) {
   {
     ProfScope ps(ProfKind::Matmul);
-    ops_->matmul(gate, in, num_tokens, h1);
-    ops_->matmul(up, in, num_tokens, h2);
+    const MatmulOut gate_up[] = {{&gate, h1}, {&up, h2}};
+    ops_->matmul_same_input(gate_up, 2, in, num_tokens);
   }
   add_row_bias(h1, bias.gate, num_tokens, gate.rows);
   add_row_bias(h2, bias.up, num_tokens, up.rows);

@@ -284,8 +284,9 @@ TEST_P(DotKernelTest, QuantPanelsEqualTheirReferenceAndTheRowMajorProduct) {
 // Q4_K / Q5_K / Q6_K / IQ4_XS in 16-row panels of 256-value super-blocks: the same, with Q8_K activations.
 TEST_P(DotKernelTest, KQuantPanelsEqualTheirReferenceAndTheRowMajorProduct) {
   for (DType dt : {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_XS})
-  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 256}, {16, 512}, {37, 256}, {100, 768}, {520, 2048}}) {
-    const int64_t T = 9, nsb = cols / 256;
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 256}, {16, 512}, {37, 256}, {100, 768}, {520, 2048}})
+  for (int64_t T : {1, 9}) {  // decode's one-token walk, prefill's tiles
+    const int64_t nsb = cols / 256;
     auto wf = random_vec(rows * cols, 43), x = random_vec(T * cols, 44);
     std::vector<uint8_t> q(static_cast<size_t>(rows * nsb * dtype_block_bytes(dt))), packed;
     type_traits(dt).from_float(wf.data(), q.data(), rows * cols);
@@ -302,6 +303,46 @@ TEST_P(DotKernelTest, KQuantPanelsEqualTheirReferenceAndTheRowMajorProduct) {
       for (int64_t i = 0; i < T * rows; ++i) ASSERT_EQ(opt[i], ref[i]) << dtype_name(dt) << " direct, i=" << i;
     }
     ASSERT_NO_FATAL_FAILURE(expect_panels_agree(wr, wp, x, T, ref, GetParam()));
+  }
+}
+
+// Q / K / V and gate / up in one dispatch (matmul_same_input): K-quant panels of mixed types share one quantization
+// of x and one split of the threads, a row-major matrix among them falls back to one matmul each; either way each
+// output equals its own matmul call, bit for bit, for decode's one token and a prefill batch.
+TEST_P(DotKernelTest, MatmulsOfOneInputEqualSeparateCalls) {
+  ThreadPool pool(2);
+  const int64_t cols = 512;
+  const DType types[] = {DType::Q4_K, DType::Q6_K, DType::Q4_K, DType::Q5_K};
+  const int64_t rows[] = {520, 37, 100, 256};
+  std::vector<std::vector<uint8_t>> raw(4), packed(4);
+  std::vector<WeightView> ws;
+  for (int i = 0; i < 4; ++i) {
+    auto wf = random_vec(rows[i] * cols, 50 + i);
+    raw[i].resize(static_cast<size_t>(rows[i] * cols / 256 * dtype_block_bytes(types[i])));
+    type_traits(types[i]).from_float(wf.data(), raw[i].data(), rows[i] * cols);
+    const WeightView wr{types[i], rows[i], cols, raw[i].data()};
+    ws.push_back(pack_kquant_panels(wr, aligned_panel_buffer(wr, packed[i])));
+  }
+  auto f32 = random_vec(64 * cols, 60);
+  for (bool with_row_major : {false, true}) {
+    if (with_row_major) ws[3] = WeightView{DType::F32, 64, cols, f32.data()};
+    for (int64_t T : {1, 9}) {
+      auto x = random_vec(T * cols, 61);
+      std::vector<std::vector<float>> sep(4), fused(4);
+      MatmulOut outs[4];
+      for (int i = 0; i < 4; ++i) {
+        sep[i].resize(T * ws[i].rows);
+        fused[i].assign(T * ws[i].rows, -1.0f);
+        matmul(ws[i], x.data(), T, sep[i].data(), &pool, GetParam());
+        outs[i] = {&ws[i], fused[i].data()};
+      }
+      matmul_same_input(outs, 4, x.data(), T, &pool, GetParam());
+      for (int i = 0; i < 4; ++i) {
+        for (size_t j = 0; j < sep[i].size(); ++j) {
+          ASSERT_EQ(fused[i][j], sep[i][j]) << "matrix " << i << " T=" << T << " row-major " << with_row_major;
+        }
+      }
+    }
   }
 }
 

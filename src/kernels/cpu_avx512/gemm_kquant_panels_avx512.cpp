@@ -15,18 +15,6 @@
 namespace slimkv {
 namespace {
 
-inline __m512i bcast4(const int8_t* p) {  // 4 activation bytes to every 32-bit lane
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
-}
-
-inline __mmask64 load_mask(const uint8_t* p) {
-  uint64_t m;
-  std::memcpy(&m, p, 8);
-  return _cvtu64_mask64(m);
-}
-
 template <DType kT>
 struct Codes {  // unpacks the 8 vectors of one (chunk, half) of a unit into unsigned codes
   static constexpr int kPlanes = kT == DType::Q5_K ? 1 : kT == DType::Q6_K ? 2 : 0;
@@ -157,14 +145,17 @@ void run(const KQuantPanels& q, const Q8_KBlock* x, const int32_t* terms, int64_
 template <DType kT>
 void run_type(const KQuantPanels& q, const Q8_KBlock* x, const int32_t* terms, int64_t T, float* y, int64_t rows,
               int64_t p0, int64_t p1) {
-  if (T == 1) run<kT, 4, 1>(q, x, terms, T, y, rows, p0, p1, rows);  // decode: 4 panels' chains in flight
-  else run<kT, 1, 8>(q, x, terms, T, y, rows, p0, p1, rows);
+  run<kT, 1, 8>(q, x, terms, T, y, rows, p0, p1, rows);  // one token: gemv_kquant_panels_avx512
 }
 
 }  // namespace
 
+bool gemv_kquant_panels_avx512(const WeightView& w, const Q8_KBlock* x, const int32_t* terms, float* y, int64_t r0,
+                               int64_t r1);  // gemv_kquant_panels_avx512.cpp: one token, bound by bytes
+
 bool gemm_kquant_panels_avx512(const WeightView& w, const Q8_KBlock* x, const int32_t* terms, int64_t T, float* y,
                                int64_t r0, int64_t r1) {
+  if (T == 1) return gemv_kquant_panels_avx512(w, x, terms, y, r0, r1);
   const KQuantPanels q = kquant_panels(w);
   if ((reinterpret_cast<uintptr_t>(q.base) & 63) != 0) return false;  // aligned loads need the aligned arena
   const int64_t p0 = r0 / kPanelRows, p1 = (r1 + kPanelRows - 1) / kPanelRows;

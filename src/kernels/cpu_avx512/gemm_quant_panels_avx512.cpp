@@ -15,12 +15,6 @@
 namespace slimkv {
 namespace {
 
-inline __m512i bcast4(const int8_t* p) {  // 4 activation bytes to every 32-bit lane
-  int32_t v;
-  std::copy_n(reinterpret_cast<const char*>(p), 4, reinterpret_cast<char*>(&v));
-  return _mm512_set1_epi32(v);
-}
-
 // Y rows of P panels (from panel p0) for TT tokens. x: [T, nb] Q8_0 blocks; xcorr: [T, nb] the weights' offset x
 // each block's sum. G: 64-byte weight groups per block (4: Q4_0's nibble pairs, 8: Q8_0).
 template <int G, int P, int TT>

@@ -1,16 +1,31 @@
 // Shared by the AVX-512 panel kernels (F32 / F16, Q4_0 / Q8_0, K-quants): the masked store of a P panels x TT tokens
-// accumulator tile (rows past the matrix dropped) and the walk covering panels [p0, p1) x tokens [0, T) with P x TT
-// tiles, then 1-token and 1-panel edges. Must not know: weight layouts.
+// accumulator tile (rows past the matrix dropped), the walk covering panels [p0, p1) x tokens [0, T) with P x TT
+// tiles, then 1-token and 1-panel edges, and the VNNI kernels' activation broadcast and bit-mask load.
+// Must not know: weight layouts.
 #pragma once
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "kernels/matmul.h"
 
 namespace slimkv {
+
+inline __m512i bcast4(const int8_t* p) {  // 4 activation bytes to every 32-bit lane
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+// 64 bits at p (any alignment) as a byte mask.
+inline __mmask64 load_mask(const uint8_t* p) {
+  uint64_t m;
+  std::memcpy(&m, p, 8);
+  return _cvtu64_mask64(m);
+}
 
 // y[t * ldy + p * 16 + i] = acc[p][t] lane i, for the rows_left rows of the tile that exist.
 template <int P, int TT>
