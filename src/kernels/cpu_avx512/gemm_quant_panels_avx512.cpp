@@ -35,6 +35,13 @@ void tile(const QuantPanels& q, int64_t p0, const Q8_0Block* x, const int32_t* x
 #pragma GCC unroll 4
     for (int p = 0; p < P; ++p) {
       qs[p] = q.qs(p0 + p, k);
+      if constexpr (TT == 1) {  // decode: P streams of weights, prefetched 4 blocks ahead (as the K-quant walk)
+#pragma GCC unroll 8
+        for (int j = 0; j < G; ++j) {
+          _mm_prefetch(reinterpret_cast<const char*>(qs[p] + 4 * G * 64 + 64 * j), _MM_HINT_T0);
+        }
+        if (k % 2 == 0) _mm_prefetch(reinterpret_cast<const char*>(q.scales(p0 + p, k) + 16 * 8), _MM_HINT_T0);
+      }
       if constexpr (kQ4) {
 #pragma GCC unroll 4
         for (int j = 0; j < 4; ++j) {
