@@ -56,7 +56,8 @@ void add_bench_bandwidth_command(CLI::App& bench, std::vector<Command>& out) {
                    std::unique_ptr<uint8_t[], decltype(&std::free)> buf(
                        static_cast<uint8_t*>(std::aligned_alloc(64, static_cast<size_t>(bytes))), &std::free);
                    for (int64_t i = 0; i < bytes; i += 4096) buf[i] = static_cast<uint8_t>(i >> 12);
-                   std::printf(f->json ? "[" : "| threads | read GB/s (best of %d) |\n|---|---|\n", f->repeats);
+                   std::printf(f->json ? "[" : "| threads | read GB/s (best of %d plain + %d prefetching passes) |\n|---|---|\n", f->repeats,
+                               f->repeats);
                    for (size_t k = 0; k < f->threads.size(); ++k) {
                      const int32_t t = f->threads[k];
                      ThreadPool pool(t);

@@ -142,12 +142,6 @@ void run(const KQuantPanels& q, const Q8_KBlock* x, const int32_t* terms, int64_
   });
 }
 
-template <DType kT>
-void run_type(const KQuantPanels& q, const Q8_KBlock* x, const int32_t* terms, int64_t T, float* y, int64_t rows,
-              int64_t p0, int64_t p1) {
-  run<kT, 1, 8>(q, x, terms, T, y, rows, p0, p1, rows);  // one token: gemv_kquant_panels_avx512
-}
-
 }  // namespace
 
 bool gemv_kquant_panels_avx512(const WeightView& w, const Q8_KBlock* x, const int32_t* terms, float* y, int64_t r0,
@@ -155,15 +149,15 @@ bool gemv_kquant_panels_avx512(const WeightView& w, const Q8_KBlock* x, const in
 
 bool gemm_kquant_panels_avx512(const WeightView& w, const Q8_KBlock* x, const int32_t* terms, int64_t T, float* y,
                                int64_t r0, int64_t r1) {
-  if (T == 1) return gemv_kquant_panels_avx512(w, x, terms, y, r0, r1);
+  if (T == 1) return gemv_kquant_panels_avx512(w, x, terms, y, r0, r1);  // decode; prefill: 1 panel x 8 tokens
   const KQuantPanels q = kquant_panels(w);
   if ((reinterpret_cast<uintptr_t>(q.base) & 63) != 0) return false;  // aligned loads need the aligned arena
   const int64_t p0 = r0 / kPanelRows, p1 = (r1 + kPanelRows - 1) / kPanelRows;
   switch (w.dtype) {
-    case DType::Q4_K: run_type<DType::Q4_K>(q, x, terms, T, y, w.rows, p0, p1); return true;
-    case DType::Q5_K: run_type<DType::Q5_K>(q, x, terms, T, y, w.rows, p0, p1); return true;
-    case DType::Q6_K: run_type<DType::Q6_K>(q, x, terms, T, y, w.rows, p0, p1); return true;
-    case DType::IQ4_XS: run_type<DType::IQ4_XS>(q, x, terms, T, y, w.rows, p0, p1); return true;
+    case DType::Q4_K: run<DType::Q4_K, 1, 8>(q, x, terms, T, y, w.rows, p0, p1, w.rows); return true;
+    case DType::Q5_K: run<DType::Q5_K, 1, 8>(q, x, terms, T, y, w.rows, p0, p1, w.rows); return true;
+    case DType::Q6_K: run<DType::Q6_K, 1, 8>(q, x, terms, T, y, w.rows, p0, p1, w.rows); return true;
+    case DType::IQ4_XS: run<DType::IQ4_XS, 1, 8>(q, x, terms, T, y, w.rows, p0, p1, w.rows); return true;
     default: return false;
   }
 }

@@ -143,8 +143,8 @@ bool walk(const KQuantPanels& q, const Q8_KBlock* x, const int32_t* terms, float
         acc = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(summ), _mm512_mul_ps(dmin, dx), acc);
       }
     }
-    const int64_t n = std::min<int64_t>(16, rows - p * 16);
-    _mm512_mask_storeu_ps(y + p * 16, n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1), acc);
+    const __m512 tile[1][1] = {{acc}};
+    store_tile(tile, y + p * kPanelRows, 0, rows - p * kPanelRows);
   }
   return true;
 }
@@ -156,7 +156,7 @@ bool gemv_kquant_panels_avx512(const WeightView& w, const Q8_KBlock* x, const in
                                int64_t r1) {
   const KQuantPanels q = kquant_panels(w);
   if ((reinterpret_cast<uintptr_t>(q.base) & 63) != 0) return false;
-  const int64_t p0 = r0 / 16, p1 = (r1 + 15) / 16;
+  const int64_t p0 = r0 / kPanelRows, p1 = (r1 + kPanelRows - 1) / kPanelRows;
   switch (w.dtype) {
     case DType::Q4_K: return walk<DType::Q4_K>(q, x, terms, y, w.rows, p0, p1);
     case DType::Q5_K: return walk<DType::Q5_K>(q, x, terms, y, w.rows, p0, p1);
