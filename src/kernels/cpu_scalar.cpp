@@ -104,6 +104,8 @@ int64_t pick_top_rows_avx512(const float* scores, int32_t num_q, int64_t s_strid
                              uint32_t* keys);  // cpu_avx512/select_avx512.cpp
 bool score_rows_avx512(const float* q, int32_t num_q, int64_t q_stride, const PagedKv& kv, int64_t begin, int64_t end,
                        float* scores, int64_t s_stride);  // cpu_avx512/attention_avx512.cpp
+bool score_index_avx512(const float* q_lat, int32_t num_q, int32_t rank, const PagedKv& index, int64_t begin,
+                        int64_t end, float* scores, int64_t s_stride);  // cpu_avx512/index_score_avx512.cpp
 bool gemm_avx512(DType w_dtype, const void* w, int64_t rows, int64_t cols, const void* x, int64_t num_tokens,
                  float* y, int64_t ldy);  // cpu_avx512/gemm_avx512.cpp
 
@@ -121,6 +123,7 @@ const DotKernels& dot_kernels(Isa isa) {
         k.gemm_kquant_panels = gemm_kquant_panels_avx512;
         k.quantize_q8_k = quantize_q8_k_avx512;
         k.score_rows = score_rows_avx512;
+        k.score_index = score_index_avx512;
         k.pick_top_rows = pick_top_rows_avx512;
         return k;
       }();

@@ -59,6 +59,12 @@ struct PagedKv {
     return static_cast<int64_t>(block_ids[p / block_size]) * block_size + p % block_size;
   }
   const uint8_t* k_row(int64_t t) const { return k_base + slot_of(position(t)) * k_row_bytes; }
+  // The page (block) holding row t's key record, and t's row within it (a select index's pages: index_page.h).
+  const uint8_t* k_page(int64_t t, int32_t* row) const {
+    const int64_t s = slot_of(position(t));
+    *row = static_cast<int32_t>(s % block_size);
+    return k_base + (s - *row) * k_row_bytes;
+  }
   const uint8_t* v_row(int64_t t) const { return v_base + slot_of(position(t)) * v_row_bytes; }
   const float* k_row_f32(int64_t t) const { return reinterpret_cast<const float*>(k_row(t)); }
   // Brings the page holding row t (this head's block_size rows) towards the cache ahead of use: pages sit at
@@ -115,11 +121,15 @@ struct DotKernels {
                              float* y, int64_t r0, int64_t r1) = nullptr;
   // Optional x[n] -> n / 256 Q8_K blocks, bit-identical to the reference quantizer (null = that reference).
   void (*quantize_q8_k)(const float* x, Q8_KBlock* out, int64_t n) = nullptr;
-  // Optional select-mode scores q[h] . row j for rows [begin, end) of kv (a sketch index, or the keys: row_select.h's
-  // score_sketch_rows / score_key_rows are the references; the query may be rounded to kv_codec.h's 12-bit grid, as
-  // attention's is). False where it does not apply (null / false = those references).
+  // Optional select-mode scores q[h] . key row j for rows [begin, end) of kv (the oracle: row_select.h's
+  // score_key_rows is the reference; the query may be rounded to kv_codec.h's 12-bit grid, as attention's is). False where it does not apply (null / false = those references).
   bool (*score_rows)(const float* q, int32_t num_q, int64_t q_stride, const PagedKv& kv, int64_t begin, int64_t end,
                      float* scores, int64_t s_stride) = nullptr;
+  // Optional select-mode sketch scores q_lat[h] . index row j for rows [begin, end) of an index stored in pages by
+  // columns (index_page.h), rank values per row; the query rounded to kv_codec.h's grid. Reference:
+  // row_select.h's score_sketch_rows (float: equal to 1e-5 relative). False where it does not apply.
+  bool (*score_index)(const float* q_lat, int32_t num_q, int32_t rank, const PagedKv& index, int64_t begin,
+                      int64_t end, float* scores, int64_t s_stride) = nullptr;
   // Optional fixed-budget row choice from each head's scores [num_q, s_stride]: row_select.h's combine_heads (max)
   // then pick_rows, the same rows (null = those references). keys: [num_ctx] scratch.
   int64_t (*pick_top_rows)(const float* scores, int32_t num_q, int64_t s_stride, int64_t num_ctx, int64_t sinks,

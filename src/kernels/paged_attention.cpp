@@ -274,7 +274,7 @@ void PagedAttention::run(const float* q, const LayerKv& layer, const AttentionDi
             index.dtype = sel.index_dtype;
             index.k_dim = sel.rank;
             index.k_split = 0;
-            if (!k.score_rows || !k.score_rows(ql, num_q, sel.rank, index, from, to, hs, max_ctx_)) {
+            if (!k.score_index || !k.score_index(ql, num_q, sel.rank, index, from, to, hs, max_ctx_)) {
               score_sketch_rows(ql, num_q, sel.rank, index, from, to, hs, max_ctx_);  // the scalar reference
             }
             rs.index_rows += to - from;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/index_page.h"
 #include "kernels/kv_codec.h"
 
 namespace slimkv {
@@ -119,9 +120,13 @@ void combine_heads(const float* scores, int32_t num_q, int64_t s_stride, int64_t
 
 void score_sketch_rows(const float* q_lat, int32_t num_q, int32_t rank, const PagedKv& index, int64_t begin,
                        int64_t end, float* scores, int64_t s_stride) {
-  float x[256];  // one decoded sketch (rank <= 256: validated by the config)
+  float x[256];      // one decoded sketch (rank <= 256: validated by the config)
+  uint8_t rec[258];  // its record, gathered from the page's columns
   for (int64_t j = begin; j < end; ++j) {
-    decode_kv_record(index.k_row(j), rank, 0, index.dtype, x);
+    int32_t row = 0;
+    const uint8_t* page = index.k_page(j, &row);
+    load_index_record(page, index.block_size, index.k_row_bytes, row, rec);
+    decode_kv_record(rec, rank, 0, index.dtype, x);
     for (int32_t h = 0; h < num_q; ++h) {
       const float* q = q_lat + static_cast<int64_t>(h) * rank;
       float s = 0;

@@ -57,7 +57,8 @@ void combine_heads(const float* scores, int32_t num_q, int64_t s_stride, int64_t
                    bool mean, float* out);
 
 // Each head's score of rows [begin, end) into scores[h * s_stride + j]:
-// Sketch: q_lat[h] . decode(index row j), the index rows records of `rank` values in index.dtype (k_row gives j);
+// Sketch: q_lat[h] . decode(index row j), the index rows records of `rank` values in index.dtype, stored in pages
+// by columns (index_page.h; k_page gives j's page);
 // q_lat: [num_q, rank] the queries' sketches (P q).
 void score_sketch_rows(const float* q_lat, int32_t num_q, int32_t rank, const PagedKv& index, int64_t begin,
                        int64_t end, float* scores, int64_t s_stride);

@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "core/profiler.h"
+#include "kernels/index_page.h"
 #include "kernels/kv_codec.h"
 #include "model/kv_projection.h"
 
@@ -69,6 +70,13 @@ void DecoderForward::write_kv(KvStorage& kv, int32_t l, int64_t slot, const floa
       }
       const int32_t split = which == 0 ? g.k_split() : 0;  // two-part records: each part scaled (rotated) apart
       if (g.rotate) hadamard_rotate_record(head_.data(), dim, split);
+      if (g.kind == KvRecordKind::SelectIndex) {  // a select index's pages hold their records by columns
+        const int32_t bs = kv.layout().block_size_tokens, row = static_cast<int32_t>(slot % bs);
+        record_.resize(static_cast<size_t>(g.k_head_bytes()));
+        encode_kv_record(head_.data(), dim, split, g.dtype, record_.data());
+        store_index_record(kv.k_head(l, slot - row, h), bs, g.k_head_bytes(), row, record_.data());
+        continue;
+      }
       uint8_t* dst = which == 0 ? kv.k_head(l, slot, h) : kv.v_head(l, slot, h);
       encode_kv_record(head_.data(), dim, split, g.record_dtype(which), dst);
     }

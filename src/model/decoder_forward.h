@@ -149,6 +149,7 @@ class DecoderForward {
   std::vector<float> head_mine_;              // ... its top-k candidates: [rows, k, (logit, id)]
   std::vector<std::pair<float, int32_t>> head_cand_;  // [max(vocab / ranks, ranks * k)] (logit, id) being ranked
   std::vector<float> head_;     // [head_dim] one head being encoded
+  std::vector<uint8_t> record_;  // [record bytes] its record, for a select index page (index_page.h)
   // MoE scratch
   std::vector<float> router_;   // [T, num_experts] router logits -> probabilities
   std::vector<int32_t> sel_;    // [T, used] selected experts

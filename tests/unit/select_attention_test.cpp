@@ -13,6 +13,8 @@
 #include "compress/calibration.h"
 #include "engine/engine.h"
 #include "engine_helpers.h"
+#include "core/half.h"
+#include "kernels/index_page.h"
 #include "kernels/isa.h"
 #include "kernels/kv_codec.h"
 #include "kernels/row_select.h"
@@ -112,46 +114,67 @@ TEST(RowSelect, TheOracleScoresAreTheTrueLogitsAndPickTheTrueTopK) {
   EXPECT_EQ(rows, want);
 }
 
-// The ISA's row scorer equals the scalar reference on int8 and int4 records, to the 12-bit query grid's precision
-// (the query rounded as attention's is: within 2^-11 of the largest |q| x the row's sum of |values|).
+// The ISA's index scorer over column-stored pages (index_page.h) equals the scalar reference on int8 and int4
+// records, to the 12-bit query grid's precision (the query rounded as attention's is: within 2^-11 of the largest
+// |q| x the row's sum of |values|), and the grid's integer arithmetic exactly: float(sum q_int x code) x (row scale x
+// step), bit for bit — for block sizes of 8 and 16 rows, ranks 8 to 64, and 1 to 6 heads (chunks of 4 and the rest).
 TEST(RowSelect, SketchScoresMatchTheScalarReference) {
   std::mt19937 rng(9);
   std::normal_distribution<float> normal;
+  const DotKernels& k = dot_kernels(active_isa());
+  if (!k.score_index) GTEST_SKIP() << "no index scorer on this machine's ISA";
   for (KvDtype dt : {KvDtype::Int8, KvDtype::Int4}) {
-    for (int32_t rank : {16, 32}) {
-      constexpr int32_t kBlock = 8, kRows = 61, kHeads = 3;
-      const int64_t rec = kv_record_bytes(dt, rank, 0);
-      std::vector<int32_t> blocks = {3, 0, 7, 1, 5, 2, 6, 4};
-      std::vector<uint8_t> storage(static_cast<size_t>(8 * kBlock) * rec);
-      std::vector<float> x(rank), q(static_cast<size_t>(kHeads) * rank);
-      for (int32_t j = 0; j < kRows; ++j) {
-        for (float& v : x) v = normal(rng);
-        encode_kv_record(x.data(), rank, 0, dt, &storage[(static_cast<size_t>(blocks[j / kBlock]) * kBlock + j % kBlock) * rec]);
-      }
-      for (float& v : q) v = normal(rng);
-      PagedKv index;
-      index.k_base = storage.data();
-      index.block_ids = blocks.data();
-      index.block_size = kBlock;
-      index.k_row_bytes = rec;
-      index.dtype = dt;
-      index.k_dim = rank;
-      std::vector<float> want(static_cast<size_t>(kHeads) * kRows), got(want.size(), -1.0f);
-      score_sketch_rows(q.data(), kHeads, rank, index, 2, kRows, want.data(), kRows);
-      const DotKernels& k = dot_kernels(active_isa());
-      if (!k.score_rows || !k.score_rows(q.data(), kHeads, rank, index, 2, kRows, got.data(), kRows)) {
-        GTEST_SKIP() << "no row scorer on this machine's ISA";
-      }
-      std::vector<float> row(rank);
-      for (int32_t j = 2; j < kRows; ++j) {
-        decode_kv_record(index.k_row(j), rank, 0, dt, row.data());
-        float l1 = 0;
-        for (float v : row) l1 += std::fabs(v);
-        for (int32_t h = 0; h < kHeads; ++h) {
-          float qmax = 0;
-          for (int32_t d = 0; d < rank; ++d) qmax = std::max(qmax, std::fabs(q[h * rank + d]));
-          EXPECT_NEAR(got[h * kRows + j], want[h * kRows + j], qmax * l1 / 2048.0f + 1e-5f)
-              << kv_dtype_name(dt) << " rank " << rank << " row " << j;
+    for (int32_t rank : {8, 16, 32, 64}) {
+      for (int32_t block : {8, 16}) {
+        for (int32_t heads : {1, 3, 6}) {
+          constexpr int32_t kRows = 61;
+          const int64_t rec = kv_record_bytes(dt, rank, 0);
+          std::vector<int32_t> blocks = {3, 0, 7, 1, 5, 2, 6, 4};
+          std::vector<uint8_t> storage(static_cast<size_t>(8 * block) * rec), record(rec);
+          std::vector<float> x(rank), q(static_cast<size_t>(heads) * rank);
+          for (int32_t j = 0; j < kRows; ++j) {
+            for (float& v : x) v = normal(rng);
+            encode_kv_record(x.data(), rank, 0, dt, record.data());
+            store_index_record(&storage[static_cast<size_t>(blocks[j / block]) * block * rec], block, rec, j % block,
+                               record.data());
+          }
+          for (float& v : q) v = normal(rng);
+          PagedKv index;
+          index.k_base = storage.data();
+          index.block_ids = blocks.data();
+          index.block_size = block;
+          index.k_row_bytes = rec;
+          index.dtype = dt;
+          index.k_dim = rank;
+          std::vector<float> want(static_cast<size_t>(heads) * kRows), got(want.size(), -1.0f);
+          score_sketch_rows(q.data(), heads, rank, index, 2, kRows, want.data(), kRows);
+          ASSERT_TRUE(k.score_index(q.data(), heads, rank, index, 2, kRows, got.data(), kRows));
+          std::vector<float> row(rank);
+          for (int32_t j = 2; j < kRows; ++j) {
+            int32_t at = 0;
+            const uint8_t* page = index.k_page(j, &at);
+            load_index_record(page, block, rec, at, record.data());
+            decode_kv_record(record.data(), rank, 0, dt, row.data());
+            uint16_t d16;
+            std::memcpy(&d16, record.data(), 2);
+            const float scale = fp16_to_fp32(d16);
+            float l1 = 0;
+            for (float v : row) l1 += std::fabs(v);
+            for (int32_t h = 0; h < heads; ++h) {
+              const float* qh = q.data() + h * rank;
+              float qmax = 0;
+              for (int32_t d = 0; d < rank; ++d) qmax = std::max(qmax, std::fabs(qh[d]));
+              EXPECT_NEAR(got[h * kRows + j], want[h * kRows + j], qmax * l1 / 2048.0f + 1e-5f)
+                  << kv_dtype_name(dt) << " rank " << rank << " row " << j;
+              const float id = static_cast<float>(kQueryGridMax) / qmax, step = qmax / static_cast<float>(kQueryGridMax);
+              int32_t dot = 0;  // the grid's integers against the codes (row / scale: the codes, exactly)
+              for (int32_t d = 0; d < rank; ++d) {
+                dot += static_cast<int32_t>(std::nearbyint(qh[d] * id)) * static_cast<int32_t>(std::lround(row[d] / scale));
+              }
+              EXPECT_EQ(got[h * kRows + j], static_cast<float>(dot) * (scale * step))
+                  << kv_dtype_name(dt) << " rank " << rank << " block " << block << " row " << j << " head " << h;
+            }
+          }
         }
       }
     }
@@ -191,6 +214,14 @@ TEST(RowSelect, TheRadixSelectPicksWhatASortPicks) {
       EXPECT_EQ(rows, picked(combined, sinks, wbegin, budget)) << "trial " << trial << " heads " << heads;
     }
   }
+  const DotKernels& k = dot_kernels(active_isa());  // every score equal (no bit to search): the earliest rows
+  if (!k.pick_top_rows) return;
+  const int64_t n = 100;
+  std::vector<float> flat(n, 0.5f);
+  std::vector<int32_t> rows(n), keys(n);
+  rows.resize(k.pick_top_rows(flat.data(), 1, n, n, 2, n - 4, 0.125f, 20, rows.data(),
+                              reinterpret_cast<uint32_t*>(keys.data())));
+  EXPECT_EQ(rows, picked(flat, 2, n - 4, 20));
 }
 
 // stories260K through the engine's KV path, one token at a time: every position's logits.
@@ -333,8 +364,10 @@ TEST(SelectIndex, EntriesEqualARecomputationFromTheStoredKeysAfterPrefixHits) {
         }
         std::vector<uint8_t> want(x.k_head_bytes());
         encode_kv_record(sketch.data(), x.k_dim, 0, KvDtype::Int8, want.data());
-        const uint8_t* got = e.storage().k_head(g.index_stream, static_cast<int64_t>(index_blocks[t / bs]) * bs + t % bs, h);
-        ASSERT_EQ(std::memcmp(got, want.data(), want.size()), 0) << "layer " << l << " token " << t << " head " << h;
+        std::vector<uint8_t> got(want.size());  // from its page's columns (index_page.h)
+        load_index_record(e.storage().k_head(g.index_stream, static_cast<int64_t>(index_blocks[t / bs]) * bs, h), bs,
+                          x.k_head_bytes(), t % bs, got.data());
+        ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size()), 0) << "layer " << l << " token " << t << " head " << h;
         ++checked;
       }
     }

@@ -44,8 +44,13 @@ __m512 exp512_ps(__m512 x) {  // Cephes-style polynomial, as exp256_ps in cpu_av
 
 using simd::kv_row_scale;
 
-// Remapped (gathered) rows are prefetched this many rows ahead of their use.
-constexpr int64_t kGatherAhead = 16;
+// Remapped (gathered) rows are prefetched this many rows ahead of their use, every cache line a row touches (a
+// 34-byte tq4 row straddles two lines half the time).
+constexpr int64_t kGatherAhead = 32;
+inline void prefetch_row(const uint8_t* r, int64_t bytes) {
+  __builtin_prefetch(r, 0, 3);
+  __builtin_prefetch(r + bytes - 1, 0, 3);
+}
 
 // How a row's codes are read. Keys: 64 values at a time as two vectors of 32 int16 codes, multiplied by the int16
 // query (VPDPWSSD) laid out to match; values: int8 codes widened to floats, 16 at a time.
@@ -54,8 +59,8 @@ struct Int8Codes {  // one signed byte per value, natural order
     std::memcpy(dst, q16, sizeof(int16_t) * static_cast<size_t>(kd));
   }
   __m512i key_chunk(const uint8_t* codes, int32_t j, int32_t kd, __m512i* second) const {  // values [j, j + 64)
-    const int32_t n = std::min(64, kd - j);
-    const __m512i z = _mm512_maskz_loadu_epi8(n == 64 ? ~0ull : (1ull << n) - 1, codes + j);
+    const int32_t n = std::min(64, kd - j);  // (plain loads where whole: masked ones missing L1 are slow on Zen 5)
+    const __m512i z = n == 64 ? _mm512_loadu_si512(codes + j) : _mm512_maskz_loadu_epi8((1ull << n) - 1, codes + j);
     *second = _mm512_cvtepi8_epi16(_mm512_extracti64x4_epi64(z, 1));
     return _mm512_cvtepi8_epi16(_mm512_castsi512_si256(z));
   }
@@ -87,8 +92,9 @@ struct NibbleCodes {
   __m256i table;
   static __m256i nibbles(const uint8_t* codes, int32_t j, int32_t kd, __m256i* hi) {  // values [j, j + 64)
     const int32_t n = std::min(32, (kd - j) / 2);
-    const __mmask32 m = n == 32 ? ~0u : (1u << n) - 1;
-    const __m256i b = _mm256_maskz_loadu_epi8(m, codes + j / 2), low4 = _mm256_set1_epi8(0x0F);
+    const __m256i b = n == 32 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + j / 2))
+                              : _mm256_maskz_loadu_epi8((1u << n) - 1, codes + j / 2);
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
     *hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), low4);
     return _mm256_and_si256(b, low4);
   }
@@ -271,7 +277,7 @@ void sum_values(const Codes& codes, const PagedKv& kv, int64_t num_ctx, bool pag
     }
   }
   for (; t < num_ctx; ++t) {  // remapped rows: the one kGatherAhead on requested now
-    if (!paged && t + kGatherAhead < num_ctx) __builtin_prefetch(kv.v_row(t + kGatherAhead), 0, 3);
+    if (!paged && t + kGatherAhead < num_ctx) prefetch_row(kv.v_row(t + kGatherAhead), kv.v_row_bytes);
     add_row(kv.v_row(t), t);
   }
 #pragma GCC unroll 4
@@ -316,7 +322,7 @@ void attend_codes(const float* q, int32_t num_q, int64_t q_stride, const PagedKv
     const uint8_t* rows[8];
     for (int k = 0; k < 8; ++k) rows[k] = kv.k_row(t + k);
     for (int64_t k = t + kGatherAhead; k < std::min(num_ctx, t + kGatherAhead + 8); ++k) {
-      __builtin_prefetch(kv.k_row(k), 0, 3);  // scattered rows: ask for the ones after next now
+      prefetch_row(kv.k_row(k), kv.k_row_bytes);  // scattered rows: ask for the ones after next now
     }
     score_heads8(kcodes, iq, num_q, rows, kd, scores, s_stride, t);
   }
