@@ -1,7 +1,7 @@
 // The KV cache's memory: per storage tensor (kv_layout.h: layers of different groups at the same slot share one),
 // one K and one V region of [num_kv_heads, num_blocks, block_size, head_bytes] bytes — one plane per KV head, so a
 // head's rows of consecutive blocks are contiguous (attention walks one head of one sequence at a time, and
-// streams) — reserved once at start-up (anonymous mmap: pages are touched when written).
+// streams) — reserved once at start-up (anonymous mmap on huge pages where offered: touched when written).
 // Owns: the bytes. Must not know: block ownership, hashing or requests (BlockPool and KvCacheManager do).
 #pragma once
 #include <cstdint>
