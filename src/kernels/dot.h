@@ -122,7 +122,8 @@ struct DotKernels {
   // Optional x[n] -> n / 256 Q8_K blocks, bit-identical to the reference quantizer (null = that reference).
   void (*quantize_q8_k)(const float* x, Q8_KBlock* out, int64_t n) = nullptr;
   // Optional select-mode scores q[h] . key row j for rows [begin, end) of kv (the oracle: row_select.h's
-  // score_key_rows is the reference; the query may be rounded to kv_codec.h's 12-bit grid, as attention's is). False where it does not apply (null / false = those references).
+  // score_key_rows is the reference; the query may be rounded to kv_codec.h's 12-bit grid, as attention's is).
+  // False where it does not apply (null / false = that reference).
   bool (*score_rows)(const float* q, int32_t num_q, int64_t q_stride, const PagedKv& kv, int64_t begin, int64_t end,
                      float* scores, int64_t s_stride) = nullptr;
   // Optional select-mode sketch scores q_lat[h] . index row j for rows [begin, end) of an index stored in pages by

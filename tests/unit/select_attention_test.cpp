@@ -166,10 +166,12 @@ TEST(RowSelect, SketchScoresMatchTheScalarReference) {
               for (int32_t d = 0; d < rank; ++d) qmax = std::max(qmax, std::fabs(qh[d]));
               EXPECT_NEAR(got[h * kRows + j], want[h * kRows + j], qmax * l1 / 2048.0f + 1e-5f)
                   << kv_dtype_name(dt) << " rank " << rank << " row " << j;
-              const float id = static_cast<float>(kQueryGridMax) / qmax, step = qmax / static_cast<float>(kQueryGridMax);
+              const float id = static_cast<float>(kQueryGridMax) / qmax;
+              const float step = qmax / static_cast<float>(kQueryGridMax);
               int32_t dot = 0;  // the grid's integers against the codes (row / scale: the codes, exactly)
               for (int32_t d = 0; d < rank; ++d) {
-                dot += static_cast<int32_t>(std::nearbyint(qh[d] * id)) * static_cast<int32_t>(std::lround(row[d] / scale));
+                const int32_t code = static_cast<int32_t>(std::lround(row[d] / scale));
+                dot += static_cast<int32_t>(std::nearbyint(qh[d] * id)) * code;
               }
               EXPECT_EQ(got[h * kRows + j], static_cast<float>(dot) * (scale * step))
                   << kv_dtype_name(dt) << " rank " << rank << " block " << block << " row " << j << " head " << h;
@@ -214,8 +216,19 @@ TEST(RowSelect, TheRadixSelectPicksWhatASortPicks) {
       EXPECT_EQ(rows, picked(combined, sinks, wbegin, budget)) << "trial " << trial << " heads " << heads;
     }
   }
-  const DotKernels& k = dot_kernels(active_isa());  // every score equal (no bit to search): the earliest rows
+  const DotKernels& k = dot_kernels(active_isa());
   if (!k.pick_top_rows) return;
+  for (const int64_t big : {int64_t{5000}, int64_t{20003}}) {  // past 4,096 keys: the four-way histogram
+    std::vector<float> hs(2 * big);
+    for (float& v : hs) v = normal(rng);
+    std::vector<float> combined(big);
+    combine_heads(hs.data(), 2, big, 4, big - 64, 0.125f, false, combined.data());
+    std::vector<int32_t> rows(big), keys(big);
+    rows.resize(k.pick_top_rows(hs.data(), 2, big, big, 4, big - 64, 0.125f, big / 16, rows.data(),
+                                reinterpret_cast<uint32_t*>(keys.data())));
+    EXPECT_EQ(rows, picked(combined, 4, big - 64, big / 16)) << big << " rows";
+  }
+  // Every score equal (no bit to search): the earliest rows.
   const int64_t n = 100;
   std::vector<float> flat(n, 0.5f);
   std::vector<int32_t> rows(n), keys(n);
@@ -367,7 +380,8 @@ TEST(SelectIndex, EntriesEqualARecomputationFromTheStoredKeysAfterPrefixHits) {
         std::vector<uint8_t> got(want.size());  // from its page's columns (index_page.h)
         load_index_record(e.storage().k_head(g.index_stream, static_cast<int64_t>(index_blocks[t / bs]) * bs, h), bs,
                           x.k_head_bytes(), t % bs, got.data());
-        ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size()), 0) << "layer " << l << " token " << t << " head " << h;
+        ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size()), 0)
+            << "layer " << l << " token " << t << " head " << h;
         ++checked;
       }
     }
