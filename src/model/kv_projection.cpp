@@ -7,7 +7,7 @@
 namespace slimkv {
 
 std::string model_fingerprint(const Model& m) {
-  const ModelConfig& c = m.config;
+  const ModelConfig& c = m.whole_config();  // under tensor parallelism too: calibration files are whole
   uint64_t h = 1469598103934665603ull;
   auto mix = [&h](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
   for (int64_t v : {c.dim, c.hidden_dim, c.num_layers, c.num_heads, c.num_kv_heads, c.head_dim, c.vocab_size}) mix(v);
@@ -23,19 +23,39 @@ std::string model_fingerprint(const Model& m) {
   return fmt::format("{:016x}:{}L{}x{}", h, c.num_layers, c.num_kv_heads, c.head_dim);
 }
 
+namespace {
+
+// Bases stored [whole_heads, rank, head_dim]: this rank's KV heads [first, first + n) (empty stays empty).
+std::vector<float> rank_heads(const std::vector<float>& whole, int32_t whole_heads, int32_t first, int32_t n) {
+  if (whole.empty() || (first == 0 && n == whole_heads)) return whole;
+  const size_t per_head = whole.size() / whole_heads;
+  return std::vector<float>(whole.begin() + first * per_head, whole.begin() + (first + n) * per_head);
+}
+
+int32_t model_layer(const KvLayout& layout, int32_t l) {  // the model layer a stream holds rows of
+  return layout.layers[l].appended() ? layout.layers[l].source_layer : l;
+}
+
+}  // namespace
+
 std::vector<LayerProjection> load_kv_projection(const CompressionConfig& cc, const Model& m, const KvLayout& layout) {
   if (!cc.low_rank() && !cc.select_sketch()) return {};
-  SLIMKV_CHECK(m.shard.ranks <= 1, "{} under tensor parallelism: a calibration file is made for the whole model, and "
-               "its per-head bases are not yet sliced to a rank's heads (run select's sketch and low rank on one process)",
-               cc.low_rank() ? "low-rank K/V" : "--kv-select-index sketch");
   Calibration cal = Calibration::load(cc.kv_calibration);
   const std::string fp = model_fingerprint(m);
   SLIMKV_CHECK(cal.model_fingerprint == fp, "{}: calibration file was made for another model (fingerprint {}, this "
                "model {})", cc.kv_calibration, cal.model_fingerprint, fp);
+  // The calibration describes the whole model's heads; under tensor parallelism each rank keeps its own.
+  KvLayout whole_layout = layout;
+  for (int32_t l = 0; l < layout.num_layers() && m.unsharded_config; ++l) {
+    const int32_t source = model_layer(layout, l);
+    SLIMKV_CHECK(source < m.config.num_layers, "{} under tensor parallelism: stream {} is not one of the model's "
+                 "layers", cc.low_rank() ? "low-rank K/V" : "--kv-select-index sketch", l);
+    whole_layout.layers[l].num_kv_heads = m.unsharded_config->layers[source].num_kv_heads;
+  }
   std::vector<LayerProjection> out =
-      cc.low_rank() ? cal.projections(layout) : std::vector<LayerProjection>(layout.num_layers());
+      cc.low_rank() ? cal.projections(whole_layout) : std::vector<LayerProjection>(layout.num_layers());
   for (int32_t l = 0; l < layout.num_layers(); ++l) {  // a select index: the sketch is P k, P the leading directions
-    const KvLayerGeometry& g = layout.layers[l];
+    const KvLayerGeometry& g = whole_layout.layers[l];
     if (g.kind != KvRecordKind::SelectIndex) continue;
     SLIMKV_CHECK(g.num_kv_heads == cal.num_kv_heads && g.head_dim_k == cal.head_dim, "{}: calibration is for {} KV "
                  "heads of dim {}, layer {} has {} of {}", cc.kv_calibration, cal.num_kv_heads, cal.head_dim,
@@ -45,6 +65,11 @@ std::vector<LayerProjection> load_kv_projection(const CompressionConfig& cc, con
     } else {
       cal.query_aware_sketch(g.source_layer, g.k_dim, out[l].q, out[l].k);
     }
+  }
+  for (int32_t l = 0; l < layout.num_layers() && m.unsharded_config; ++l) {
+    const int32_t heads = whole_layout.layers[l].num_kv_heads, n = layout.layers[l].num_kv_heads;
+    const int32_t first = m.first_kv_head(model_layer(layout, l));
+    for (std::vector<float>* b : {&out[l].k, &out[l].v, &out[l].q}) *b = rank_heads(*b, heads, first, n);
   }
   return out;
 }

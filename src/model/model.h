@@ -3,6 +3,7 @@
 // Must not know: KV caches, requests or sampling.
 #pragma once
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -103,6 +104,13 @@ struct Model {
   // that join the slices' partial sums (null: one process holds the whole model).
   TensorShard shard;
   std::shared_ptr<Collectives> collectives;
+  // What slicing changed that whole-model files (calibration: per-head bases, the fingerprint) map back through:
+  // the config before slicing, and per layer the first of the model's KV heads this rank holds. Unset / empty in
+  // one process.
+  std::optional<ModelConfig> unsharded_config;
+  std::vector<int32_t> kv_head_first;
+  const ModelConfig& whole_config() const { return unsharded_config ? *unsharded_config : config; }
+  int32_t first_kv_head(int32_t layer) const { return kv_head_first.empty() ? 0 : kv_head_first[layer]; }
 
   // Storage the views point into.
   std::vector<std::shared_ptr<const void>> keepalive;

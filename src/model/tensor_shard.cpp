@@ -125,6 +125,7 @@ void shard_attention(Model& m, int32_t l, TensorShard s) {
   w.wo = col_slice(m, w.wo, static_cast<int64_t>(s.rank) * heads * hdv, static_cast<int64_t>(heads) * hdv, l, "wo");
   lc.num_heads = heads;  // bo stays whole: it is added once, after the all-reduce
   lc.num_kv_heads = kv_keep;
+  m.kv_head_first[l] = kv_first;
 }
 
 // MLA: heads split as in plain attention — q (wq_b or wq) by each head's [nope | rope] rows, k_b / v_b by head,
@@ -238,6 +239,8 @@ void shard_for_tensor_parallel(Model& m, TensorShard s) {
   SLIMKV_CHECK(s.expert_groups >= 1 && s.ranks % s.expert_groups == 0, "--expert-parallel-size {} must divide the "
                "{} ranks", s.expert_groups, s.ranks);
   if (s.ranks == 1) return;
+  m.unsharded_config = m.config;
+  m.kv_head_first.assign(m.config.num_layers, 0);
   bool delta_done = false, moe_done = false;
   for (int32_t l = 0; l < m.config.num_layers; ++l) {
     if (m.config.layers[l].delta_net) {

@@ -13,7 +13,8 @@ non-zero within 30 s, saying which rank died; a rank stopped mid-run (hung): the
 within its timeout; and a model that cannot be split that way (deepseek4's 2 output
 groups over 4 ranks) ends every rank with a clear error. MoE layers: each rank runs its range of experts for every
 token routed to them (expert parallelism: EXPERT_MATRIX, both combines); MLA and DeepSeek-V4 keep their shared
-latent / compressed streams whole on every rank.
+latent / compressed streams whole on every rank. Calibrated caches (select's sketch index, low-rank K/V): each rank
+slices the whole model's calibration to its own KV heads, greedy ids equal to one process.
 Exit 0 pass, 1 fail, 77 skipped (no mpirun or no files; under CI a missing input fails)."""
 import array
 import json
@@ -135,6 +136,48 @@ def check_file(binary, synth, rel, ranks, bound, tmp, failures, transport=(), en
         failures.append(f"{name}: {flips} clear argmaxes differ")
     if not same:
         failures.append(f"{name}: greedy ids differ: {g1.stdout.strip()} / {g2.stdout.strip()} {g2.stderr[-300:]}")
+
+
+# Calibrated caches under tensor parallelism (issue K §5): a calibration file describes the whole model's KV heads and
+# each rank takes its own heads' bases — select's sketch index (f32 pages; tq4 + an int8 residual window with an int4
+# sketch) and low-rank K/V. Files: 2 KV heads split over 2 ranks, 1 KV head replicated with sliding windows, MHA.
+CALIBRATED = [
+    ("llama/llama-f32.gguf", ["--kv-sparse-mode", "select", "--kv-select-rank", "8", "--kv-select-fraction", "0.25"]),
+    ("gemma3/gemma3-f32.gguf", ["--kv-cache-dtype", "tq4", "--kv-residual-tokens", "8", "--kv-sparse-mode", "select",
+                                "--kv-select-rank", "8", "--kv-select-dtype", "int4", "--kv-select-fraction", "0.25"]),
+    ("phi3/phi3-f32.gguf", ["--kv-cache-dtype", "tq4", "--kv-residual-tokens", "8", "--kv-sparse-mode", "select",
+                            "--kv-select-rank", "8", "--kv-select-dtype", "int4", "--kv-select-fraction", "0.25"]),
+    ("llama/llama-f32.gguf", ["--kv-compression-rank", "32"]),
+]
+
+
+def check_calibrated(binary, synth, tmp, failures):
+    """Greedy ids of 48 tokens after a 64-token prompt: 2 ranks == one process, and != the same cache without the
+    calibrated part (so the selection or projection acted)."""
+    prompt = ",".join(open(os.path.join(synth, "prompts", "p64.ids")).read().replace(",", " ").split()[:64])
+    text = os.path.normpath(os.path.join(synth, "..", "..", "data", "tinystories_valid_head.txt"))
+    for rel, flags in CALIBRATED:
+        model, calib = os.path.join(synth, rel), os.path.join(tmp, "model.calib")
+        r = run([binary, "calibrate", "-m", model, "--data", text, "-o", calib, "--max-tokens", "600"])
+        if r.returncode != 0:
+            failures.append(f"{rel}: calibrate failed: {r.stderr[-500:]}")
+            continue
+        cache = flags + ["--kv-sink-tokens", "2", "--kv-recent-window", "8", "--kv-calibration", calib]
+        gen = [binary, "generate", "-m", model, "--prompt-ids", prompt, "-n", "48", "--print-ids", "--threads", "1"]
+        plain = flags[:flags.index("--kv-sparse-mode")] if "--kv-sparse-mode" in flags else []  # dtype, residual
+        one = run(gen + cache)
+        tp = run(MPIRUN + ["-np", "2"] + gen + ["--tensor-parallel-size", "2"] + cache)
+        base = run(gen + plain)
+        name = f"{rel} -np 2 {' '.join(flags)}"
+        same = one.returncode == 0 and tp.returncode == 0 and one.stdout.strip() and one.stdout == tp.stdout
+        acted = base.returncode == 0 and base.stdout != one.stdout
+        print(f"{name}: greedy ids {'equal' if same else 'DIFFER'}, {'differ from' if acted else 'SAME AS'} "
+              f"the uncalibrated cache")
+        if not same:
+            failures.append(f"{name}: greedy ids differ: {one.stdout.strip()} {one.stderr[-300:]} / "
+                            f"{tp.stdout.strip()} {tp.stderr[-500:]}")
+        if not acted:
+            failures.append(f"{name}: the calibrated cache gave the uncalibrated cache's ids ({base.stderr[-300:]})")
 
 
 def start_long_job(binary, synth, what, failures, extra=(), env=None):
@@ -275,6 +318,7 @@ def main():
             for rel, ranks in (("qwen3/qwen3-f32.gguf", 2), ("qwen3moe/qwen3moe-f32.gguf", 4)):
                 check_file(binary, synth, rel, ranks, 1e-6, tmp, failures, transport=["-x", "SLIMKV_ALL_REDUCE"],
                            env=shm, label=" (shared-memory all-reduce)")
+            check_calibrated(binary, synth, tmp, failures)
     if part == "experts":
         check_bad_expert_size(binary, synth, failures)
         check_bench_offline(binary, synth, failures)
