@@ -6,6 +6,7 @@
 
 #include <cstdio>
 
+#include "compress/attention_profile.h"
 #include "compress/calibration.h"
 #include "core/mapped_file.h"
 #include "model/kv_projection.h"
@@ -61,6 +62,20 @@ int run_calibrate(const CalibrateFlags& f) {
       std::printf("%5d", l);
       for (int32_t k : ks) std::printf("  %5.3f", cal.attention.mass_at(l, static_cast<double>(k) * cal.attention.block_tokens));
       if (!cal.layer_sensitivity.empty()) std::printf("  %.5f", cal.layer_sensitivity[l]);
+      std::printf("\n");
+    }
+  }
+  if (cal.attention.read_steps > 0) {  // what select's per-head budgets (--kv-sparse-schedule auto) start from
+    const AttentionProfile& a = cal.attention;
+    std::printf("\nper KV head: the share of a query's context whose most attended rows (with %d sinks and a %d-token "
+                "window) hold 95%% of its mass\nlayer  heads\n", kProfileSinks, kProfileWindow);
+    for (int32_t l = 0; l < c.num_layers; ++l) {
+      std::printf("%5d", l);
+      for (int32_t h = 0; h < c.num_kv_heads; ++h) {
+        int32_t s = 1;
+        while (s < a.read_steps && a.head_read_mass[l][static_cast<size_t>(h) * a.read_steps + s - 1] < 0.95f) ++s;
+        std::printf("  %5.3f", static_cast<double>(s) / a.read_steps);
+      }
       std::printf("\n");
     }
   }

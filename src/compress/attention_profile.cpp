@@ -16,9 +16,18 @@ double AttentionProfile::mass_at(int32_t layer, double tokens) const {
   return m[i] * (1 - f) + m[i + 1] * f;
 }
 
+double AttentionProfile::head_mass_at(int32_t layer, int32_t h, double fraction) const {
+  const float* m = head_read_mass[layer].data() + static_cast<size_t>(h) * read_steps;
+  const double x = fraction * read_steps;
+  if (x >= read_steps) return m[read_steps - 1];
+  const int32_t i = static_cast<int32_t>(x);
+  const double lo = i == 0 ? 0.0 : m[i - 1], f = x - i;
+  return lo * (1 - f) + m[i] * f;
+}
+
 AttentionProfiler::AttentionProfiler(int32_t L, int32_t block_tokens, int32_t max_blocks, int32_t min_query_pos)
     : block_tokens_(block_tokens), max_blocks_(max_blocks), min_pos_(min_query_pos), keys_(L),
-      sum_(L, std::vector<double>(max_blocks + 1, 0.0)), count_(L, 0) {
+      sum_(L, std::vector<double>(max_blocks + 1, 0.0)), count_(L, 0), head_sum_(L), head_count_(L) {
   SLIMKV_CHECK(block_tokens >= 1 && max_blocks >= 1, "attention profile: bad block geometry");
 }
 
@@ -32,7 +41,11 @@ void AttentionProfiler::add(int32_t l, const float* q, const float* k, int32_t T
   const size_t kv_dim = static_cast<size_t>(KVH) * D;
   const int32_t start = static_cast<int32_t>(keys.size() / kv_dim);
   keys.insert(keys.end(), k, k + static_cast<size_t>(T) * kv_dim);
-  std::vector<double> p, blocks;
+  std::vector<double> p, blocks, sorted;
+  if (head_sum_[l].empty()) {
+    head_sum_[l].assign(static_cast<size_t>(KVH) * kReadSteps, 0.0);
+    head_count_[l].assign(KVH, 0);
+  }
   for (int32_t t = 0; t < T; ++t) {
     const int32_t pos = start + t;
     if (pos < min_pos_) continue;
@@ -60,6 +73,28 @@ void AttentionProfiler::add(int32_t l, const float* q, const float* k, int32_t T
         sum_[l][b] += std::min(1.0, acc);
       }
       ++count_[l];
+      // What a budget of ceil(s / steps x n) rows buys as select reads them: the sinks and the recent window
+      // always (kProfileSinks, kProfileWindow), then the most attended of the rows between.
+      const int32_t sinks = std::min(kProfileSinks, n), wbegin = std::max(sinks, n - kProfileWindow);
+      double fixed = 0;
+      sorted.clear();
+      for (int32_t j = 0; j < n; ++j) {
+        if (j < sinks || j >= wbegin) {
+          fixed += p[j] / z;
+        } else {
+          sorted.push_back(p[j] / z);
+        }
+      }
+      std::sort(sorted.begin(), sorted.end(), std::greater<double>());
+      double* hs = head_sum_[l].data() + static_cast<size_t>(kvh) * kReadSteps;
+      double cum = fixed;
+      int32_t taken = sinks + (n - wbegin);
+      for (int32_t st = 1; st <= kReadSteps; ++st) {
+        const int32_t want = static_cast<int32_t>((static_cast<int64_t>(st) * n + kReadSteps - 1) / kReadSteps);
+        for (; taken < want; ++taken) cum += sorted[taken - sinks - (n - wbegin)];
+        hs[st - 1] += std::min(1.0, cum);
+      }
+      ++head_count_[l][kvh];
     }
   }
 }
@@ -75,7 +110,62 @@ AttentionProfile AttentionProfiler::result() const {
     for (size_t b = 1; b < m.size(); ++b) m[b] = std::max(m[b], m[b - 1]);
     r.mass.push_back(std::move(m));
   }
+  bool heads = !head_sum_.empty();
+  for (const auto& c : head_count_) heads = heads && !c.empty();
+  if (!heads) return r;
+  r.read_steps = kReadSteps;
+  for (size_t l = 0; l < head_sum_.size(); ++l) {
+    std::vector<float> m(head_sum_[l].size(), 1.0f);
+    for (size_t h = 0; h < head_count_[l].size(); ++h) {
+      float* row = m.data() + h * kReadSteps;
+      for (int32_t s = 0; s < kReadSteps; ++s) {
+        if (head_count_[l][h]) row[s] = static_cast<float>(head_sum_[l][h * kReadSteps + s] / head_count_[l][h]);
+        if (s > 0) row[s] = std::max(row[s], row[s - 1]);
+      }
+    }
+    r.head_read_mass.push_back(std::move(m));
+  }
   return r;
+}
+
+std::vector<std::vector<float>> allocate_read_fractions(const AttentionProfile& p, const std::vector<int32_t>& layers,
+                                                        double mean_fraction, double min_fraction) {
+  SLIMKV_CHECK(p.read_steps > 0 && !p.head_read_mass.empty(), "per-head budgets: the calibration file has no per-head "
+               "read profile (made by an older `slimkv calibrate`): recalibrate");
+  SLIMKV_CHECK(mean_fraction > 0 && mean_fraction <= 1, "per-head budgets: a mean share of {} of the context",
+               mean_fraction);
+  const int32_t S = p.read_steps, L = static_cast<int32_t>(layers.size());
+  const int32_t H = static_cast<int32_t>(p.head_read_mass[0].size()) / S;
+  for (int32_t l : layers) {
+    SLIMKV_CHECK(l >= 0 && l < static_cast<int32_t>(p.head_read_mass.size()), "per-head budgets: layer {} is not in "
+                 "the calibration's read profile", l);
+  }
+  const int32_t N = L * H, floor_steps = std::clamp(static_cast<int32_t>(std::ceil(min_fraction * S - 1e-9)), 1, S);
+  std::vector<int32_t> steps(N, floor_steps);
+  for (int64_t left = std::llround(mean_fraction * S * N) - static_cast<int64_t>(floor_steps) * N; left > 0; --left) {
+    int32_t best = -1;  // one step to the head it buys the most mass for; ties: the first
+    double best_gain = -1;
+    for (int32_t i = 0; i < N; ++i) {
+      if (steps[i] >= S) continue;
+      const int32_t l = layers[i / H], h = i % H;
+      const double gain = p.head_mass_at(l, h, static_cast<double>(steps[i] + 1) / S) -
+                          p.head_mass_at(l, h, static_cast<double>(steps[i]) / S);
+      if (gain > best_gain + 1e-12) best_gain = gain, best = i;
+    }
+    if (best < 0) break;  // every head reads its whole context
+    ++steps[best];
+  }
+  std::vector<double> f(N);
+  for (int32_t i = 0; i < N; ++i) f[i] = std::sqrt(static_cast<double>(steps[i]) / S / mean_fraction);
+  for (int iter = 0; iter < 8; ++iter) {  // renormalise to the mean within [min_fraction, 1]
+    double sum = 0;
+    for (double x : f) sum += x;
+    const double k = mean_fraction * N / sum;
+    for (double& x : f) x = std::clamp(x * k, std::min(min_fraction, 1.0), 1.0);
+  }
+  std::vector<std::vector<float>> out(L, std::vector<float>(H));
+  for (int32_t i = 0; i < N; ++i) out[i / H][i % H] = static_cast<float>(f[i]);
+  return out;
 }
 
 std::vector<int32_t> allocate_budgets(const AttentionProfile& p, int64_t total, int32_t min_tokens, int32_t unit) {

@@ -103,6 +103,10 @@ void Calibration::save(const std::string& path) const {
   if (!attention.empty()) {
     h["attention_profile"] = {{"block_tokens", attention.block_tokens}, {"num_queries", attention.num_queries},
                               {"mass", attention.mass}};
+    if (attention.read_steps > 0) {
+      h["attention_profile"]["read_steps"] = attention.read_steps;
+      h["attention_profile"]["head_read_mass"] = attention.head_read_mass;
+    }
   }
   const std::string header = h.dump();
   std::ofstream out(path, std::ios::binary);
@@ -184,6 +188,25 @@ Calibration Calibration::load(const std::string& path) {
         if (m.size() > 1 && m.back() < m[m.size() - 2]) bad();
       }
       c.attention.mass.push_back(std::move(m));
+    }
+    if (a.contains("head_read_mass")) {  // [layers][kv_heads * read_steps], non-decreasing per head
+      if (!a.contains("read_steps") || !a["read_steps"].is_number_integer() || !a["head_read_mass"].is_array() ||
+          static_cast<int32_t>(a["head_read_mass"].size()) != c.num_layers) {
+        bad();
+      }
+      const int64_t S = a["read_steps"].get<int64_t>();
+      if (S < 1 || S > 4096) bad();
+      c.attention.read_steps = static_cast<int32_t>(S);
+      for (const auto& row : a["head_read_mass"]) {
+        if (!row.is_array() || static_cast<int64_t>(row.size()) != S * c.num_kv_heads) bad();
+        std::vector<float> m;
+        for (const auto& x : row) {
+          if (!x.is_number() || !(x.get<double>() >= 0 && x.get<double>() <= 1.0001)) bad();
+          m.push_back(x.get<float>());
+          if (static_cast<int64_t>(m.size() - 1) % S != 0 && m.back() < m[m.size() - 2]) bad();
+        }
+        c.attention.head_read_mass.push_back(std::move(m));
+      }
     }
   }
   return c;

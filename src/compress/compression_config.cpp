@@ -126,8 +126,10 @@ void CompressionConfig::validate(const std::vector<KvLayerSpec>& layers) const {
   }
   SLIMKV_CHECK(kv_evict_policy == KvEvictPolicy::Drop || dynamic() || !sparse(),
                "--kv-evict-policy merge needs --kv-sparse-mode dynamic (a static window evicts by position)");
-  SLIMKV_CHECK(kv_sparse_schedule == KvSparseSchedule::Uniform || dynamic(),
-               "--kv-sparse-schedule {} needs --kv-sparse-mode dynamic", kv_sparse_schedule.name());
+  SLIMKV_CHECK(kv_sparse_schedule == KvSparseSchedule::Uniform || dynamic() ||
+                   (select() && kv_sparse_schedule == KvSparseSchedule::Auto),
+               "--kv-sparse-schedule {} needs --kv-sparse-mode dynamic (select: uniform or auto)",
+               kv_sparse_schedule.name());
   SLIMKV_CHECK(kv_sparse_schedule != KvSparseSchedule::Auto || !kv_calibration.empty() ||
                    !kv_sparse_layer_topk.empty(),
                "--kv-sparse-schedule auto needs --kv-calibration FILE (from `slimkv calibrate`: its attention "
@@ -520,7 +522,8 @@ const std::vector<CompressionField>& compression_fields() {
                       "drop|merge (merge: evicted blocks fold into per-sequence summary rows)"),
         SLIMKV_CHOICE(kv_sparse_schedule, KvSparseSchedule,
                       "Per-layer top-K budgets with the same total: uniform | pyramid (1.5x at the first layer to "
-                      "0.5x at the last) | auto (from the calibration file's attention profile, --kv-calibration)"),
+                      "0.5x at the last) | auto (from the calibration file's attention profile, --kv-calibration; "
+                      "select: a share of the context per layer and KV head, the same mean)"),
         SLIMKV_INTS(kv_sparse_layer_topk,
                     "Explicit per-layer budgets k1,k2,... (one per layer; overrides --kv-sparse-schedule)"),
         SLIMKV_INT(kv_residual_tokens,

@@ -98,7 +98,8 @@ struct CompressionConfig {
   Choice<KvSparseSchedule> kv_sparse_schedule = KvSparseSchedule::Uniform;  // --kv-sparse-schedule
                                                // uniform|pyramid|auto: per-layer top-K budgets
                                                // (auto: from the calibration's attention profile; resolved into
-                                               // kv_sparse_layer_topk when a model's layout is made)
+                                               // kv_sparse_layer_topk when a model's layout is made; select: into
+                                               // per-(layer, KV head) budget scales, KvSelectSpec::head_scale)
   std::vector<int32_t> kv_sparse_layer_topk;   // --kv-sparse-layer-topk k1,k2,..: explicit per-layer budgets
   int32_t kv_evict_during_prefill = 0;  // --kv-evict-during-prefill N (dynamic): every N prompt tokens the last
                                         // recent-window queries score the cache and blocks past the budget go,

@@ -248,7 +248,10 @@ void PagedAttention::run(const float* q, const LayerKv& layer, const AttentionDi
       const SteadyClock::time_point t_sel = timing ? SteadyClock::now() : SteadyClock::time_point{};
       if (layer.select) {
         const LayerKv::Select& sel = *layer.select;
-        const int64_t budget = select_budget(num_ctx, sel.topk_tokens, sel.fraction, sel.sink_tokens, sel.window_tokens);
+        const double hscale = sel.head_scale ? sel.head_scale[kvh] : 1.0;  // per-head budgets (auto schedule)
+        const int64_t budget =
+            select_budget(num_ctx, static_cast<int32_t>(std::lround(sel.topk_tokens * hscale)),
+                          std::min(1.0, sel.fraction * hscale), sel.sink_tokens, sel.window_tokens);
         if (budget < num_ctx || (sel.mass > 0 && num_ctx > static_cast<int64_t>(sel.sink_tokens) + sel.window_tokens)) {
           const int64_t wbegin = std::min(num_ctx - sel.window_tokens, older);  // the residual window read whole
           const int64_t sinks = std::min<int64_t>(sel.sink_tokens, std::max<int64_t>(wbegin, 0));

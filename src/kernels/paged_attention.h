@@ -86,6 +86,7 @@ class PagedAttention {
       double fraction = 0;                 // this share of its context (select_budget); with
       double mass = 0;                     // > 0: only the top rows whose estimated softmax mass reaches this share
                                            // (the budget above: the most a query reads)
+      const float* head_scale = nullptr;   // [num_kv_heads] the budget's scale per KV head, or null (1)
       int32_t sink_tokens = 0, window_tokens = 0;
     };
     std::optional<Select> select = std::nullopt;

@@ -94,6 +94,9 @@ struct KvSelectSpec {
   double fraction = 0;       // this share of its context (> 0 wins)
   double mass = 0;           // > 0: adaptive — the top rows holding this share of the estimated mass, at most the above
   int32_t sink_tokens = 0, window_tokens = 0;
+  // Per KV head (this rank's): the budget above times head_scale[h] (--kv-sparse-schedule auto: the calibration's
+  // per-head read profile; mean 1 over the model's heads). Empty: every head the same.
+  std::vector<float> head_scale;
   bool on() const { return scorer != KvSelectScorer::None; }
   bool operator==(const KvSelectSpec&) const = default;
 };

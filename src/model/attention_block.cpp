@@ -42,6 +42,7 @@ PagedAttention::LayerKv::Select DecoderForward::layer_select(int32_t l) {
   s.topk_tokens = g.select.topk_tokens;
   s.fraction = g.select.fraction;
   s.mass = g.select.mass;
+  s.head_scale = g.select.head_scale.empty() ? nullptr : g.select.head_scale.data();
   s.sink_tokens = g.select.sink_tokens;
   s.window_tokens = g.select.window_tokens;
   if (g.index_stream >= 0) {

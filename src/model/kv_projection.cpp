@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "compress/attention_profile.h"
 #include "model/kv_streams.h"
 
 namespace slimkv {
@@ -101,8 +102,41 @@ CompressionConfig resolve_sparse_schedule(const CompressionConfig& cc, const Mod
   return out;
 }
 
+namespace {
+
+// --kv-sparse-schedule auto under select: each selecting layer's KV heads read a share of the context allocated
+// from the calibration's per-head read profile (the same mean), as scales of the uniform budget.
+void set_head_budgets(const CompressionConfig& cc, const Model& m, KvLayout& layout) {
+  const Calibration cal = Calibration::load(cc.kv_calibration);
+  const std::string fp = model_fingerprint(m);
+  SLIMKV_CHECK(cal.model_fingerprint == fp, "{}: calibration file was made for another model (fingerprint {}, this "
+               "model {})", cc.kv_calibration, cal.model_fingerprint, fp);
+  const ModelConfig& whole = m.whole_config();
+  std::vector<int32_t> layers;  // model layers that select (their stream index is their layer index)
+  for (int32_t l = 0; l < layout.num_layers(); ++l) {
+    if (layout.layers[l].select.on() && !layout.layers[l].appended() && l < whole.num_layers) layers.push_back(l);
+  }
+  if (layers.empty()) return;
+  const double ctx = whole.max_seq_len;
+  const double mean = cc.kv_select_fraction > 0 ? cc.kv_select_fraction : std::min(1.0, cc.kv_sparse_topk / ctx);
+  const double floor = std::min(1.0, (cc.kv_sink_tokens + cc.kv_recent_window) / ctx);
+  const std::vector<std::vector<float>> f = allocate_read_fractions(cal.attention, layers, mean, floor);
+  for (size_t i = 0; i < layers.size(); ++i) {
+    KvLayerGeometry& g = layout.layers[layers[i]];
+    const int32_t first = m.first_kv_head(layers[i]);
+    SLIMKV_CHECK(first + g.num_kv_heads <= static_cast<int32_t>(f[i].size()), "{}: calibration has {} KV heads, "
+                 "layer {} needs {}", cc.kv_calibration, f[i].size(), layers[i], first + g.num_kv_heads);
+    g.select.head_scale.clear();
+    for (int32_t h = 0; h < g.num_kv_heads; ++h) g.select.head_scale.push_back(static_cast<float>(f[i][first + h] / mean));
+  }
+}
+
+}  // namespace
+
 KvLayout model_kv_layout(const Model& m, int32_t block_size, const CompressionConfig& cc) {
-  return resolve_sparse_schedule(cc, m, block_size).layout(kv_layer_specs(m.config), block_size);
+  KvLayout out = resolve_sparse_schedule(cc, m, block_size).layout(kv_layer_specs(m.config), block_size);
+  if (cc.select() && cc.kv_sparse_schedule == KvSparseSchedule::Auto) set_head_budgets(cc, m, out);
+  return out;
 }
 
 }  // namespace slimkv

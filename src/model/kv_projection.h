@@ -19,7 +19,8 @@ std::vector<LayerProjection> load_kv_projection(const CompressionConfig& cc, con
 // profile — the full-attention layers share n_full x kv_sparse_topk tokens, in block_size steps, each at least
 // sinks + recent window + one block. Other configs are returned as they are.
 CompressionConfig resolve_sparse_schedule(const CompressionConfig& cc, const Model& m, int32_t block_size);
-// The model's KV layout under cc (per-layer specs transformed by cc, auto budgets resolved).
+// The model's KV layout under cc (per-layer specs transformed by cc, auto budgets resolved: retention's per layer,
+// select's per layer and KV head).
 KvLayout model_kv_layout(const Model& m, int32_t block_size, const CompressionConfig& cc);
 
 }  // namespace slimkv
