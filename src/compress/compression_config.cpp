@@ -7,6 +7,7 @@
 #include "core/check.h"
 #include "core/checked_math.h"
 #include <fmt/ranges.h>
+#include "compress/stream_kinds.h"
 #include "core/mapped_file.h"
 
 namespace slimkv {
@@ -28,6 +29,7 @@ KvDtype storage_dtype(KvCacheDtype d) {  // auto = f32
 
 }  // namespace
 
+KvDtype CompressionConfig::select_dtype() const { return storage_dtype(kv_select_dtype); }
 KvDtype CompressionConfig::dtype() const { return enabled ? storage_dtype(kv_cache_dtype) : KvDtype::F32; }
 
 KvDtype CompressionConfig::v_dtype() const {
@@ -285,8 +287,7 @@ KvLayout CompressionConfig::layout(const std::vector<KvLayerSpec>& specs, int32_
       g.spec = KvGroupSpec::dynamic_topk(topk[l], kv_sink_tokens, kv_recent_window, merge(), prefill_evict_tokens());
     }
   }
-  add_residual_streams(out);
-  add_index_streams(out);
+  append_streams(*this, out);  // the residual window's and select's index streams (compress/stream_kinds.h)
   out.assign_groups();
   return out;
 }
@@ -328,46 +329,6 @@ void CompressionConfig::validate_select(const std::vector<KvLayerSpec>& layers) 
                  "its own compressed entries)", l);
     SLIMKV_CHECK(!select_sketch() || s.state_floats > 0 || kv_select_rank <= s.head_dim_k, "--kv-select-rank {} "
                  "exceeds layer {}'s head dim {}", kv_select_rank, l, s.head_dim_k);
-  }
-}
-
-void CompressionConfig::add_index_streams(KvLayout& out) const {
-  if (!select_sketch()) return;
-  const int32_t num_streams = out.num_layers();
-  for (int32_t l = 0; l < num_streams; ++l) {
-    KvLayerGeometry& g = out.layers[l];
-    if (g.kind != KvRecordKind::Attention || g.spec.kind != KvGroupKind::FullAttention) continue;
-    KvLayerGeometry x;  // keys only: the record is the sketch (v_in_k with v_dim = k_dim: no separate values)
-    x.num_kv_heads = g.num_kv_heads;
-    x.head_dim_k = g.head_dim_k;
-    x.head_dim_v = g.head_dim_k;
-    x.k_dim = x.v_dim = kv_select_rank;
-    x.dtype = x.v_dtype = storage_dtype(kv_select_dtype);
-    x.rotate = x.dtype == KvDtype::Int4;  // 16 levels: spread the leading direction's energy over the codes
-    x.v_in_k = true;
-    x.kind = KvRecordKind::SelectIndex;
-    x.spec = KvGroupSpec::full();
-    x.source_layer = l;
-    g.index_stream = out.num_layers();
-    out.layers.push_back(x);
-  }
-}
-
-void CompressionConfig::add_residual_streams(KvLayout& out) const {
-  const int32_t tokens = residual_tokens();
-  if (tokens == 0) return;
-  const int32_t num_streams = out.num_layers();
-  for (int32_t l = 0; l < num_streams; ++l) {
-    KvLayerGeometry& g = out.layers[l];
-    if (g.kind != KvRecordKind::Attention || g.spec.kind != KvGroupKind::FullAttention) continue;
-    KvLayerGeometry r = g;  // the same heads, sizes and rotation (one query basis for both), a wider dtype
-    r.dtype = r.v_dtype = residual_dtype();
-    r.kind = KvRecordKind::Residual;
-    r.spec = KvGroupSpec::window(tokens);
-    g.residual_stream = out.num_layers();
-    g.residual_tokens = tokens;
-    r.source_layer = l;
-    out.layers.push_back(r);
   }
 }
 
@@ -627,12 +588,7 @@ std::string describe_plan(const KvLayout& layout) {
                                             : fmt::format("{}/{}", kv_dtype_name(g.dtype), kv_dtype_name(g.v_dtype)),
                        g.k_dim, g.v_dim, g.rotate ? "hadamard" : "none", g.bytes_per_token(),
                        100.0 * g.bytes_per_token() / base,
-                       g.kind == KvRecordKind::Residual
-                           ? fmt::format("residual window: the last {} tokens", g.spec.window_tokens)
-                       : g.kind == KvRecordKind::SelectIndex
-                           ? fmt::format("select index: layer {}'s keys, a rank-{} {} sketch", g.source_layer, g.k_dim,
-                                         kv_dtype_name(g.dtype))
-                           : g.spec.describe());
+                       g.appended() ? stream_kind_of(g.kind)->describe(g) : g.spec.describe());
   }
   out += fmt::format("total  {} bytes/token = {:.1f}% of f16 ({} bytes/token){}", total, 100.0 * total / f16, f16,
                      total_note(layout));

@@ -137,6 +137,7 @@ struct CompressionConfig {
   bool rotate() const;
   int32_t residual_tokens() const { return enabled ? kv_residual_tokens : 0; }
   KvDtype residual_dtype() const;  // the residual window's dtype
+  KvDtype select_dtype() const;    // select's index codes (kv_select_dtype)
   // The per-layer storage and block-table plan for a model: a transform of its specs (dtype, rank, rotation on
   // every layer; static or dynamic retention on the full-attention layers, which keep their own block tables; a
   // residual window appends one stream per full-attention layer after the model's), grouped
@@ -146,12 +147,6 @@ struct CompressionConfig {
   // Dynamic mode: each layer's retention budget in tokens by kv_sparse_schedule (0 for sliding-window layers); the
   // mean over the full-attention layers is kv_sparse_topk.
   std::vector<int32_t> layer_topk(const std::vector<KvLayerSpec>& layers) const;
-  // Appends the residual window's streams (kind Residual, a window table each) after layout's own, linked from
-  // the full-attention layers they serve (KvLayerGeometry::residual_stream).
-  void add_residual_streams(KvLayout& layout) const;
-  // Select mode with a sketch: one index stream (kind SelectIndex: kv_select_rank int8 values per KV head and token,
-  // no values) per full-attention layer, in its own full-attention table (KvLayerGeometry::index_stream).
-  void add_index_streams(KvLayout& layout) const;
   void validate_select(const std::vector<KvLayerSpec>& layers) const;
   std::string fingerprint() const;  // goes into the prefix-cache salt
   // Loads a JSON object {"kv_cache_dtype": "int8", ...}; unknown keys are an error that names them.

@@ -140,8 +140,7 @@ std::variant<RequestId, std::string> Engine::add_synthetic_prefilled_request(std
       for (auto& x : k) x = normal(rng);
       for (auto& x : v) x = normal(rng);
       fwd_.write_kv(storage_, l, static_cast<int64_t>(block) * bs + index % bs, k.data(), v.data());
-      for (const int32_t r : {layout_.layers[l].residual_stream, layout_.layers[l].index_stream}) {
-        if (r < 0) continue;  // the same rows in the residual window, their sketch in the select index
+      for (const int32_t r : layout_.layers[l].appended_streams) {  // its residual window's rows, its index's sketch
         const BlockId rb = kv.groups[layout_.layers[r].group].blocks[index / bs];
         if (rb >= 0) fwd_.write_kv(storage_, r, static_cast<int64_t>(rb) * bs + index % bs, k.data(), v.data());
       }

@@ -114,12 +114,13 @@ struct KvLayerGeometry {
   KvGroupSpec spec;          // how its block table behaves (spec.pool: its block pool)
   int32_t group = 0;         // set by KvLayout::assign_groups
   int32_t tensor = 0;        // storage tensor (KvStorage region) its rows live in
-  int32_t residual_stream = -1;  // >= 0: the stream (kind Residual) holding this layer's last residual_tokens rows
-  int32_t residual_tokens = 0;   // at a wider dtype; attention reads them there and older rows here
-  int32_t index_stream = -1;     // >= 0: the stream (kind SelectIndex) holding this layer's per-token index keys
+  // Streams a compression config appended for this layer (compress/stream_kinds.h: its residual window, its select
+  // index), each of its own record kind; KvLayout::appended_stream finds one by kind.
+  std::vector<int32_t> appended_streams;
+  int32_t residual_tokens = 0;   // a residual window: attention reads this layer's last residual_tokens rows there
   KvSelectSpec select;           // per-query sparse attention on this layer (scorer None: dense)
   int32_t source_layer = -1;     // appended streams (Residual, SelectIndex): the layer whose rows they derive from
-  bool appended() const { return kind == KvRecordKind::Residual || kind == KvRecordKind::SelectIndex; }
+  bool appended() const { return source_layer >= 0; }
   // MLA records are two parts, scaled (and rotated) on their own: the latent (the value) and the rope key.
   int32_t k_split() const { return v_in_k && v_dim < k_dim ? v_dim : 0; }
   int64_t k_head_bytes() const { return kv_record_bytes(dtype, k_dim, k_split()); }
@@ -161,6 +162,13 @@ struct KvLayout {
   void assign_groups();
 
   int32_t num_layers() const { return static_cast<int32_t>(layers.size()); }
+  // The stream of record kind `kind` appended for layer l, or -1.
+  int32_t appended_stream(int32_t l, KvRecordKind kind) const {
+    for (int32_t s : layers[l].appended_streams) {
+      if (layers[s].kind == kind) return s;
+    }
+    return -1;
+  }
   // The model's own streams: every layer but the residual windows a compression config appends after them.
   int32_t num_model_streams() const;
   int32_t num_groups() const { return static_cast<int32_t>(groups.size()); }

@@ -45,8 +45,7 @@ PagedAttention::LayerKv::Select DecoderForward::layer_select(int32_t l) {
   s.head_scale = g.select.head_scale.empty() ? nullptr : g.select.head_scale.data();
   s.sink_tokens = g.select.sink_tokens;
   s.window_tokens = g.select.window_tokens;
-  if (g.index_stream >= 0) {
-    const int32_t x = g.index_stream;
+  if (const int32_t x = kv.layout().appended_stream(l, KvRecordKind::SelectIndex); x >= 0) {
     const KvLayerGeometry& xg = kv.layout().layers[x];
     SLIMKV_CHECK(static_cast<int32_t>(kv_proj_.size()) > x && !kv_proj_[x].k.empty(),
                  "select: layer {}'s index has no projection (its calibration was not loaded)", l);
@@ -108,8 +107,8 @@ void DecoderForward::attention(int32_t l, const float* in, float* out) {
     rope.apply(q_.data() + static_cast<size_t>(t) * qd, lc.num_heads, b.positions[t], hd);
     rope.apply(k_.data() + static_cast<size_t>(t) * kd, lc.num_kv_heads, b.positions[t], hd);
     write_kv(kv, l, slots[t], k_.data() + static_cast<size_t>(t) * kd, v_.data() + static_cast<size_t>(t) * vd);
-    for (const int32_t r : {g.residual_stream, g.index_stream}) {  // the same rows at a wider dtype (a residual
-      if (r < 0) continue;                                           // window), their sketch (a select index)
+    // The same rows at a wider dtype (a residual window), their sketch (a select index): each stream's encoding.
+    for (const int32_t r : g.appended_streams) {
       write_kv(kv, r, b.slots[kv.layout().layers[r].group][t], k_.data() + static_cast<size_t>(t) * kd,
                v_.data() + static_cast<size_t>(t) * vd);
     }
@@ -117,8 +116,7 @@ void DecoderForward::attention(int32_t l, const float* in, float* out) {
   if (q_observer_) q_observer_(l, q_.data(), T);
   if (observer_) observer_(l, k_.data(), v_.data(), T);
   PagedAttention::LayerKv lk = layer_kv(l);
-  if (g.residual_stream >= 0) {
-    const int32_t r = g.residual_stream;
+  if (const int32_t r = kv.layout().appended_stream(l, KvRecordKind::Residual); r >= 0) {
     const KvLayerGeometry& rg = kv.layout().layers[r];
     lk.residual = PagedAttention::LayerKv::Residual{kv.k_base(r), kv.v_base(r), rg.k_head_bytes(), rg.v_head_bytes(),
                                                     kv.k_head_stride_bytes(r), kv.v_head_stride_bytes(r), rg.dtype,

@@ -141,7 +141,7 @@ TEST(ResidualWindow, LayoutKeepsEveryTokenAtTheMainDtypeAndOnlyTheWindowAtItsOwn
   for (int32_t i = 0; i < 3; ++i) {
     const KvLayerGeometry &g = l.layers[i], &r = l.layers[3 + i];
     EXPECT_EQ(g.dtype, KvDtype::Tq4);
-    EXPECT_EQ(g.residual_stream, 3 + i);
+    EXPECT_EQ(l.appended_stream(i, KvRecordKind::Residual), 3 + i);
     EXPECT_EQ(g.residual_tokens, 100);
     EXPECT_EQ(r.kind, KvRecordKind::Residual);
     EXPECT_EQ(r.dtype, KvDtype::F16);

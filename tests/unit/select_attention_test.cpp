@@ -360,8 +360,9 @@ TEST(SelectIndex, EntriesEqualARecomputationFromTheStoredKeysAfterPrefixHits) {
   int64_t checked = 0;
   for (int32_t l = 0; l < layout.num_layers(); ++l) {
     const KvLayerGeometry& g = layout.layers[l];
-    if (g.index_stream < 0) continue;
-    const KvLayerGeometry& x = layout.layers[g.index_stream];
+    const int32_t xs = layout.appended_stream(l, KvRecordKind::SelectIndex);
+    if (xs < 0) continue;
+    const KvLayerGeometry& x = layout.layers[xs];
     const std::vector<float> basis = cal.key_basis(l, x.k_dim);  // [heads, rank, head_dim]
     const auto& main_blocks = r->kv.groups[g.group].blocks;
     const auto& index_blocks = r->kv.groups[x.group].blocks;
@@ -378,7 +379,7 @@ TEST(SelectIndex, EntriesEqualARecomputationFromTheStoredKeysAfterPrefixHits) {
         std::vector<uint8_t> want(x.k_head_bytes());
         encode_kv_record(sketch.data(), x.k_dim, 0, KvDtype::Int8, want.data());
         std::vector<uint8_t> got(want.size());  // from its page's columns (index_page.h)
-        load_index_record(e.storage().k_head(g.index_stream, static_cast<int64_t>(index_blocks[t / bs]) * bs, h), bs,
+        load_index_record(e.storage().k_head(xs, static_cast<int64_t>(index_blocks[t / bs]) * bs, h), bs,
                           x.k_head_bytes(), t % bs, got.data());
         ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size()), 0)
             << "layer " << l << " token " << t << " head " << h;
