@@ -25,6 +25,21 @@ struct TestRequest {
   int32_t arrival_step = 0;
 };
 
+// `count` requests of BOS + first_len + i * step_len tokens, token t of request i = 3 + (t * mul + i * shift) % 509
+// (a 512-token vocabulary's ordinary ids, different per request).
+inline std::vector<TestRequest> patterned_requests(int count, int first_len, int step_len, int mul, int shift,
+                                                   int32_t max_tokens) {
+  std::vector<TestRequest> out;
+  for (int i = 0; i < count; ++i) {
+    TestRequest j;
+    j.prompt = {1};
+    for (int t = 0; t < first_len + step_len * i; ++t) j.prompt.push_back(3 + (t * mul + i * shift) % 509);
+    j.max_tokens = max_tokens;
+    out.push_back(j);
+  }
+  return out;
+}
+
 struct EngineRun {
   std::vector<std::vector<int32_t>> tokens;  // per request, in input order
   Metrics metrics;

@@ -46,14 +46,7 @@ TEST(AutoSchedule, ReadsTheCalibrationAndKeepsBatchedEqualToSingle) {
   EXPECT_LE(sum, 5 * 96);
   EXPECT_GT(sum, 5 * 96 - 8) << "the same total, within one block";
   EXPECT_EQ(*std::max_element(r.kv_sparse_layer_topk.begin(), r.kv_sparse_layer_topk.end()), r.kv_sparse_layer_topk[most]);
-  std::vector<TestRequest> jobs;
-  for (int i = 0; i < 3; ++i) {
-    TestRequest j;
-    j.prompt = {1};
-    for (int t = 0; t < 90 + 41 * i; ++t) j.prompt.push_back(3 + (t * 29 + i * 3) % 509);
-    j.max_tokens = 100;
-    jobs.push_back(j);
-  }
+  const std::vector<TestRequest> jobs = patterned_requests(3, 90, 41, 29, 3, 100);
   const EngineRun batched = run_requests(*m, c, jobs);
   EXPECT_GT(batched.evicted_blocks, 0);
   expect_each_alone_equal(*m, c, jobs, batched);
@@ -121,14 +114,7 @@ TEST(AutoSchedule, SelectSplitsReadsPerHeadAndKeepsBatchedEqualToSingle) {
   ASSERT_EQ(heads, 5 * m->config.num_kv_heads);
   EXPECT_NEAR(sum / heads, 1.0, 1e-4) << "the same reads in all";
   EXPECT_LT(lo, hi) << "heads differ";
-  std::vector<TestRequest> jobs;
-  for (int i = 0; i < 3; ++i) {
-    TestRequest j;
-    j.prompt = {1};
-    for (int t = 0; t < 150 + 41 * i; ++t) j.prompt.push_back(3 + (t * 29 + i * 3) % 509);
-    j.max_tokens = 60;
-    jobs.push_back(j);
-  }
+  const std::vector<TestRequest> jobs = patterned_requests(3, 150, 41, 29, 3, 60);
   const EngineRun batched = run_requests(*m, c, jobs);
   expect_each_alone_equal(*m, c, jobs, batched);
   EngineConfig uniform = c;  // the scales reach the kernels: the same mean budget, other rows read

@@ -463,14 +463,7 @@ TEST(KvGroups, PyramidRetentionKeepsBatchedEqualToSingleAndMemoryBounded) {
   c.compress.kv_recent_window = 32;
   c.compress.kv_sparse_schedule = "pyramid";
   c.compress.kv_evict_policy = "merge";
-  std::vector<TestRequest> jobs;
-  for (int i = 0; i < 4; ++i) {
-    TestRequest j;
-    j.prompt = {1};
-    for (int t = 0; t < 100 + 37 * i; ++t) j.prompt.push_back(3 + (t * 31 + i * 7) % 509);
-    j.max_tokens = 120;
-    jobs.push_back(j);
-  }
+  const std::vector<TestRequest> jobs = patterned_requests(4, 100, 37, 31, 7, 120);
   const EngineRun batched = run_requests(*m, c, jobs);
   EXPECT_GT(batched.evicted_blocks, 0);
   expect_each_alone_equal(*m, c, jobs, batched);
