@@ -35,6 +35,29 @@ void AttentionProfiler::begin_sequence() {
   for (auto& k : keys_) k.clear();
 }
 
+void AttentionProfiler::add_read_curve(const double* e, int32_t n, double z, double* curve, std::vector<double>& rows) {
+  // What a budget of ceil(s / steps x n) rows buys as select reads them: the sinks and the recent window always
+  // (kProfileSinks, kProfileWindow), then the most attended of the rows between. e: exp(score - max), z: their sum.
+  const int32_t sinks = std::min(kProfileSinks, n), wbegin = std::max(sinks, n - kProfileWindow);
+  const int32_t fixed_rows = sinks + (n - wbegin);
+  double cum = 0;
+  rows.clear();
+  for (int32_t j = 0; j < n; ++j) {
+    if (j < sinks || j >= wbegin) {
+      cum += e[j] / z;
+    } else {
+      rows.push_back(e[j] / z);
+    }
+  }
+  std::sort(rows.begin(), rows.end(), std::greater<double>());
+  int32_t taken = fixed_rows;
+  for (int32_t st = 1; st <= kReadSteps; ++st) {
+    const int32_t want = static_cast<int32_t>((static_cast<int64_t>(st) * n + kReadSteps - 1) / kReadSteps);
+    for (; taken < want; ++taken) cum += rows[taken - fixed_rows];
+    curve[st - 1] += std::min(1.0, cum);
+  }
+}
+
 void AttentionProfiler::add(int32_t l, const float* q, const float* k, int32_t T, int32_t H, int32_t KVH, int32_t D,
                             float scale) {
   std::vector<float>& keys = keys_[l];
@@ -73,27 +96,7 @@ void AttentionProfiler::add(int32_t l, const float* q, const float* k, int32_t T
         sum_[l][b] += std::min(1.0, acc);
       }
       ++count_[l];
-      // What a budget of ceil(s / steps x n) rows buys as select reads them: the sinks and the recent window
-      // always (kProfileSinks, kProfileWindow), then the most attended of the rows between.
-      const int32_t sinks = std::min(kProfileSinks, n), wbegin = std::max(sinks, n - kProfileWindow);
-      double fixed = 0;
-      sorted.clear();
-      for (int32_t j = 0; j < n; ++j) {
-        if (j < sinks || j >= wbegin) {
-          fixed += p[j] / z;
-        } else {
-          sorted.push_back(p[j] / z);
-        }
-      }
-      std::sort(sorted.begin(), sorted.end(), std::greater<double>());
-      double* hs = head_sum_[l].data() + static_cast<size_t>(kvh) * kReadSteps;
-      double cum = fixed;
-      int32_t taken = sinks + (n - wbegin);
-      for (int32_t st = 1; st <= kReadSteps; ++st) {
-        const int32_t want = static_cast<int32_t>((static_cast<int64_t>(st) * n + kReadSteps - 1) / kReadSteps);
-        for (; taken < want; ++taken) cum += sorted[taken - sinks - (n - wbegin)];
-        hs[st - 1] += std::min(1.0, cum);
-      }
+      add_read_curve(p.data(), n, z, head_sum_[l].data() + static_cast<size_t>(kvh) * kReadSteps, sorted);
       ++head_count_[l][kvh];
     }
   }

@@ -37,6 +37,8 @@ class AttentionProfiler {
   AttentionProfile result() const;
 
  private:
+  // Adds one (query, head)'s read curve: e [n] its unnormalised probabilities, z their sum; rows: scratch.
+  static void add_read_curve(const double* e, int32_t n, double z, double* curve, std::vector<double>& rows);
   int32_t block_tokens_, max_blocks_, min_pos_;
   std::vector<std::vector<float>> keys_;   // [layers][positions * kv_dim] this sequence's keys so far
   std::vector<std::vector<double>> sum_;   // [layers][max_blocks + 1]
