@@ -26,6 +26,15 @@ std::string model_fingerprint(const Model& m) {
 
 namespace {
 
+// cc's calibration file, refused unless it was made for this model (the whole model's fingerprint).
+Calibration load_model_calibration(const CompressionConfig& cc, const Model& m) {
+  Calibration cal = Calibration::load(cc.kv_calibration);
+  const std::string fp = model_fingerprint(m);
+  SLIMKV_CHECK(cal.model_fingerprint == fp, "{}: calibration file was made for another model (fingerprint {}, this "
+               "model {})", cc.kv_calibration, cal.model_fingerprint, fp);
+  return cal;
+}
+
 // Bases stored [whole_heads, rank, head_dim]: this rank's KV heads [first, first + n) (empty stays empty).
 std::vector<float> rank_heads(const std::vector<float>& whole, int32_t whole_heads, int32_t first, int32_t n) {
   if (whole.empty() || (first == 0 && n == whole_heads)) return whole;
@@ -41,10 +50,7 @@ int32_t model_layer(const KvLayout& layout, int32_t l) {  // the model layer a s
 
 std::vector<LayerProjection> load_kv_projection(const CompressionConfig& cc, const Model& m, const KvLayout& layout) {
   if (!cc.low_rank() && !cc.select_sketch()) return {};
-  Calibration cal = Calibration::load(cc.kv_calibration);
-  const std::string fp = model_fingerprint(m);
-  SLIMKV_CHECK(cal.model_fingerprint == fp, "{}: calibration file was made for another model (fingerprint {}, this "
-               "model {})", cc.kv_calibration, cal.model_fingerprint, fp);
+  Calibration cal = load_model_calibration(cc, m);
   // The calibration describes the whole model's heads; under tensor parallelism each rank keeps its own.
   KvLayout whole_layout = layout;
   for (int32_t l = 0; l < layout.num_layers() && m.unsharded_config; ++l) {
@@ -78,10 +84,7 @@ std::vector<LayerProjection> load_kv_projection(const CompressionConfig& cc, con
 CompressionConfig resolve_sparse_schedule(const CompressionConfig& cc, const Model& m, int32_t block_size) {
   if (!cc.dynamic() || cc.kv_sparse_schedule != KvSparseSchedule::Auto || !cc.kv_sparse_layer_topk.empty()) return cc;
   SLIMKV_CHECK(!cc.kv_calibration.empty(), "--kv-sparse-schedule auto needs --kv-calibration FILE");
-  const Calibration cal = Calibration::load(cc.kv_calibration);
-  const std::string fp = model_fingerprint(m);
-  SLIMKV_CHECK(cal.model_fingerprint == fp, "{}: calibration file was made for another model (fingerprint {}, this "
-               "model {})", cc.kv_calibration, cal.model_fingerprint, fp);
+  const Calibration cal = load_model_calibration(cc, m);
   SLIMKV_CHECK(!cal.layer_sensitivity.empty(), "{}: no layer sensitivities in this calibration file (made by an "
                "older `slimkv calibrate`): recalibrate for --kv-sparse-schedule auto", cc.kv_calibration);
   const std::vector<KvLayerSpec> specs = kv_layer_specs(m.config);
@@ -107,10 +110,7 @@ namespace {
 // --kv-sparse-schedule auto under select: each selecting layer's KV heads read a share of the context allocated
 // from the calibration's per-head read profile (the same mean), as scales of the uniform budget.
 void set_head_budgets(const CompressionConfig& cc, const Model& m, KvLayout& layout) {
-  const Calibration cal = Calibration::load(cc.kv_calibration);
-  const std::string fp = model_fingerprint(m);
-  SLIMKV_CHECK(cal.model_fingerprint == fp, "{}: calibration file was made for another model (fingerprint {}, this "
-               "model {})", cc.kv_calibration, cal.model_fingerprint, fp);
+  const Calibration cal = load_model_calibration(cc, m);
   const ModelConfig& whole = m.whole_config();
   std::vector<int32_t> layers;  // model layers that select (their stream index is their layer index)
   for (int32_t l = 0; l < layout.num_layers(); ++l) {
