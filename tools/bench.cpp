@@ -155,6 +155,7 @@ void add_bench_command(CLI::App& app, std::vector<Command>& out) {
   add_bench_serve_command(*sub, out);
   add_bench_make_gguf_command(*sub, out);
   add_bench_bandwidth_command(*sub, out);
+  add_bench_attention_command(*sub, out);
   add_bench_all_reduce_command(*sub, out);
 }
 

@@ -30,6 +30,7 @@ void add_bench_offline_command(CLI::App& bench, std::vector<Command>& out);
 void add_bench_serve_command(CLI::App& bench, std::vector<Command>& out);
 void add_bench_make_gguf_command(CLI::App& bench, std::vector<Command>& out);
 void add_bench_bandwidth_command(CLI::App& bench, std::vector<Command>& out);
+void add_bench_attention_command(CLI::App& bench, std::vector<Command>& out);
 void add_bench_all_reduce_command(CLI::App& bench, std::vector<Command>& out);
 
 void register_commands(CLI::App& app);

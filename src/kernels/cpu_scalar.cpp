@@ -106,6 +106,8 @@ bool score_rows_avx512(const float* q, int32_t num_q, int64_t q_stride, const Pa
                        float* scores, int64_t s_stride);  // cpu_avx512/attention_avx512.cpp
 bool score_index_avx512(const float* q_lat, int32_t num_q, int32_t rank, const PagedKv& index, int64_t begin,
                         int64_t end, float* scores, int64_t s_stride);  // cpu_avx512/index_score_avx512.cpp
+bool attend_tile_avx2(const AttendTile& tile, const PagedKv& kv, int64_t begin, int64_t end, float scale,
+                      TileState& st);  // cpu_avx2/attention_tile_avx2.cpp
 bool gemm_avx512(DType w_dtype, const void* w, int64_t rows, int64_t cols, const void* x, int64_t num_tokens,
                  float* y, int64_t ldy);  // cpu_avx512/gemm_avx512.cpp
 
@@ -125,11 +127,19 @@ const DotKernels& dot_kernels(Isa isa) {
         k.score_rows = score_rows_avx512;
         k.score_index = score_index_avx512;
         k.pick_top_rows = pick_top_rows_avx512;
+        k.attend_tile = attend_tile_avx2;  // the AVX2 tile kernel (no AVX-512 one yet)
         return k;
       }();
       return t;
     }
-    case Isa::Avx2: return kAvx2Dot;
+    case Isa::Avx2: {
+      static const DotKernels t = [] {
+        DotKernels k = kAvx2Dot;
+        k.attend_tile = attend_tile_avx2;
+        return k;
+      }();
+      return t;
+    }
     default: return kScalarDot;
   }
 }

@@ -11,6 +11,8 @@
 namespace slimkv {
 struct WeightView;
 struct Q8_KBlock;
+struct AttendTile;
+struct TileState;
 }
 
 namespace slimkv {
@@ -135,6 +137,11 @@ struct DotKernels {
   // then pick_rows, the same rows (null = those references). keys: [num_ctx] scratch.
   int64_t (*pick_top_rows)(const float* scores, int32_t num_q, int64_t s_stride, int64_t num_ctx, int64_t sinks,
                            int64_t window_begin, float scale, int64_t budget, int32_t* rows, uint32_t* keys) = nullptr;
+  // Optional tiled prefill attention (attention_tile.h): a tile of query rows over positions [begin, end) of a
+  // contiguous store, the online softmax's state carried in st. False where it does not apply (null / false = the
+  // scalar reference attend_tile_ref, equal within summation order).
+  bool (*attend_tile)(const AttendTile& tile, const PagedKv& kv, int64_t begin, int64_t end, float scale,
+                      TileState& st) = nullptr;
 };
 
 const DotKernels& dot_kernels(Isa isa);

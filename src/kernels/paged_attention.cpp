@@ -66,12 +66,6 @@ void scale_for_sink(float* out, int32_t v_dim, const float* e, int64_t num_ctx, 
   for (int32_t d = 0; d < v_dim; ++d) out[d] *= f;
 }
 
-// Where a query over num_ctx rows starts reading the residual window: its last `tokens` rows, extended back to
-// the start of their block (the window's table holds that block; whole pages keep the kernels' paged walk).
-int64_t residual_begin(int64_t num_ctx, int32_t tokens, int32_t block_size) {
-  return std::max<int64_t>(0, num_ctx - tokens) / block_size * block_size;
-}
-
 // The same KV head's rows [older, num_ctx) in the residual window's records, as pages from block older / bs on
 // (older is a block boundary).
 PagedKv residual_view(const PagedKv& main, const PagedAttention::LayerKv::Residual& r, int32_t kv_head, int32_t seq,
@@ -179,7 +173,15 @@ void PagedAttention::run(const float* q, const LayerKv& layer, const AttentionDi
   // Work items: (query token, KV head, chunk of its query heads): a kernel call serves the chunk's heads from one
   // walk over the KV head's pages.
   const int32_t chunk = std::min(group, kMaxAttendGroup), chunks_per_kv = (group + chunk - 1) / chunk;
-  const int64_t n = static_cast<int64_t>(m.token_pos.size()) * dims.num_kv_heads * chunks_per_kv;
+  // Prefill chunks attend in tiles (paged_attention_tiles.cpp) where the layer reads every row it sees in order.
+  const bool summaries = std::find(m.seq_has_summary.begin(), m.seq_has_summary.end(), 1) != m.seq_has_summary.end();
+  const bool tiles_on = tiled_ && k.attend_tile != nullptr && !layer.select && m.token_track.empty() && m.token_ctx.empty() &&
+                        !summaries && tile_fits(layer.k_dim, layer.v_dim);
+  const int32_t tile_heads = std::min(group, kMaxTileQueryRows), tile_chunks = (group + tile_heads - 1) / tile_heads;
+  plan_tiles(layer, dims, tiles_on, kMaxTileQueryRows / tile_heads, static_cast<int32_t>(threads));
+  const int64_t per_tile = static_cast<int64_t>(dims.num_kv_heads) * tile_chunks;
+  const int64_t n_tile_items = static_cast<int64_t>(tiles_.size()) * per_tile;
+  const int64_t n = n_tile_items + static_cast<int64_t>(single_tokens_.size()) * dims.num_kv_heads * chunks_per_kv;
   const bool direct_out = !layer.rotate && layer.v_proj == nullptr && !layer.residual;
   SLIMKV_CHECK(!layer.residual || (m.token_track.empty() && layer.window_tokens == 0 && layer.residual->meta),
                "paged attention: a residual window needs a full-attention layer and its group's page tables");
@@ -191,8 +193,16 @@ void PagedAttention::run(const float* q, const LayerKv& layer, const AttentionDi
     float* qr = qbuf_.data() + static_cast<size_t>(thread) * max_chunk_ * 1024;  // [chunk, 1024] query, stored basis
     float* lat = latbuf_.data() + static_cast<size_t>(thread) * max_chunk_ * 1024;  // [chunk, 1024] output, stored basis
     for (int64_t i = i0; i < i1; ++i) {
-      const int64_t t = i / (static_cast<int64_t>(dims.num_kv_heads) * chunks_per_kv);
-      const int32_t rest = static_cast<int32_t>(i % (static_cast<int64_t>(dims.num_kv_heads) * chunks_per_kv));
+      if (i < n_tile_items) {  // (tile, KV head, chunk of its query heads)
+        const int32_t rest = static_cast<int32_t>(i % per_tile), kvh = rest / tile_chunks;
+        const int32_t h0 = kvh * group + (rest % tile_chunks) * tile_heads;
+        run_tile(i / per_tile, kvh, h0, std::min(tile_heads, (kvh + 1) * group - h0), q, layer, dims, k, scale, out,
+                 thread);
+        continue;
+      }
+      const int64_t item = i - n_tile_items;  // (single token, KV head, chunk of its query heads)
+      const int64_t t = single_tokens_[item / (static_cast<int64_t>(dims.num_kv_heads) * chunks_per_kv)];
+      const int32_t rest = static_cast<int32_t>(item % (static_cast<int64_t>(dims.num_kv_heads) * chunks_per_kv));
       const int32_t kvh = rest / chunks_per_kv, h0 = kvh * group + (rest % chunks_per_kv) * chunk;
       const int32_t num_q = std::min(chunk, (kvh + 1) * group - h0), s = m.token_seq[t];
       PagedKv kv;

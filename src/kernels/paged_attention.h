@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "kernels/attention_tile.h"
 #include "kernels/dot.h"
 #include "kernels/row_select.h"
 
@@ -38,6 +39,17 @@ struct AttentionDims {          // one layer's
   const float* sinks = nullptr; // [num_heads] attention sinks: a learned logit per head that joins the softmax's
                                 // denominator with no value (gpt-oss; ggml_soft_max_add_sinks), or null
 };
+
+// Where a query over num_ctx rows starts reading a residual window of `tokens`: its last `tokens` rows, extended
+// back to the start of their block (the window's table holds that block; whole pages keep the kernels' walks).
+inline int64_t residual_begin(int64_t num_ctx, int32_t tokens, int32_t block_size) {
+  return (num_ctx > tokens ? num_ctx - tokens : 0) / block_size * block_size;
+}
+
+// Sequences with at least this many query tokens in a step (a prefill chunk) attend in tiles (attention_tile.h):
+// each kv tile decoded once for the tile's tokens and heads. Single tokens (decode) walk query by query. The two
+// agree within summation order (float rounding), not bit for bit; each is batch-invariant on its own.
+inline constexpr int32_t kMinTileTokens = 2;
 
 class PagedAttention {
  public:
@@ -119,6 +131,8 @@ class PagedAttention {
   std::vector<double>& page_importance() { return page_importance_; }  // tensor parallelism sums it over ranks
   const PagedBatchMeta& meta() const { return *meta_; }  // the step's page tables (after plan())
   const ReadStats& last_read() const { return last_read_; }  // of the last run()
+  // Prefill chunks in tiles (the default) or query by query as decode steps go (`bench attention` compares them).
+  void set_tiled(bool on) { tiled_ = on; }
 
  private:
   const PagedBatchMeta* meta_ = nullptr;
@@ -135,6 +149,22 @@ class PagedAttention {
   std::vector<float> sel_qlat_;       // [num_threads, chunk, 256] the queries' sketches
   std::vector<ReadStats> thread_read_;  // [num_threads]
   ReadStats last_read_;
+  // Tiled prefill (paged_attention_tiles.cpp): this run's tiles of consecutive tokens of one sequence, and the
+  // tokens walked one by one.
+  struct TokenTile {
+    int32_t t0 = 0, tokens = 0;  // query tokens [t0, t0 + tokens) of the batch
+  };
+  bool tiled_ = true;
+  std::vector<TokenTile> tiles_;
+  std::vector<int32_t> single_tokens_;  // the other tokens, in batch order
+  std::vector<float> tile_buf_;         // [num_threads, tile_floats_] per thread: queries, state, kernel scratch
+  int64_t tile_floats_ = 0;
+  // Splits the step's tokens into tiles (where the layer allows tiles) and single tokens; sizes the scratch.
+  void plan_tiles(const LayerKv& layer, const AttentionDims& dims, bool tiles_on, int32_t tile_tokens,
+                  int32_t num_threads);
+  // One tile item: tile `tile`, query heads [h0, h0 + num_q) of KV head kvh; writes their rows of out.
+  void run_tile(int64_t tile, int32_t kvh, int32_t h0, int32_t num_q, const float* q, const LayerKv& layer,
+                const AttentionDims& dims, const DotKernels& k, float scale, float* out, int32_t thread);
 };
 
 }  // namespace slimkv

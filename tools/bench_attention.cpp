@@ -1,0 +1,139 @@
+// `slimkv bench attention`: one layer's prefill attention over a paged cache — a chunk of query tokens after D
+// cached ones, in tiles (attention_tile.h) and query by query (the decode walk), per cache dtype and depth, measured
+// side by side in one run (alternating, median). A benchmark, not a test.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/thread_pool.h"
+#include "kernels/kv_codec.h"
+#include "kernels/paged_attention.h"
+#include "tools/commands.h"
+
+namespace slimkv {
+namespace {
+
+struct AttentionBenchFlags {
+  std::vector<int64_t> depths = {4096, 16384};
+  int32_t tokens = 512, heads = 32, kv_heads = 8, head_dim = 64, block_size = 16, repeats = 3;
+  std::vector<int32_t> threads = {2};
+  std::vector<std::string> dtypes = {"f16", "int8", "tq4"};
+};
+
+KvDtype kv_dtype_named(const std::string& name) {
+  for (KvDtype t : {KvDtype::F32, KvDtype::F16, KvDtype::Int8, KvDtype::Int4, KvDtype::Tq4, KvDtype::Tq3}) {
+    if (kv_dtype_name(t) == name) return t;
+  }
+  throw std::runtime_error("bench attention: unknown cache dtype " + name);
+}
+
+struct Layer {  // one layer's cache: depth + tokens positions of one sequence, every KV head
+  std::vector<uint8_t> k, v;
+  PagedBatchMeta meta;
+  PagedAttention::LayerKv lk;
+};
+
+Layer make_layer(const AttentionBenchFlags& f, KvDtype dt, int64_t depth) {
+  Layer l;
+  const int64_t n = depth + f.tokens, pages = (n + f.block_size - 1) / f.block_size, slots = pages * f.block_size;
+  const int64_t rb = kv_head_record_bytes(dt, f.head_dim);
+  l.k.resize(static_cast<size_t>(f.kv_heads * slots * rb));
+  l.v.resize(l.k.size());
+  std::mt19937 rng(1);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(f.head_dim);
+  for (int64_t r = 0; r < f.kv_heads * slots; ++r) {
+    for (auto& e : x) e = nd(rng);
+    encode_kv_head(x.data(), f.head_dim, dt, l.k.data() + r * rb);
+    for (auto& e : x) e = nd(rng);
+    encode_kv_head(x.data(), f.head_dim, dt, l.v.data() + r * rb);
+  }
+  PagedBatchMeta& m = l.meta;
+  m.block_size = f.block_size;
+  for (int32_t t = 0; t < f.tokens; ++t) m.token_seq.push_back(0), m.token_pos.push_back(static_cast<int32_t>(depth + t));
+  m.kv_indptr = {0, static_cast<int32_t>(pages)};
+  for (int64_t p = 0; p < pages; ++p) m.kv_indices.push_back(static_cast<int32_t>((p * 7919) % pages));  // scattered
+  m.kv_last_page_len = {static_cast<int32_t>(n - (pages - 1) * f.block_size)};
+  l.lk = PagedAttention::LayerKv{l.k.data(), l.v.data(), f.head_dim, f.head_dim, rb, rb, slots * rb, slots * rb, dt,
+                                 false};
+  return l;
+}
+
+double time_run(const AttentionBenchFlags& f, Layer& l, bool tiled, ThreadPool& pool, const std::vector<float>& q,
+                std::vector<float>& out) {
+  PagedAttention pa;
+  pa.set_tiled(tiled);
+  pa.plan(l.meta, f.heads / f.kv_heads, pool.num_threads());
+  const auto t0 = std::chrono::steady_clock::now();
+  pa.run(q.data(), l.lk, {f.heads, f.kv_heads, f.head_dim, f.head_dim, 0.0f, nullptr}, out.data(), &pool);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void run_bench(const AttentionBenchFlags& f) {
+  std::printf("| dtype | depth | threads | tiles ms | query-by-query ms | speedup | tiles GFLOP/s | max abs diff |\n");
+  std::printf("|---|---|---|---|---|---|---|---|\n");
+  std::vector<float> q(static_cast<size_t>(f.tokens) * f.heads * f.head_dim);
+  std::mt19937 rng(2);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (auto& e : q) e = nd(rng);
+  std::vector<float> a(static_cast<size_t>(f.tokens) * f.heads * f.head_dim), b(a.size());
+  for (const std::string& name : f.dtypes) {
+    const KvDtype dt = kv_dtype_named(name);
+    for (const int64_t depth : f.depths) {
+      Layer l = make_layer(f, dt, depth);
+      for (const int32_t th : f.threads) {
+        ThreadPool pool(th);
+        std::vector<double> ta, tb;
+        for (int32_t r = 0; r < f.repeats; ++r) {  // alternating
+          ta.push_back(time_run(f, l, true, pool, q, a));
+          tb.push_back(time_run(f, l, false, pool, q, b));
+        }
+        std::sort(ta.begin(), ta.end());
+        std::sort(tb.begin(), tb.end());
+        const double ma = ta[ta.size() / 2], mb = tb[tb.size() / 2];
+        float diff = 0;
+        for (size_t i = 0; i < a.size(); ++i) diff = std::max(diff, std::fabs(a[i] - b[i]));
+        // multiply-adds: each token's heads over depth + its offset + 1 rows, keys and values
+        const double flops = 2.0 * 2.0 * f.heads * f.head_dim * (f.tokens * (depth + (f.tokens + 1) / 2.0));
+        std::printf("| %s | %lld | %d | %.1f | %.1f | %.2fx | %.1f | %.2g |\n", name.c_str(),
+                    static_cast<long long>(depth), th, ma * 1e3, mb * 1e3, mb / ma, flops / ma / 1e9, diff);
+        std::fflush(stdout);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void add_bench_attention_command(CLI::App& bench, std::vector<Command>& out) {
+  auto f = std::make_shared<AttentionBenchFlags>();
+  auto* sub = bench.add_subcommand("attention", "One layer's prefill attention after D cached tokens: tiles vs "
+                                                 "query by query, per cache dtype (a kernel benchmark)");
+  sub->add_option("-d,--depth", f->depths, "Cached tokens before the chunk")->check(CLI::Range(int64_t{0}, int64_t{1} << 22));
+  sub->add_option("-p,--tokens", f->tokens, "Query tokens in the chunk")->check(CLI::Range(1, 65536));
+  sub->add_option("--heads", f->heads, "Query heads")->check(CLI::Range(1, 256));
+  sub->add_option("--kv-heads", f->kv_heads, "KV heads (divides --heads)")->check(CLI::Range(1, 256));
+  sub->add_option("--head-dim", f->head_dim, "Head size (a multiple of 8)")->check(CLI::Range(8, 1024));
+  sub->add_option("--block-size", f->block_size, "Tokens per page (a power of two)")->check(CLI::Range(1, 256));
+  sub->add_option("--kv-cache-dtype", f->dtypes, "Cache dtypes: f32 f16 int8 int4 tq4 tq3");
+  sub->add_option("--threads", f->threads, "Thread counts")->check(CLI::Range(1, 1024));
+  sub->add_option("-r,--repeats", f->repeats, "Runs per row (median)")->check(CLI::Range(1, 100));
+  out.push_back({sub, [f] {
+                   if (f->heads % f->kv_heads != 0 || f->head_dim % 8 != 0 ||
+                       (f->block_size & (f->block_size - 1)) != 0) {
+                     throw std::runtime_error("bench attention: --kv-heads must divide --heads, --head-dim be a "
+                                              "multiple of 8 and --block-size a power of two");
+                   }
+                   run_bench(*f);
+                   return 0;
+                 }});
+}
+
+}  // namespace slimkv
