@@ -51,6 +51,10 @@ inline int64_t residual_begin(int64_t num_ctx, int32_t tokens, int32_t block_siz
 // agree within summation order (float rounding), not bit for bit; each is batch-invariant on its own.
 inline constexpr int32_t kMinTileTokens = 2;
 
+// Whether prefill attends in tiles by default: yes, unless the environment sets SLIMKV_PREFILL_TILES=0 (a
+// measurement knob: `bench serve` against a server walking prefill query by query, as before tiles; read once).
+bool prefill_tiles_default();
+
 class PagedAttention {
  public:
   // Sizes scratch for the step; max_group: the largest GQA group (num_heads / num_kv_heads) of the layers run.
@@ -131,8 +135,9 @@ class PagedAttention {
   std::vector<double>& page_importance() { return page_importance_; }  // tensor parallelism sums it over ranks
   const PagedBatchMeta& meta() const { return *meta_; }  // the step's page tables (after plan())
   const ReadStats& last_read() const { return last_read_; }  // of the last run()
-  // Prefill chunks in tiles (the default) or query by query as decode steps go (`bench attention` compares them).
-  void set_tiled(bool on) { tiled_ = on; }
+  // Prefill chunks in tiles (the default) or query by query as decode steps go; min_tokens: the shortest run of a
+  // sequence's tokens that attends in tiles (1: decode steps too). `bench attention` compares them.
+  void set_tiled(bool on, int32_t min_tokens = kMinTileTokens) { tiled_ = on, min_tile_tokens_ = min_tokens; }
 
  private:
   const PagedBatchMeta* meta_ = nullptr;
@@ -154,7 +159,8 @@ class PagedAttention {
   struct TokenTile {
     int32_t t0 = 0, tokens = 0;  // query tokens [t0, t0 + tokens) of the batch
   };
-  bool tiled_ = true;
+  bool tiled_ = prefill_tiles_default();
+  int32_t min_tile_tokens_ = kMinTileTokens;
   std::vector<TokenTile> tiles_;
   std::vector<int32_t> single_tokens_;  // the other tokens, in batch order
   std::vector<float> tile_buf_;         // [num_threads, tile_floats_] per thread: queries, state, kernel scratch

@@ -4,12 +4,22 @@
 // (query transforms, ranges, the final normalisation); the kernels own the walk.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "kernels/kv_codec.h"
 #include "kernels/paged_attention.h"
 
 namespace slimkv {
+
+bool prefill_tiles_default() {
+  static const bool on = [] {
+    const char* env = std::getenv("SLIMKV_PREFILL_TILES");
+    return env == nullptr || std::string(env) != "0";
+  }();
+  return on;
+}
 
 void PagedAttention::plan_tiles(const LayerKv& layer, const AttentionDims& dims, bool tiles_on, int32_t tile_tokens,
                                 int32_t num_threads) {
@@ -20,7 +30,7 @@ void PagedAttention::plan_tiles(const LayerKv& layer, const AttentionDims& dims,
   for (int32_t t = 0; t < T;) {
     int32_t e = t + 1;  // a run: one sequence's consecutive positions
     while (e < T && m.token_seq[e] == m.token_seq[t] && m.token_pos[e] == m.token_pos[e - 1] + 1) ++e;
-    if (tiles_on && e - t >= kMinTileTokens) {
+    if (tiles_on && e - t >= min_tile_tokens_) {
       for (int32_t a = t; a < e; a += tile_tokens) tiles_.push_back({a, std::min(tile_tokens, e - a)});
     } else {
       for (int32_t a = t; a < e; ++a) single_tokens_.push_back(a);
