@@ -113,6 +113,22 @@ void attend_with_residual(const DotKernels& k, const float* q, int32_t num_q, in
 
 }  // namespace
 
+PagedKv PagedAttention::head_kv(const LayerKv& layer, int32_t kvh, const PagedBatchMeta& m, int32_t seq) {
+  PagedKv kv;  // one plane per KV head (kv/kv_storage.h): this head's rows, slot after slot
+  kv.k_base = layer.k + static_cast<int64_t>(kvh) * layer.k_head_stride_bytes;
+  kv.v_base = layer.v + static_cast<int64_t>(kvh) * layer.v_head_stride_bytes;
+  kv.block_ids = m.kv_indices.data() + m.kv_indptr[seq];
+  kv.block_size = m.block_size;
+  kv.k_row_bytes = layer.k_head_bytes;
+  kv.v_row_bytes = layer.v_head_bytes;
+  kv.dtype = layer.dtype;
+  kv.v_dtype = layer.v_dtype;
+  kv.k_dim = layer.k_dim;
+  kv.v_dim = layer.v_dim;
+  kv.k_split = layer.k_split;
+  return kv;
+}
+
 void PagedAttention::plan(const PagedBatchMeta& meta, int32_t max_group, int32_t num_threads) {
   SLIMKV_CHECK(meta.token_seq.size() == meta.token_pos.size(), "paged attention: token arrays differ in length");
   SLIMKV_CHECK(max_group >= 1, "paged attention: bad GQA group {}", max_group);
@@ -205,19 +221,7 @@ void PagedAttention::run(const float* q, const LayerKv& layer, const AttentionDi
       const int32_t rest = static_cast<int32_t>(item % (static_cast<int64_t>(dims.num_kv_heads) * chunks_per_kv));
       const int32_t kvh = rest / chunks_per_kv, h0 = kvh * group + (rest % chunks_per_kv) * chunk;
       const int32_t num_q = std::min(chunk, (kvh + 1) * group - h0), s = m.token_seq[t];
-      PagedKv kv;
-      // One plane per KV head (kv/kv_storage.h): this head's rows, slot after slot.
-      kv.k_base = layer.k + static_cast<int64_t>(kvh) * layer.k_head_stride_bytes;
-      kv.v_base = layer.v + static_cast<int64_t>(kvh) * layer.v_head_stride_bytes;
-      kv.block_ids = m.kv_indices.data() + m.kv_indptr[s];
-      kv.block_size = m.block_size;
-      kv.k_row_bytes = layer.k_head_bytes;
-      kv.v_row_bytes = layer.v_head_bytes;
-      kv.dtype = layer.dtype;
-      kv.v_dtype = layer.v_dtype;
-      kv.k_dim = layer.k_dim;
-      kv.v_dim = layer.v_dim;
-      kv.k_split = layer.k_split;
+      PagedKv kv = head_kv(layer, kvh, m, s);
       int64_t num_ctx = m.token_ctx.empty() ? m.token_pos[t] + 1 : m.token_ctx[t];
       if (!m.seq_has_summary.empty() && m.seq_has_summary[s]) {
         kv.row_bias = m.seq_summary_bias.data() + static_cast<size_t>(s) * m.block_size;

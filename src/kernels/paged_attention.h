@@ -165,6 +165,8 @@ class PagedAttention {
   std::vector<int32_t> single_tokens_;  // the other tokens, in batch order
   std::vector<float> tile_buf_;         // [num_threads, tile_floats_] per thread: queries, state, kernel scratch
   int64_t tile_floats_ = 0;
+  // One KV head's rows of sequence seq in layer's K / V planes, through m's page table (kv/kv_storage.h).
+  static PagedKv head_kv(const LayerKv& layer, int32_t kvh, const PagedBatchMeta& m, int32_t seq);
   // Splits the step's tokens into tiles (where the layer allows tiles) and single tokens; sizes the scratch.
   void plan_tiles(const LayerKv& layer, const AttentionDims& dims, bool tiles_on, int32_t tile_tokens,
                   int32_t num_threads);

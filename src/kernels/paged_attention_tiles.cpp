@@ -87,18 +87,7 @@ void PagedAttention::run_tile(int64_t tile, int32_t kvh, int32_t h0, int32_t num
   TileState st{row_m, row_l, acc, vd_max, scratch};
   tile_state_reset(st, R, vd);
   const AttendTile at{qt, kd_max, R, sink, lo, hi};
-  PagedKv kv;
-  kv.k_base = layer.k + static_cast<int64_t>(kvh) * layer.k_head_stride_bytes;
-  kv.v_base = layer.v + static_cast<int64_t>(kvh) * layer.v_head_stride_bytes;
-  kv.block_ids = m.kv_indices.data() + m.kv_indptr[s];
-  kv.block_size = m.block_size;
-  kv.k_row_bytes = layer.k_head_bytes;
-  kv.v_row_bytes = layer.v_head_bytes;
-  kv.dtype = layer.dtype;
-  kv.v_dtype = layer.v_dtype;
-  kv.k_dim = kd;
-  kv.v_dim = vd;
-  kv.k_split = layer.k_split;
+  const PagedKv kv = head_kv(layer, kvh, m, s);
   const int64_t end = *std::max_element(hi, hi + R);
   if (!k.attend_tile(at, kv, 0, end, scale, st)) attend_tile_ref(at, kv, 0, end, scale, st);
   if (layer.residual) {  // the window's rows, from its own records and table, into the same running softmax
