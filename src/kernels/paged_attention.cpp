@@ -66,24 +66,6 @@ void scale_for_sink(float* out, int32_t v_dim, const float* e, int64_t num_ctx, 
   for (int32_t d = 0; d < v_dim; ++d) out[d] *= f;
 }
 
-// The same KV head's rows [older, num_ctx) in the residual window's records, as pages from block older / bs on
-// (older is a block boundary).
-PagedKv residual_view(const PagedKv& main, const PagedAttention::LayerKv::Residual& r, int32_t kv_head, int32_t seq,
-                      int64_t older) {
-  PagedKv rk = main;
-  rk.k_base = r.k + static_cast<int64_t>(kv_head) * r.k_head_stride_bytes;
-  rk.v_base = r.v + static_cast<int64_t>(kv_head) * r.v_head_stride_bytes;
-  rk.block_ids = r.meta->kv_indices.data() + r.meta->kv_indptr[seq] + older / main.block_size;
-  rk.k_row_bytes = r.k_head_bytes;
-  rk.v_row_bytes = r.v_head_bytes;
-  rk.dtype = r.dtype;
-  rk.v_dtype = std::nullopt;
-  rk.sink_tokens = 0;
-  rk.window_begin = 0;
-  return rk;
-}
-
-
 // Attention over rows [0, older) of kv and [older, older + recent) of recent_kv (a residual window), for num_q query
 // heads: each walk's output is weighted by its share of the softmax denominator (and an attention sink's joins it:
 // sinks [num_q] or null). scores: [num_q, s_stride] scratch; recent_out: [num_q, 1024] scratch; o: [num_q, o_stride].
@@ -112,6 +94,23 @@ void attend_with_residual(const DotKernels& k, const float* q, int32_t num_q, in
 }
 
 }  // namespace
+
+// The same KV head's rows [older, num_ctx) in the residual window's records, as pages from block older / bs on
+// (older is a block boundary; 0: the window's table indexed by absolute position, as the tiles read it).
+PagedKv PagedAttention::residual_view(const PagedKv& main, const LayerKv::Residual& r, int32_t kv_head, int32_t seq,
+                                      int64_t older) {
+  PagedKv rk = main;
+  rk.k_base = r.k + static_cast<int64_t>(kv_head) * r.k_head_stride_bytes;
+  rk.v_base = r.v + static_cast<int64_t>(kv_head) * r.v_head_stride_bytes;
+  rk.block_ids = r.meta->kv_indices.data() + r.meta->kv_indptr[seq] + older / main.block_size;
+  rk.k_row_bytes = r.k_head_bytes;
+  rk.v_row_bytes = r.v_head_bytes;
+  rk.dtype = r.dtype;
+  rk.v_dtype = std::nullopt;
+  rk.sink_tokens = 0;
+  rk.window_begin = 0;
+  return rk;
+}
 
 PagedKv PagedAttention::head_kv(const LayerKv& layer, int32_t kvh, const PagedBatchMeta& m, int32_t seq) {
   PagedKv kv;  // one plane per KV head (kv/kv_storage.h): this head's rows, slot after slot

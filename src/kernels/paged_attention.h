@@ -167,6 +167,9 @@ class PagedAttention {
   int64_t tile_floats_ = 0;
   // One KV head's rows of sequence seq in layer's K / V planes, through m's page table (kv/kv_storage.h).
   static PagedKv head_kv(const LayerKv& layer, int32_t kvh, const PagedBatchMeta& m, int32_t seq);
+  // The same head's rows from position `older` (a block boundary) on, in the layer's residual window records.
+  static PagedKv residual_view(const PagedKv& main, const LayerKv::Residual& r, int32_t kv_head, int32_t seq,
+                               int64_t older);
   // Splits the step's tokens into tiles (where the layer allows tiles) and single tokens; sizes the scratch.
   void plan_tiles(const LayerKv& layer, const AttentionDims& dims, bool tiles_on, int32_t tile_tokens,
                   int32_t num_threads);

@@ -91,15 +91,7 @@ void PagedAttention::run_tile(int64_t tile, int32_t kvh, int32_t h0, int32_t num
   const int64_t end = *std::max_element(hi, hi + R);
   if (!k.attend_tile(at, kv, 0, end, scale, st)) attend_tile_ref(at, kv, 0, end, scale, st);
   if (layer.residual) {  // the window's rows, from its own records and table, into the same running softmax
-    const LayerKv::Residual& rw = *layer.residual;
-    PagedKv rk = kv;
-    rk.k_base = rw.k + static_cast<int64_t>(kvh) * rw.k_head_stride_bytes;
-    rk.v_base = rw.v + static_cast<int64_t>(kvh) * rw.v_head_stride_bytes;
-    rk.block_ids = rw.meta->kv_indices.data() + rw.meta->kv_indptr[s];
-    rk.k_row_bytes = rw.k_head_bytes;
-    rk.v_row_bytes = rw.v_head_bytes;
-    rk.dtype = rw.dtype;
-    rk.v_dtype = std::nullopt;
+    const PagedKv rk = residual_view(kv, *layer.residual, kvh, s, 0);
     for (int32_t r = 0; r < R; ++r) lo[r] = hi[r], hi[r] = ctx[r];
     const int64_t begin = *std::min_element(lo, lo + R), rend = *std::max_element(hi, hi + R);
     const AttendTile rt{qt, kd_max, R, nullptr, lo, hi};
