@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <stdexcept>
@@ -15,6 +17,7 @@
 #include "core/dtype.h"
 #include "core/thread_pool.h"
 #include "kernels/kv_codec.h"
+#include "kernels/matmul.h"
 #include "kernels/paged_attention.h"
 #include "tools/commands.h"
 
@@ -36,8 +39,28 @@ KvDtype kv_dtype_named(const std::string& name) {
   throw std::runtime_error("bench attention: unknown cache dtype " + name);
 }
 
+// Bytes on 2 MiB pages where the kernel offers them, as the engine's KV storage (kv/kv_storage.cpp), so a walk over
+// scattered pages is measured as the engine runs it.
+struct HugeBytes {
+  struct Free {
+    void operator()(uint8_t* p) const { std::free(p); }
+  };
+  std::unique_ptr<uint8_t, Free> p;
+  size_t bytes = 0;
+  void resize(size_t n) {
+    constexpr size_t kHuge = size_t{2} << 20;
+    p.reset(static_cast<uint8_t*>(std::aligned_alloc(kHuge, (n + kHuge - 1) / kHuge * kHuge)));
+    if (!p) throw std::bad_alloc();
+    advise_huge_pages(p.get(), n);
+    std::memset(p.get(), 0, n);
+    bytes = n;
+  }
+  uint8_t* data() { return p.get(); }
+  size_t size() const { return bytes; }
+};
+
 struct Layer {  // one layer's cache: depth + tokens positions of one sequence, every KV head
-  std::vector<uint8_t> k, v;
+  HugeBytes k, v;
   PagedBatchMeta meta;
   PagedAttention::LayerKv lk;
 };

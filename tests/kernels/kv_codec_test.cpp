@@ -238,6 +238,40 @@ TEST(KvCodec, GroupedQueryHeadsGetExactlyTheSingleHeadResult) {
   }
 }
 
+TEST(KvCodec, TheGroupPageWalkMatchesDecodedRowsForEveryPageSize) {
+  // The decode walk's common case (cpu_avx2/attention_pages_avx2.cpp: f16 / int8 / int4 / tq4 rows of 64 or 128
+  // values, a page decoded at a time): pages whose size is not a multiple of 8 (a partial 8-row group inside every
+  // page), a context ending inside a page, a GQA group of 4 — against the scalar walk over the decoded rows, and
+  // each head equal to attend() for it alone, bit for bit.
+  for (int bs : {5, 12, 16})
+  for (int hd : {64, 128})
+  for (KvDtype dt : {KvDtype::F16, KvDtype::Int8, KvDtype::Int4, KvDtype::Tq4}) {
+    const int pages = 9, num_q = 4, ctx = pages * bs - 3;
+    const int64_t rec = kv_head_record_bytes(dt, hd);
+    std::vector<int32_t> ids(pages);
+    for (int i = 0; i < pages; ++i) ids[i] = (i * 4 + 1) % pages;  // shuffled pages
+    const EncodedRows rows = encoded_rows(pages * bs, hd, dt, dt, 700, 800);
+    auto q = randn(num_q * hd, 13);
+    if (kv_dtype_has_integer_codes(dt)) {
+      for (int h = 0; h < num_q; ++h) round_query_to_grid(q.data() + h * hd, hd);
+    }
+    PagedKv quant{rows.k.data(), rows.v.data(), ids.data(), bs, rec, rec, dt, hd, hd};
+    PagedKv plain{reinterpret_cast<const uint8_t*>(rows.kd.data()), reinterpret_cast<const uint8_t*>(rows.vd.data()),
+                  ids.data(), bs, hd * 4, hd * 4, KvDtype::F32, hd, hd};
+    const DotKernels& kern = dot_kernels(detected_isa());
+    std::vector<float> sg(num_q * ctx), og(num_q * hd), s1(ctx), o1(hd), o2(hd);
+    kern.attend_group(q.data(), num_q, hd, quant, ctx, 0.125f, sg.data(), ctx, og.data(), hd);
+    for (int h = 0; h < num_q; ++h) {
+      kern.attend(q.data() + h * hd, quant, ctx, 0.125f, s1.data(), o1.data());
+      kScalarDot.attend(q.data() + h * hd, plain, ctx, 0.125f, s1.data(), o2.data());
+      for (int d = 0; d < hd; ++d) {
+        ASSERT_EQ(og[h * hd + d], o1[d]) << kv_dtype_name(dt) << " hd " << hd << " page " << bs << " head " << h;
+        ASSERT_NEAR(og[h * hd + d], o2[d], 1e-5f) << kv_dtype_name(dt) << " hd " << hd << " page " << bs;
+      }
+    }
+  }
+}
+
 TEST(KvCodec, AttentionWithDifferentKeyAndValueSizesMatchesReference) {
   // Low-rank latents: keys of 16 values, values of 8, f32 and int8 rows.
   const int kd = 16, vd = 8, ctx = 19, bs = 4;

@@ -6,12 +6,16 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu_avx2/attention_blocks_avx2.h"
 #include "kernels/cpu_avx2/decode_avx2.h"
 #include "kernels/cpu_avx2/simd_avx2.h"
 #include "kernels/dot.h"
 #include "kernels/kv_codec.h"
 
 namespace slimkv {
+
+bool attend_group_pages_avx2(const float* q, int32_t num_q, int64_t q_stride, const PagedKv& kv, int64_t num_ctx,
+                             float scale, float* scores, int64_t s_stride, float* out, int64_t o_stride);
 
 __m256 exp256_ps(__m256 x) {
   const __m256 log2e = _mm256_set1_ps(1.44269504088896341f);
@@ -33,7 +37,11 @@ __m256 exp256_ps(__m256 x) {
 
 namespace {
 
+using simd::add_value_rows;
 using simd::decode_key;
+using simd::dot8_rows;
+using simd::exp_shifted;
+using simd::scale_rows;
 using simd::decode_row;
 using simd::hsum;
 using simd::kv_row_scale;
@@ -46,58 +54,6 @@ inline float dot(const float* a, const float* b, int32_t n) {
   float s = hsum(acc);
   for (; i < n; ++i) s += a[i] * b[i];
   return s;
-}
-
-// Softmax numerators in place (exp(s - max)); returns their sum.
-float exp_shifted(float* s, int64_t n, float mx) {
-  __m256 vmx = _mm256_set1_ps(mx), acc = _mm256_setzero_ps();
-  int64_t t = 0;
-  for (; t + 8 <= n; t += 8) {
-    __m256 e = exp256_ps(_mm256_sub_ps(_mm256_loadu_ps(s + t), vmx));
-    _mm256_storeu_ps(s + t, e);
-    acc = _mm256_add_ps(acc, e);
-  }
-  float sum = hsum(acc);
-  for (; t < n; ++t) {
-    s[t] = std::exp(s[t] - mx);
-    sum += s[t];
-  }
-  return sum;
-}
-
-// Scores of 8 consecutive rows at once: 8 accumulators, then one transpose-reduce (hadd tree) instead of 8
-// horizontal sums. Rows are `stride` floats apart; head_dim % 8 == 0.
-inline __m256 dot8_rows(const float* q, const float* k, int64_t stride, int32_t head_dim) {
-  __m256 a[8];
-#pragma GCC unroll 8
-  for (int i = 0; i < 8; ++i) a[i] = _mm256_setzero_ps();
-  for (int32_t j = 0; j < head_dim; j += 8) {
-    const __m256 qv = _mm256_loadu_ps(q + j);
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; ++i) a[i] = _mm256_fmadd_ps(_mm256_loadu_ps(k + i * stride + j), qv, a[i]);
-  }
-  return reduce8(a);
-}
-
-// out[h] += sum over the n value rows starting at v (row_floats apart) of p[h][k] * row k, for every head of the
-// group; a head's accumulators stay in registers for the n rows and in out between calls (exact: the order of
-// operations is a plain row walk's). NV × 8 = v_dim.
-template <int NV>
-void add_value_rows(const float* v, int64_t row_floats, int64_t n, const float* p, int64_t p_stride, int32_t num_q,
-                    float* out, int64_t o_stride) {
-  for (int32_t h = 0; h < num_q; ++h) {
-    __m256 acc[NV];
-#pragma GCC unroll 8
-    for (int j = 0; j < NV; ++j) acc[j] = _mm256_loadu_ps(out + h * o_stride + 8 * j);
-    const float* vr = v;
-    for (int64_t i = 0; i < n; ++i, vr += row_floats) {
-      const __m256 pv = _mm256_set1_ps(p[h * p_stride + i]);
-#pragma GCC unroll 8
-      for (int j = 0; j < NV; ++j) acc[j] = _mm256_fmadd_ps(pv, _mm256_loadu_ps(vr + 8 * j), acc[j]);
-    }
-#pragma GCC unroll 8
-    for (int j = 0; j < NV; ++j) _mm256_storeu_ps(out + h * o_stride + 8 * j, acc[j]);
-  }
 }
 
 // out[h] = inv[h] * sum_t p[h][t] * V[t] for the heads of a group, page by page (each V page read once).
@@ -117,16 +73,6 @@ void accumulate_v(const PagedKv& kv, const float* p, int64_t p_stride, int32_t n
 #pragma GCC unroll 8
     for (int j = 0; j < NV; ++j) {
       _mm256_storeu_ps(out + h * o_stride + 8 * j, _mm256_mul_ps(_mm256_loadu_ps(out + h * o_stride + 8 * j), vinv));
-    }
-  }
-}
-
-// out[h, 0:vd] *= inv[h] for the num_q rows (vd % 8 == 0): the softmax normalisation, once per head.
-void scale_rows(float* out, int64_t o_stride, int32_t num_q, int32_t vd, const float* inv) {
-  for (int32_t h = 0; h < num_q; ++h) {
-    const __m256 vinv = _mm256_set1_ps(inv[h]);
-    for (int32_t j = 0; j < vd; j += 8) {
-      _mm256_storeu_ps(out + h * o_stride + j, _mm256_mul_ps(_mm256_loadu_ps(out + h * o_stride + j), vinv));
     }
   }
 }
@@ -292,6 +238,7 @@ void attend_group_decoded_wide(const float* q, int32_t num_q, int64_t q_stride, 
   for (int32_t h = 0; h < num_q; ++h) mx[h] = -INFINITY;
   for (int64_t t0 = 0; t0 < num_ctx; t0 += bs) {
     const int64_t n = std::min<int64_t>(bs, num_ctx - t0);
+    kv.prefetch_k_page(t0 + kPrefetchPages * bs, num_ctx);
     for (int64_t i = 0; i < n; ++i) decode_key(kv, kv.k_row(t0 + i), page.data() + i * kd);
     for (int64_t i = n; i < (n + 7) / 8 * 8; ++i) std::memset(page.data() + i * kd, 0, sizeof(float) * kd);
     for (int32_t h = 0; h < num_q; ++h) {
@@ -313,6 +260,7 @@ void attend_group_decoded_wide(const float* q, int32_t num_q, int64_t q_stride, 
   }
   for (int64_t t0 = 0; t0 < num_ctx; t0 += bs) {
     const int64_t n = std::min<int64_t>(bs, num_ctx - t0);
+    kv.prefetch_v_page(t0 + kPrefetchPages * bs, num_ctx);
     for (int64_t i = 0; i < n; ++i) decode_row(kv.v_row(t0 + i), vd, kv.value_dtype(), page.data() + i * vd);
     if (vd % 128 == 0) {
       for (int32_t c = 0; c < vd; c += 128) {
@@ -329,6 +277,8 @@ void attend_group_decoded_wide(const float* q, int32_t num_q, int64_t q_stride, 
 
 void attend_group_avx2(const float* q, int32_t num_q, int64_t q_stride, const PagedKv& kv, int64_t num_ctx,
                        float scale, float* scores, int64_t s_stride, float* out, int64_t o_stride) {
+  // The common decode walk (f16 / int8 / int4 / tq4 rows of 64 or 128 values in order): attention_pages_avx2.cpp.
+  if (attend_group_pages_avx2(q, num_q, q_stride, kv, num_ctx, scale, scores, s_stride, out, o_stride)) return;
   const bool vec8 = kv.k_dim % 8 == 0 && kv.v_dim % 8 == 0 && kv.k_split % 8 == 0 && kv.k_dim <= 1024 &&
                     kv.v_dim <= 1024;
   // f16 / int8 / int4 rows, low-rank latents, or a sparse (sinks + window) row set: one head, one row at a time.
