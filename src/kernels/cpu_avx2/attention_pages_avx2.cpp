@@ -28,6 +28,7 @@ using simd::add_value_rows;
 using simd::dot8_rows;
 using simd::exp_shifted;
 using simd::kv_row_scale;
+using simd::reduce8_epi32;
 using simd::scale_rows;
 
 // One page's records decoded once for every head of the group. Keys: f16 rows to floats; integer codes (int8 / int4
@@ -81,7 +82,9 @@ void values_int8(const uint8_t* row, int64_t stride, int64_t n, const uint8_t* a
     prefetch_row(ahead, r, stride, 2 + 8 * NV);
     d[r] = kv_row_scale(row);
 #pragma GCC unroll 8
-    for (int j = 0; j < NV / 2; ++j) store_levels(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 + 16 * j)), out + 16 * j);
+    for (int j = 0; j < NV / 2; ++j) {
+      store_levels(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 + 16 * j)), out + 16 * j);
+    }
   }
 }
 
@@ -94,7 +97,8 @@ void values_nibbles(const uint8_t* row, int64_t stride, int64_t n, const uint8_t
     d[r] = kv_row_scale(row);
 #pragma GCC unroll 2
     for (int c = 0; c < NV / 8; ++c) {  // natural order: interleave the nibbles before the lookup
-      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 + 32 * c)), low4 = _mm256_set1_epi8(0x0F);
+      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 + 32 * c));
+      const __m256i low4 = _mm256_set1_epi8(0x0F);
       const __m256i lo = _mm256_and_si256(b, low4), hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), low4);
       const __m256i a = _mm256_shuffle_epi8(table, _mm256_unpacklo_epi8(lo, hi));  // [v0-15 | v32-47]
       const __m256i e = _mm256_shuffle_epi8(table, _mm256_unpackhi_epi8(lo, hi));  // [v16-31 | v48-63]
@@ -177,14 +181,6 @@ float arrange_query(const float* q, int32_t dim, bool nibbles, int16_t* q16) {
     q16[at] = static_cast<int16_t>(std::nearbyint(q[i] * id));
   }
   return amax / static_cast<float>(kQueryGridMax);
-}
-
-// Lane i = the sum of a[i]'s 8 lanes (integers: exact in any order).
-inline __m256i reduce8_epi32(const __m256i a[8]) {
-  const __m256i s01 = _mm256_hadd_epi32(a[0], a[1]), s23 = _mm256_hadd_epi32(a[2], a[3]);
-  const __m256i s45 = _mm256_hadd_epi32(a[4], a[5]), s67 = _mm256_hadd_epi32(a[6], a[7]);
-  const __m256i s0123 = _mm256_hadd_epi32(s01, s23), s4567 = _mm256_hadd_epi32(s45, s67);
-  return _mm256_add_epi32(_mm256_permute2x128_si256(s0123, s4567, 0x20), _mm256_permute2x128_si256(s0123, s4567, 0x31));
 }
 
 // The exact integer q.k of 8 code rows (D int16 each, D apart) with one arranged query.

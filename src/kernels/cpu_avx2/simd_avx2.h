@@ -22,6 +22,14 @@ inline __m256 reduce8(const __m256 a[8]) {
   return _mm256_add_ps(_mm256_permute2f128_ps(s0123, s4567, 0x20), _mm256_permute2f128_ps(s0123, s4567, 0x31));
 }
 
+// Lane i = the sum of a[i]'s 8 lanes (integers: exact in any order).
+inline __m256i reduce8_epi32(const __m256i a[8]) {
+  const __m256i s01 = _mm256_hadd_epi32(a[0], a[1]), s23 = _mm256_hadd_epi32(a[2], a[3]);
+  const __m256i s45 = _mm256_hadd_epi32(a[4], a[5]), s67 = _mm256_hadd_epi32(a[6], a[7]);
+  const __m256i s0123 = _mm256_hadd_epi32(s01, s23), s4567 = _mm256_hadd_epi32(s45, s67);
+  return _mm256_add_epi32(_mm256_permute2x128_si256(s0123, s4567, 0x20), _mm256_permute2x128_si256(s0123, s4567, 0x31));
+}
+
 inline float kv_row_scale(const uint8_t* row) {  // the fp16 scale in front of an int8 / int4 KV head record
   uint16_t d16;
   std::memcpy(&d16, row, 2);

@@ -43,6 +43,7 @@ __m512 exp512_ps(__m512 x) {  // Cephes-style polynomial, as exp256_ps in cpu_av
 }
 
 using simd::kv_row_scale;
+using simd::reduce8_epi32;
 
 // Remapped (gathered) rows are prefetched this many rows ahead of their use, every cache line a row touches (a
 // 34-byte tq4 row straddles two lines half the time).
@@ -138,14 +139,6 @@ float int_query(const float* q, int32_t kd, int16_t* q16) {
 
 inline __m256i fold_epi32(__m512i a) {
   return _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
-}
-
-// Lane i = the sum of a[i]'s 8 lanes (integers: exact in any order).
-inline __m256i reduce8_epi32(const __m256i a[8]) {
-  const __m256i s01 = _mm256_hadd_epi32(a[0], a[1]), s23 = _mm256_hadd_epi32(a[2], a[3]);
-  const __m256i s45 = _mm256_hadd_epi32(a[4], a[5]), s67 = _mm256_hadd_epi32(a[6], a[7]);
-  const __m256i s0123 = _mm256_hadd_epi32(s01, s23), s4567 = _mm256_hadd_epi32(s45, s67);
-  return _mm256_add_epi32(_mm256_permute2x128_si256(s0123, s4567, 0x20), _mm256_permute2x128_si256(s0123, s4567, 0x31));
 }
 
 struct IntQuery {  // one query head on the integer grid
