@@ -1,9 +1,11 @@
-// Fuzz target: an HTTP request body through the OpenAI request parsers, then chat rendering for every template
-// and stop-string matching over the parsed stop strings. Only ApiError may come out.
+// Fuzz target: an HTTP request body through the OpenAI request parsers (and Anthropic's Messages body rewritten as a
+// chat body), then chat rendering for every template and stop-string matching over the parsed stop strings. Only
+// ApiError may come out.
 #include <string_view>
 #include <vector>
 
 #include "byte_tokenizer.h"
+#include "server/anthropic_request.h"
 #include "server/api_error.h"
 #include "server/chat_template.h"
 #include "server/completion_text.h"
@@ -13,9 +15,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   const auto body = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) return 0;
-  for (bool chat : {false, true}) {
+  for (int api = 0; api < 3; ++api) {  // completions, chat, messages
+    const bool chat = api > 0;
     try {
-      auto r = chat ? slimkv::parse_chat_request(body) : slimkv::parse_completion_request(body);
+      auto r = api == 0   ? slimkv::parse_completion_request(body)
+               : api == 1 ? slimkv::parse_chat_request(body)
+                          : slimkv::parse_chat_request(slimkv::messages_to_chat_body(body));
       static const std::vector<slimkv::ChatTemplate> templates = [] {
         std::vector<slimkv::ChatTemplate> v;
         for (const char* n : {"plain", "deepseek-v4", "chatml", "llama2", "llama3", "gemma", "phi3", "mistral"}) {

@@ -6,6 +6,8 @@
 #include <chrono>
 
 #include "core/check.h"
+#include "server/anthropic_request.h"
+#include "server/anthropic_response.h"
 #include "server/api_error.h"
 #include "server/http_front.h"
 #include "server/tokenize_endpoints.h"
@@ -30,12 +32,17 @@ bool constant_time_equal(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
-bool authorized(const std::string& auth, const std::vector<std::string>& keys) {
+// `Authorization: Bearer <key>` (OpenAI's clients) or `x-api-key: <key>` (Anthropic's).
+bool authorized(const HttpRequest& req, const std::vector<std::string>& keys) {
   // The scheme is case-insensitive (RFC 7235); keys compare in constant time (no timing oracle on the prefix).
   bool ok = false;
+  const std::string auth = req.header("Authorization"), api_key = req.header("x-api-key");
   if (auth.size() > 7 && strncasecmp(auth.c_str(), "bearer ", 7) == 0) {
     const std::string given = auth.substr(7);
     for (const auto& k : keys) ok |= constant_time_equal(given, k);
+  }
+  if (!api_key.empty()) {
+    for (const auto& k : keys) ok |= constant_time_equal(api_key, k);
   }
   return ok;
 }
@@ -68,6 +75,7 @@ const std::vector<HttpServer::RouteEntry>& HttpServer::routes() {
   static const std::vector<RouteEntry> r = {
       {"POST", "/v1/completions", &HttpServer::completions, true, true},
       {"POST", "/v1/chat/completions", &HttpServer::chat_completions, true, true},
+      {"POST", "/v1/messages", &HttpServer::messages, true, true},
       {"POST", "/tokenize", &HttpServer::tokenize, true, true},
       {"POST", "/detokenize", &HttpServer::detokenize, true, true},
       {"GET", "/v1/models", &HttpServer::models, true, false},
@@ -114,7 +122,7 @@ std::optional<HttpResponse> HttpServer::check_head(const HttpRequest& req) const
     if (req.method == e.method) route = &e;
   }
   // With a key set, the key comes before 404 / 405: a client without it learns nothing of which routes exist.
-  if (!open_path && !cfg_.api_keys.empty() && !authorized(req.header("Authorization"), cfg_.api_keys)) {
+  if (!open_path && !cfg_.api_keys.empty() && !authorized(req, cfg_.api_keys)) {
     return from_api_error(authentication_error());
   }
   if (allow.empty()) return error_response(404, "no route " + req.method + " " + req.path);
@@ -123,7 +131,7 @@ std::optional<HttpResponse> HttpServer::check_head(const HttpRequest& req) const
     r.headers.emplace_back("Allow", allow);
     return r;
   }
-  if (route->needs_key && !cfg_.api_keys.empty() && !authorized(req.header("Authorization"), cfg_.api_keys)) {
+  if (route->needs_key && !cfg_.api_keys.empty() && !authorized(req, cfg_.api_keys)) {
     return from_api_error(authentication_error());
   }
   if (route->generation) {
@@ -187,7 +195,22 @@ HttpResponse HttpServer::dashboard(const HttpRequest& req, HttpPeer&) {
   return r;
 }
 
-HttpResponse HttpServer::generate(const HttpRequest& req, HttpPeer& peer, bool chat) {
+HttpResponse HttpServer::messages(const HttpRequest& req, HttpPeer& peer) {
+  try {
+    return generate(req, peer, Api::kMessages);
+  } catch (const ApiError& e) {
+    HttpResponse r = from_api_error(e);
+    r.body = anthropic_error_text(e);
+    return r;
+  } catch (const Error& e) {
+    const ApiError bad = invalid_request(e.what());
+    HttpResponse r = from_api_error(bad);
+    r.body = anthropic_error_text(bad);
+    return r;
+  }
+}
+
+HttpResponse HttpServer::generate(const HttpRequest& req, HttpPeer& peer, Api api) {
   // Counted until the response is written: for a stream, until its last chunk.
   ++active_;
   std::shared_ptr<void> active(nullptr, [this](void*) { --active_; });
@@ -202,15 +225,20 @@ HttpResponse HttpServer::generate(const HttpRequest& req, HttpPeer& peer, bool c
   if (draining_) throw service_unavailable("the server is shutting down (draining); retry on another replica");
   const JsonLimits limits = cfg_.json_limits();
   const nlohmann::ordered_json body = parse_body(req.body, limits);
-  GenerationRequest g = chat ? parse_chat_request(body, limits) : parse_completion_request(body, limits);
+  GenerationRequest g = api == Api::kCompletions ? parse_completion_request(body, limits)
+                        : api == Api::kChat      ? parse_chat_request(body, limits)
+                                                 : parse_chat_request(messages_to_chat_body(body), limits);
   if (!g.model.empty() && g.model != ctx_.model_name) throw model_not_found(g.model);
   auto session = std::make_shared<GenerationSession>(ctx_, std::move(g));
   HttpResponse r;
   if (session->streaming()) {
     r.content_type = "text/event-stream";
     r.headers.emplace_back("Cache-Control", "no-cache");
-    r.stream.next = [session](std::string& out, bool& done) {
+    std::shared_ptr<MessageStreamTranslator> messages;  // Anthropic's events from the chat chunks
+    if (api == Api::kMessages) messages = std::make_shared<MessageStreamTranslator>();
+    r.stream.next = [session, messages](std::string& out, bool& done) {
       out = session->next_events(100);
+      if (messages) out = messages->feed(out);
       done = session->done();
     };
     r.stream.closed = [session, active](bool complete) {
@@ -220,6 +248,7 @@ HttpResponse HttpServer::generate(const HttpRequest& req, HttpPeer& peer, bool c
   }
   // A client that hangs up stops its generation, as a stream's does (issue R defect 7).
   r.body = session->run_to_completion([&peer] { return peer.client_gone(); });
+  if (api == Api::kMessages) r.body = chat_completion_to_message(r.body);
   return r;
 }
 

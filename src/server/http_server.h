@@ -55,9 +55,11 @@ class HttpServer {
   HttpResponse models(const HttpRequest&, HttpPeer&);
   HttpResponse metrics(const HttpRequest&, HttpPeer&);
   HttpResponse dashboard(const HttpRequest&, HttpPeer&);
-  HttpResponse completions(const HttpRequest& req, HttpPeer& peer) { return generate(req, peer, false); }
-  HttpResponse chat_completions(const HttpRequest& req, HttpPeer& peer) { return generate(req, peer, true); }
-  HttpResponse generate(const HttpRequest& req, HttpPeer& peer, bool chat);
+  enum class Api { kCompletions, kChat, kMessages };  // one request model, its encodings
+  HttpResponse completions(const HttpRequest& req, HttpPeer& peer) { return generate(req, peer, Api::kCompletions); }
+  HttpResponse chat_completions(const HttpRequest& req, HttpPeer& peer) { return generate(req, peer, Api::kChat); }
+  HttpResponse messages(const HttpRequest& req, HttpPeer& peer);  // Anthropic's: errors in its encoding too
+  HttpResponse generate(const HttpRequest& req, HttpPeer& peer, Api api);
   HttpResponse tokenize(const HttpRequest& req, HttpPeer&);
   HttpResponse detokenize(const HttpRequest& req, HttpPeer&);
 

@@ -95,5 +95,79 @@ TEST(ServerQwen3Chat, OpenAiClientAgentTest) {
   EXPECT_NE(out.find("agent_test: 4 passed"), std::string::npos) << out;
 }
 
+TEST(ServerQwen3Chat, AnthropicClientTest) {  // the official @anthropic-ai/sdk npm client (anthropic_test.mjs)
+  SKIP_IF_MISSING(qwen3chat::tokenizer_dir() + "/tokenizer.json.gz");
+  const std::string dir = std::string(SLIMKV_SOURCE_DIR) + "/tests/openai_client";
+  SKIP_IF_MISSING(dir + "/node_modules/@anthropic-ai/sdk");  // scripts/test runs npm ci there
+  ServerProcess s({"--api-key", "sk-anthropic"}, qwen3_chat_path());
+  const std::string log = ::testing::TempDir() + "/anthropic-test-" + std::to_string(::getpid()) + ".log";
+  const std::string cmd =
+      "node " + dir + "/anthropic_test.mjs " + s.base_url() + " sk-anthropic qwen3-chat > " + log + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  std::ifstream in(log);
+  const std::string out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("anthropic_test: 4 passed"), std::string::npos) << out;
+}
+
+// Anthropic's Messages API on the real server with Qwen3's template: x-api-key accepted; a forced tool call comes
+// back as a tool_use block (stop_reason tool_use) whose input is the arguments' object, streamed as Messages
+// events in order; the tool's result goes back as a tool_result block; refusals use Anthropic's error object.
+TEST(ServerQwen3Chat, AnthropicMessagesRoundTripAToolCall) {
+  SKIP_IF_MISSING(qwen3chat::tokenizer_dir() + "/tokenizer.json.gz");
+  ServerProcess s({"--api-key", "sk-msg"}, qwen3_chat_path());
+  const httplib::Headers key = {{"x-api-key", "sk-msg"}, {"anthropic-version", "2023-06-01"}};
+  const ojson tool = ojson::parse(R"({"name": "get_weather", "description": "Weather for a city", "input_schema":
+      {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}})");
+  ojson body = {{"model", "qwen3-chat"}, {"max_tokens", 48}, {"temperature", 0}, {"system", "You help."},
+                {"messages", {{{"role", "user"}, {"content", "Weather in Paris?"}}}},
+                {"tools", {tool}}, {"tool_choice", {{"type", "tool"}, {"name", "get_weather"}}}};
+  auto [status, r] = s.post("/v1/messages", body.dump(), key);
+  ASSERT_EQ(status, 200) << r.dump();
+  EXPECT_EQ(r["type"], "message");
+  EXPECT_EQ(r["stop_reason"], "tool_use") << r.dump();
+  ASSERT_FALSE(r["content"].empty());
+  const nlohmann::json& use = r["content"].back();
+  EXPECT_EQ(use["type"], "tool_use");
+  EXPECT_EQ(use["name"], "get_weather");
+  EXPECT_TRUE(use["input"].is_object());
+  EXPECT_GT(r["usage"]["input_tokens"].get<int>(), 0);
+  // The result back through the template, as a tool_result block.
+  ojson next = body;
+  next.erase("tool_choice");
+  next["max_tokens"] = 4;
+  next["messages"].push_back({{"role", "assistant"}, {"content", {{{"type", "tool_use"}, {"id", use["id"]},
+                                                                     {"name", "get_weather"}, {"input", use["input"]}}}}});
+  next["messages"].push_back({{"role", "user"}, {"content", {{{"type", "tool_result"}, {"tool_use_id", use["id"]},
+                                                                {"content", "sunny, 21 C"}}}}});
+  auto [s2, r2] = s.post("/v1/messages", next.dump(), key);
+  ASSERT_EQ(s2, 200) << r2.dump();
+  EXPECT_LE(r2["usage"]["output_tokens"].get<int>(), 4);
+  EXPECT_GT(r2["usage"]["input_tokens"].get<int>(), r["usage"]["input_tokens"].get<int>());
+  // Streamed: the same call as events.
+  body["stream"] = true;
+  auto [s3, sse] = s.post("/v1/messages", body.dump(), key);
+  ASSERT_EQ(s3, 200);
+  const std::string text = sse.get<std::string>();
+  std::vector<std::string> types;
+  for (size_t at = 0; (at = text.find("event: ", at)) != std::string::npos; ++at) {
+    types.push_back(text.substr(at + 7, text.find('\n', at) - at - 7));
+  }
+  ASSERT_GE(types.size(), 5u) << text;
+  EXPECT_EQ(types.front(), "message_start");
+  EXPECT_EQ(types[types.size() - 2], "message_delta");
+  EXPECT_EQ(types.back(), "message_stop");
+  EXPECT_NE(text.find("\"type\":\"tool_use\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"stop_reason\":\"tool_use\""), std::string::npos) << text;
+  // Refusals: Anthropic's error object; no key: 401.
+  auto [s4, e4] = s.post("/v1/messages", R"({"messages": [{"role": "user", "content": "hi"}]})", key);
+  EXPECT_EQ(s4, 400);
+  EXPECT_EQ(e4["type"], "error");
+  EXPECT_EQ(e4["error"]["type"], "invalid_request_error");
+  EXPECT_NE(e4["error"]["message"].get<std::string>().find("max_tokens"), std::string::npos);
+  auto [s5, e5] = s.post("/v1/messages", body.dump());
+  EXPECT_EQ(s5, 401);
+}
+
 }  // namespace
 }  // namespace slimkv::test
