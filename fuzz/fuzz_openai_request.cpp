@@ -1,5 +1,5 @@
-// Fuzz target: an HTTP request body through the OpenAI request parsers (and Anthropic's Messages body rewritten as a
-// chat body), then chat rendering for every template and stop-string matching over the parsed stop strings. Only
+// Fuzz target: an HTTP request body through the OpenAI request parsers (and Anthropic's Messages and OpenAI's
+// Responses bodies rewritten as chat bodies), then chat rendering for every template and stop-string matching over the parsed stop strings. Only
 // ApiError may come out.
 #include <string_view>
 #include <vector>
@@ -7,6 +7,8 @@
 #include "byte_tokenizer.h"
 #include "server/anthropic_request.h"
 #include "server/api_error.h"
+#include "server/response_store.h"
+#include "server/responses_request.h"
 #include "server/chat_template.h"
 #include "server/completion_text.h"
 #include "server/openai_request.h"
@@ -15,12 +17,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   const auto body = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) return 0;
-  for (int api = 0; api < 3; ++api) {  // completions, chat, messages
+  static slimkv::ResponseStore store(4, 3600);
+  for (int api = 0; api < 4; ++api) {  // completions, chat, messages, responses
     const bool chat = api > 0;
     try {
       auto r = api == 0   ? slimkv::parse_completion_request(body)
                : api == 1 ? slimkv::parse_chat_request(body)
-                          : slimkv::parse_chat_request(slimkv::messages_to_chat_body(body));
+               : api == 2 ? slimkv::parse_chat_request(slimkv::messages_to_chat_body(body))
+                          : slimkv::parse_chat_request(slimkv::responses_to_chat_body(body, store).chat_body);
       static const std::vector<slimkv::ChatTemplate> templates = [] {
         std::vector<slimkv::ChatTemplate> v;
         for (const char* n : {"plain", "deepseek-v4", "chatml", "llama2", "llama3", "gemma", "phi3", "mistral"}) {

@@ -9,6 +9,8 @@
 #include "server/anthropic_request.h"
 #include "server/anthropic_response.h"
 #include "server/api_error.h"
+#include "server/responses_request.h"
+#include "server/responses_response.h"
 #include "server/http_front.h"
 #include "server/tokenize_endpoints.h"
 
@@ -76,6 +78,7 @@ const std::vector<HttpServer::RouteEntry>& HttpServer::routes() {
       {"POST", "/v1/completions", &HttpServer::completions, true, true},
       {"POST", "/v1/chat/completions", &HttpServer::chat_completions, true, true},
       {"POST", "/v1/messages", &HttpServer::messages, true, true},
+      {"POST", "/v1/responses", &HttpServer::responses, true, true},
       {"POST", "/tokenize", &HttpServer::tokenize, true, true},
       {"POST", "/detokenize", &HttpServer::detokenize, true, true},
       {"GET", "/v1/models", &HttpServer::models, true, false},
@@ -225,9 +228,12 @@ HttpResponse HttpServer::generate(const HttpRequest& req, HttpPeer& peer, Api ap
   if (draining_) throw service_unavailable("the server is shutting down (draining); retry on another replica");
   const JsonLimits limits = cfg_.json_limits();
   const nlohmann::ordered_json body = parse_body(req.body, limits);
+  ResponsesRequest rq;  // /v1/responses: its chat body, the conversation so far and the settings it echoes
+  if (api == Api::kResponses) rq = responses_to_chat_body(body, *stored_);
   GenerationRequest g = api == Api::kCompletions ? parse_completion_request(body, limits)
                         : api == Api::kChat      ? parse_chat_request(body, limits)
-                                                 : parse_chat_request(messages_to_chat_body(body), limits);
+                        : api == Api::kMessages  ? parse_chat_request(messages_to_chat_body(body), limits)
+                                                 : parse_chat_request(rq.chat_body, limits);
   if (!g.model.empty() && g.model != ctx_.model_name) throw model_not_found(g.model);
   auto session = std::make_shared<GenerationSession>(ctx_, std::move(g));
   HttpResponse r;
@@ -236,9 +242,21 @@ HttpResponse HttpServer::generate(const HttpRequest& req, HttpPeer& peer, Api ap
     r.headers.emplace_back("Cache-Control", "no-cache");
     std::shared_ptr<MessageStreamTranslator> messages;  // Anthropic's events from the chat chunks
     if (api == Api::kMessages) messages = std::make_shared<MessageStreamTranslator>();
-    r.stream.next = [session, messages](std::string& out, bool& done) {
+    std::shared_ptr<ResponsesStreamTranslator> typed;  // the Responses API's typed events
+    if (api == Api::kResponses) typed = std::make_shared<ResponsesStreamTranslator>(rq.echo);
+    auto keep = rq.store ? stored_ : nullptr;
+    r.stream.next = [session, messages, typed, keep, conversation = rq.conversation](std::string& out,
+                                                                                    bool& done) mutable {
       out = session->next_events(100);
       if (messages) out = messages->feed(out);
+      if (typed) {
+        out = typed->feed(out);
+        if (typed->finished() && keep) {
+          conversation.push_back(typed->assistant());
+          keep->put(typed->id(), std::move(conversation));
+          keep = nullptr;
+        }
+      }
       done = session->done();
     };
     r.stream.closed = [session, active](bool complete) {
@@ -249,6 +267,14 @@ HttpResponse HttpServer::generate(const HttpRequest& req, HttpPeer& peer, Api ap
   // A client that hangs up stops its generation, as a stream's does (issue R defect 7).
   r.body = session->run_to_completion([&peer] { return peer.client_gone(); });
   if (api == Api::kMessages) r.body = chat_completion_to_message(r.body);
+  if (api == Api::kResponses) {
+    nlohmann::ordered_json assistant;
+    r.body = chat_completion_to_response(r.body, rq.echo, &assistant);
+    if (rq.store) {
+      rq.conversation.push_back(std::move(assistant));
+      stored_->put(nlohmann::json::parse(r.body).at("id").get<std::string>(), std::move(rq.conversation));
+    }
+  }
   return r;
 }
 

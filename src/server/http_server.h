@@ -13,6 +13,7 @@
 
 #include "server/generation_session.h"
 #include "server/http_exchange.h"
+#include "server/response_store.h"
 #include "server/server_config.h"
 #include "server/server_metrics.h"
 
@@ -55,10 +56,11 @@ class HttpServer {
   HttpResponse models(const HttpRequest&, HttpPeer&);
   HttpResponse metrics(const HttpRequest&, HttpPeer&);
   HttpResponse dashboard(const HttpRequest&, HttpPeer&);
-  enum class Api { kCompletions, kChat, kMessages };  // one request model, its encodings
+  enum class Api { kCompletions, kChat, kMessages, kResponses };  // one request model, its encodings
   HttpResponse completions(const HttpRequest& req, HttpPeer& peer) { return generate(req, peer, Api::kCompletions); }
   HttpResponse chat_completions(const HttpRequest& req, HttpPeer& peer) { return generate(req, peer, Api::kChat); }
   HttpResponse messages(const HttpRequest& req, HttpPeer& peer);  // Anthropic's: errors in its encoding too
+  HttpResponse responses(const HttpRequest& req, HttpPeer& peer) { return generate(req, peer, Api::kResponses); }
   HttpResponse generate(const HttpRequest& req, HttpPeer& peer, Api api);
   HttpResponse tokenize(const HttpRequest& req, HttpPeer&);
   HttpResponse detokenize(const HttpRequest& req, HttpPeer&);
@@ -68,6 +70,7 @@ class HttpServer {
   ServeContext ctx_;
   std::string dashboard_html_;
   ServerMetrics* metrics_ = nullptr;
+  std::shared_ptr<ResponseStore> stored_ = std::make_shared<ResponseStore>(kStoredResponsesMax, kStoredResponseSeconds);
   int64_t started_unix_s_ = 0;    // /v1/models' `created`
   std::atomic<bool> ready_{false};
   std::atomic<bool> draining_{false};

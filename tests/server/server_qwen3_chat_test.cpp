@@ -95,6 +95,21 @@ TEST(ServerQwen3Chat, OpenAiClientAgentTest) {
   EXPECT_NE(out.find("agent_test: 4 passed"), std::string::npos) << out;
 }
 
+TEST(ServerQwen3Chat, OpenAiResponsesClientTest) {  // the openai npm client's responses.create (responses_test.mjs)
+  SKIP_IF_MISSING(qwen3chat::tokenizer_dir() + "/tokenizer.json.gz");
+  const std::string dir = std::string(SLIMKV_SOURCE_DIR) + "/tests/openai_client";
+  SKIP_IF_MISSING(dir + "/node_modules/openai");  // scripts/test runs npm ci there
+  ServerProcess s({"--api-key", "sk-responses"}, qwen3_chat_path());
+  const std::string log = ::testing::TempDir() + "/responses-test-" + std::to_string(::getpid()) + ".log";
+  const std::string cmd =
+      "node " + dir + "/responses_test.mjs " + s.base_url() + " sk-responses qwen3-chat > " + log + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  std::ifstream in(log);
+  const std::string out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("responses_test: 5 passed"), std::string::npos) << out;
+}
+
 TEST(ServerQwen3Chat, AnthropicClientTest) {  // the official @anthropic-ai/sdk npm client (anthropic_test.mjs)
   SKIP_IF_MISSING(qwen3chat::tokenizer_dir() + "/tokenizer.json.gz");
   const std::string dir = std::string(SLIMKV_SOURCE_DIR) + "/tests/openai_client";

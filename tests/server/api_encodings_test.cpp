@@ -1,6 +1,7 @@
-// Anthropic's Messages API over the chat path: the request rewritten as a chat body (every block kind, tools and
-// tool_choice, refusals naming the field), a chat completion as a `message`, and a chat stream's chunks as Messages
-// events in Anthropic's order.
+// The chat path's other encodings. Anthropic's Messages API: the request rewritten as a chat body (every block
+// kind, tools and tool_choice, refusals naming the field), a chat completion as a `message`, a chat stream's chunks
+// as Messages events in Anthropic's order. OpenAI's Responses API: input items and previous_response_id as chat
+// messages, a chat completion as a Response, a chat stream as the typed events.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -10,6 +11,9 @@
 #include "server/anthropic_response.h"
 #include "server/api_error.h"
 #include "server/openai_request.h"
+#include "server/response_store.h"
+#include "server/responses_request.h"
+#include "server/responses_response.h"
 
 namespace slimkv {
 namespace {
@@ -153,6 +157,97 @@ TEST(AnthropicMessages, AChatStreamBecomesMessagesEventsInOrder) {
   EXPECT_EQ(data[11]["delta"]["stop_reason"], "tool_use");
   EXPECT_EQ(data[11]["usage"]["output_tokens"], 9);
   EXPECT_EQ(t.feed("data: {\"choices\":[]}\n\n"), "");  // nothing after the end
+}
+
+TEST(ResponsesApi, InputItemsAndAPreviousResponseBecomeChatMessages) {
+  ResponseStore store(2, 3600);
+  store.put("resp_a", ojson::parse(R"([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}])"));
+  const ojson body = ojson::parse(R"({
+    "model": "m", "instructions": "Be brief.", "previous_response_id": "resp_a", "max_output_tokens": 32,
+    "tools": [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}],
+    "tool_choice": {"type": "function", "name": "get_weather"}, "text": {"format": {"type": "json_schema",
+    "name": "w", "schema": {"type": "object"}}}, "reasoning": {"effort": "none"}, "store": false,
+    "input": [{"role": "user", "content": [{"type": "input_text", "text": "Weather?"}]},
+              {"type": "reasoning", "summary": [{"type": "summary_text", "text": "call it"}]},
+              {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{}"},
+              {"type": "function_call_output", "call_id": "c1", "output": "sunny"}]})");
+  const ResponsesRequest r = responses_to_chat_body(body, store);
+  EXPECT_FALSE(r.store);
+  const ojson& m = r.chat_body["messages"];
+  ASSERT_EQ(m.size(), 6u) << m.dump();
+  EXPECT_EQ(m[0], ojson({{"role", "system"}, {"content", "Be brief."}}));  // instructions: not carried forward
+  EXPECT_EQ(m[1]["content"], "Hi");
+  EXPECT_EQ(m[3]["content"], "Weather?");
+  EXPECT_EQ(m[4]["tool_calls"][0]["id"], "c1");
+  EXPECT_EQ(m[4]["reasoning_content"], "call it");
+  EXPECT_EQ(m[5], ojson({{"role", "tool"}, {"tool_call_id", "c1"}, {"content", "sunny"}}));
+  EXPECT_EQ(r.conversation.size(), 5u);
+  EXPECT_EQ(r.chat_body["max_tokens"], 32);
+  EXPECT_EQ(r.chat_body["response_format"]["type"], "json_schema");
+  EXPECT_EQ(r.chat_body["chat_template_kwargs"]["enable_thinking"], false);
+  EXPECT_EQ(r.echo["previous_response_id"], "resp_a");
+  const GenerationRequest g = parse_chat_request(r.chat_body, JsonLimits{});
+  EXPECT_EQ(g.tools.choice, ToolRequest::Choice::kNamed);
+  // The store keeps its last 2; an unknown id is a 400 naming the field.
+  store.put("resp_b", ojson::array());
+  store.put("resp_c", ojson::array());
+  EXPECT_FALSE(store.get("resp_a").has_value());
+  try {
+    responses_to_chat_body(body, store);
+    ADD_FAILURE() << "an evicted previous_response_id was accepted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.param, "previous_response_id");
+  }
+  for (const char* bad : {R"({"input": []})", R"({"input": [{"type": "web_search_call"}]})",
+                          R"({"input": "x", "tools": [{"type": "web_search"}]})",
+                          R"({"input": "x", "text": {"format": {"type": "yaml"}}})", R"({"input": "x", "store": 1})"}) {
+    EXPECT_THROW(responses_to_chat_body(ojson::parse(bad), store), ApiError) << bad;
+  }
+}
+
+TEST(ResponsesApi, AChatCompletionIsAResponseAndAStreamItsTypedEvents) {
+  const std::string chat = R"({"id": "chatcmpl-9c", "created": 5, "model": "m", "choices": [{"index": 0,
+    "finish_reason": "tool_calls", "message": {"role": "assistant", "content": "ok", "tool_calls": [{"id": "c2",
+    "type": "function", "function": {"name": "f", "arguments": "{\"a\":1}"}}]}}],
+    "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}})";
+  ojson assistant;
+  const json r = json::parse(chat_completion_to_response(chat, ojson::object(), &assistant));
+  EXPECT_EQ(r["id"], "resp_9c");
+  EXPECT_EQ(r["status"], "completed");
+  ASSERT_EQ(r["output"].size(), 2u);
+  EXPECT_EQ(r["output"][0]["content"][0]["text"], "ok");
+  EXPECT_EQ(r["output"][1]["type"], "function_call");
+  EXPECT_EQ(r["output"][1]["call_id"], "c2");
+  EXPECT_EQ(r["usage"]["total_tokens"], 10);
+  EXPECT_EQ(assistant["tool_calls"][0]["id"], "c2");
+  const std::string sse =
+      chunk(R"({"role":"assistant","content":""})") + chunk(R"({"content":"Hi"})") +
+      chunk(R"({"tool_calls":[{"index":0,"id":"c3","type":"function","function":{"name":"f","arguments":"{}"}}]})") +
+      chunk("{}", "length") +
+      "data: {\"id\":\"chatcmpl-1f\",\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}\n\n"
+      "data: [DONE]\n\n";
+  ResponsesStreamTranslator t(ojson::object());
+  std::string out;
+  for (size_t i = 0; i < sse.size(); i += 11) out += t.feed(sse.substr(i, 11));
+  ASSERT_TRUE(t.finished());
+  std::vector<std::string> types;
+  int64_t seq = 0;
+  for (size_t at = 0; (at = out.find("event: ", at)) != std::string::npos;) {
+    const size_t nl = out.find('\n', at), end = out.find("\n\n", at);
+    types.push_back(out.substr(at + 7, nl - at - 7));
+    const json d = json::parse(out.substr(nl + 7, end - nl - 7));
+    EXPECT_EQ(d["sequence_number"], seq++);
+    at = end;
+  }
+  const std::vector<std::string> want = {
+      "response.created", "response.in_progress", "response.output_item.added", "response.content_part.added",
+      "response.output_text.delta", "response.output_text.done", "response.content_part.done",
+      "response.output_item.done", "response.output_item.added", "response.function_call_arguments.delta",
+      "response.function_call_arguments.done", "response.output_item.done", "response.incomplete"};
+  EXPECT_EQ(types, want) << out;
+  EXPECT_EQ(t.id(), "resp_1f");
+  EXPECT_EQ(t.assistant()["content"], "Hi");
+  EXPECT_EQ(t.assistant()["tool_calls"][0]["id"], "c3");
 }
 
 }  // namespace
