@@ -5,16 +5,14 @@
 #include <string>
 
 #include "server/api_error.h"
+#include "server/json_field.h"
 
 namespace slimkv {
 namespace {
 
 using ojson = nlohmann::ordered_json;
 
-const ojson* field(const ojson& o, const char* key) {  // null counts as absent
-  auto it = o.find(key);
-  return it == o.end() || it->is_null() ? nullptr : &*it;
-}
+const ojson* field(const ojson& o, const char* key) { return json_field(o, key); }
 
 std::string str(const ojson& o, const char* key, const std::string& where) {
   const ojson* v = field(o, key);

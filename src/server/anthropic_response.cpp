@@ -140,14 +140,9 @@ std::string MessageStreamTranslator::on_chunk(const json& chunk) {
 }
 
 std::string MessageStreamTranslator::feed(const std::string& chat_sse) {
-  buffer_ += chat_sse;
-  std::string out;
-  size_t end;
-  while (!finished_ && (end = buffer_.find("\n\n")) != std::string::npos) {
-    const std::string ev = buffer_.substr(0, end);
-    buffer_.erase(0, end + 2);
-    if (ev.rfind("data: ", 0) != 0) continue;
-    const std::string data = ev.substr(6);
+  sse_.append(chat_sse);
+  std::string out, data;
+  while (!finished_ && sse_.next(&data)) {
     if (data == "[DONE]") {
       out += close();
       out += event("message_delta", {{"delta", {{"stop_reason", anthropic_stop_reason(finish_reason_)},

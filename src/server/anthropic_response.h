@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/sse_data.h"
+
 #include "server/api_error.h"
 
 namespace slimkv {
@@ -34,7 +36,7 @@ class MessageStreamTranslator {
   std::string on_chunk(const nlohmann::json& chunk);
   std::string open(const std::string& kind, nlohmann::json block);  // closes the current block first
   std::string close();
-  std::string buffer_;            // an incomplete event carried to the next feed
+  SseData sse_;                   // the chat stream's data payloads
   bool started_ = false, finished_ = false;
   int32_t index_ = -1;            // the open block's index (-1: none)
   std::string kind_;              // "text" | "thinking" | "tool_use:<chat tool index>"

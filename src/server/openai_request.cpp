@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "server/api_error.h"
+#include "server/json_field.h"
 
 namespace slimkv {
 namespace {
@@ -30,10 +31,7 @@ const char* type_name(const ojson& v) {
   }
 }
 
-const ojson* field(const ojson& body, const char* key) {  // null counts as absent, as in OpenAI's API
-  auto it = body.find(key);
-  return it == body.end() || it->is_null() ? nullptr : &*it;
-}
+const ojson* field(const ojson& body, const char* key) { return json_field(body, key); }  // null = absent
 
 ApiError wrong_type(const char* key, const char* want, const ojson& v) {
   return invalid_request(fmt::format("'{}' must be {} (got {})", key, want, type_name(v)), key);

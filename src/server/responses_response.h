@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/sse_data.h"
+
 namespace slimkv {
 
 // A non-streamed chat completion's JSON text -> the Response's JSON text; *assistant (may be null) = the answer as
@@ -30,7 +32,8 @@ class ResponsesStreamTranslator {
   std::string close();
   nlohmann::ordered_json response(const char* status) const;
   nlohmann::ordered_json echo_;
-  std::string buffer_, id_, hex_, model_, kind_, finish_reason_ = "stop";
+  SseData sse_;  // the chat stream's data payloads
+  std::string id_, hex_, model_, kind_, finish_reason_ = "stop";
   int64_t created_ = 0, seq_ = 0, input_tokens_ = 0, output_tokens_ = 0, cached_tokens_ = 0;
   bool started_ = false, finished_ = false;
   nlohmann::ordered_json output_ = nlohmann::ordered_json::array();  // finished items

@@ -7,15 +7,12 @@ import assert from "node:assert/strict";
 import Ajv from "ajv";
 import OpenAI from "openai";
 
+import { checks } from "./check.mjs";
+
 const [baseURL, apiKey, model] = process.argv.slice(2);
 const client = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey, maxRetries: 0, timeout: 120000 });
 const ajv = new Ajv({ strict: false });
-let passed = 0;
-async function check(name, fn) {
-  await fn();
-  passed++;
-  console.log(`ok - ${name}`);
-}
+const { check, done } = checks("agent_test");
 
 const weather = {
   type: "function",
@@ -143,4 +140,4 @@ await check(`response_format json_schema: ${schemas.length} schemas x 3 seeds pa
 // (json_object bounds no string, so a random-weight model runs to max_tokens inside one: its grammar is checked by
 // tests/grammar's random walks instead.)
 
-console.log(`agent_test: ${passed} passed`);
+done();

@@ -5,14 +5,11 @@
 import assert from "node:assert/strict";
 import Anthropic from "@anthropic-ai/sdk";
 
+import { checks } from "./check.mjs";
+
 const [baseURL, apiKey, model] = process.argv.slice(2);
 const client = new Anthropic({ baseURL, apiKey, maxRetries: 0, timeout: 120000 });
-let passed = 0;
-async function check(name, fn) {
-  await fn();
-  passed++;
-  console.log(`ok - ${name}`);
-}
+const { check, done } = checks("anthropic_test");
 
 const weather = {
   name: "get_weather",
@@ -76,4 +73,4 @@ await check("tool_use streamed: input_json_delta events build the same input", a
   assert.equal(final.stop_reason, "tool_use");
 });
 
-console.log(`anthropic_test: ${passed} passed`);
+done();

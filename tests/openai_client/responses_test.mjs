@@ -7,15 +7,12 @@ import assert from "node:assert/strict";
 import Ajv from "ajv";
 import OpenAI from "openai";
 
+import { checks } from "./check.mjs";
+
 const [baseURL, apiKey, model] = process.argv.slice(2);
 const client = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey, maxRetries: 0, timeout: 120000 });
 const ajv = new Ajv({ strict: false });
-let passed = 0;
-async function check(name, fn) {
-  await fn();
-  passed++;
-  console.log(`ok - ${name}`);
-}
+const { check, done } = checks("responses_test");
 
 await check("responses.create: plain", async () => {
   const r = await client.responses.create({ model, input: "Hello", max_output_tokens: 8, temperature: 0 });
@@ -89,4 +86,4 @@ await check("text.format json_schema: the output parses and validates (ajv)", as
   assert.ok(ajv.validate(schema, JSON.parse(r.output_text)), r.output_text);
 });
 
-console.log(`responses_test: ${passed} passed`);
+done();

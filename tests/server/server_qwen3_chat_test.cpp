@@ -81,48 +81,35 @@ TEST(ServerQwen3Chat, EveryChatCaseReachesTheModelAsTransformersRendersIt) {
 
 // The official openai npm client doing an agent's work against this model (tests/openai_client/agent_test.mjs):
 // tool-call round trips (streamed and not), reasoning_content in a stream, json_schema outputs validated by ajv.
-TEST(ServerQwen3Chat, OpenAiClientAgentTest) {
-  SKIP_IF_MISSING(qwen3chat::tokenizer_dir() + "/tokenizer.json.gz");
+// Runs an official npm client's script (tests/openai_client/NAME.mjs: BASE_URL API_KEY MODEL) against a server on
+// the Qwen3-template model started with that key; the script prints "NAME: N passed" when every check passed.
+void run_client_script(const std::string& name, const std::string& module, int checks) {
   const std::string dir = std::string(SLIMKV_SOURCE_DIR) + "/tests/openai_client";
-  SKIP_IF_MISSING(dir + "/node_modules/ajv");  // scripts/test runs npm ci there
-  ServerProcess s({"--api-key", "sk-agent"}, qwen3_chat_path());
-  const std::string log = ::testing::TempDir() + "/agent-test-" + std::to_string(::getpid()) + ".log";
-  const std::string cmd = "node " + dir + "/agent_test.mjs " + s.base_url() + " sk-agent qwen3-chat > " + log + " 2>&1";
+  SKIP_IF_MISSING(dir + "/node_modules/" + module);  // scripts/test runs npm ci there
+  ServerProcess s({"--api-key", "sk-" + name}, qwen3_chat_path());
+  const std::string log = ::testing::TempDir() + "/" + name + "-" + std::to_string(::getpid()) + ".log";
+  const std::string cmd = "node " + dir + "/" + name + ".mjs " + s.base_url() + " sk-" + name + " qwen3-chat > " +
+                          log + " 2>&1";
   const int rc = std::system(cmd.c_str());
   std::ifstream in(log);
   const std::string out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(rc, 0) << out;
-  EXPECT_NE(out.find("agent_test: 4 passed"), std::string::npos) << out;
+  EXPECT_NE(out.find(name + ": " + std::to_string(checks) + " passed"), std::string::npos) << out;
+}
+
+TEST(ServerQwen3Chat, OpenAiClientAgentTest) {  // the openai npm client as agent frameworks use it (agent_test.mjs)
+  SKIP_IF_MISSING(qwen3chat::tokenizer_dir() + "/tokenizer.json.gz");
+  run_client_script("agent_test", "ajv", 4);
 }
 
 TEST(ServerQwen3Chat, OpenAiResponsesClientTest) {  // the openai npm client's responses.create (responses_test.mjs)
   SKIP_IF_MISSING(qwen3chat::tokenizer_dir() + "/tokenizer.json.gz");
-  const std::string dir = std::string(SLIMKV_SOURCE_DIR) + "/tests/openai_client";
-  SKIP_IF_MISSING(dir + "/node_modules/openai");  // scripts/test runs npm ci there
-  ServerProcess s({"--api-key", "sk-responses"}, qwen3_chat_path());
-  const std::string log = ::testing::TempDir() + "/responses-test-" + std::to_string(::getpid()) + ".log";
-  const std::string cmd =
-      "node " + dir + "/responses_test.mjs " + s.base_url() + " sk-responses qwen3-chat > " + log + " 2>&1";
-  const int rc = std::system(cmd.c_str());
-  std::ifstream in(log);
-  const std::string out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_EQ(rc, 0) << out;
-  EXPECT_NE(out.find("responses_test: 5 passed"), std::string::npos) << out;
+  run_client_script("responses_test", "openai", 5);
 }
 
 TEST(ServerQwen3Chat, AnthropicClientTest) {  // the official @anthropic-ai/sdk npm client (anthropic_test.mjs)
   SKIP_IF_MISSING(qwen3chat::tokenizer_dir() + "/tokenizer.json.gz");
-  const std::string dir = std::string(SLIMKV_SOURCE_DIR) + "/tests/openai_client";
-  SKIP_IF_MISSING(dir + "/node_modules/@anthropic-ai/sdk");  // scripts/test runs npm ci there
-  ServerProcess s({"--api-key", "sk-anthropic"}, qwen3_chat_path());
-  const std::string log = ::testing::TempDir() + "/anthropic-test-" + std::to_string(::getpid()) + ".log";
-  const std::string cmd =
-      "node " + dir + "/anthropic_test.mjs " + s.base_url() + " sk-anthropic qwen3-chat > " + log + " 2>&1";
-  const int rc = std::system(cmd.c_str());
-  std::ifstream in(log);
-  const std::string out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_EQ(rc, 0) << out;
-  EXPECT_NE(out.find("anthropic_test: 4 passed"), std::string::npos) << out;
+  run_client_script("anthropic_test", "@anthropic-ai/sdk", 4);
 }
 
 // Anthropic's Messages API on the real server with Qwen3's template: x-api-key accepted; a forced tool call comes
