@@ -5,23 +5,24 @@
 namespace slimkv {
 namespace {
 
-using json = nlohmann::json;
+using ojson = nlohmann::ordered_json;  // keys in the documented order (type first)
 
-std::string event(const char* type, json data) {
-  data["type"] = type;  // (set last: nlohmann::json sorts keys anyway)
-  return fmt::format("event: {}\ndata: {}\n\n", type, data.dump(-1, ' ', false, json::error_handler_t::replace));
+std::string event(const char* type, const ojson& data) {
+  ojson e = {{"type", type}};
+  for (auto it = data.begin(); it != data.end(); ++it) e[it.key()] = it.value();
+  return fmt::format("event: {}\ndata: {}\n\n", type, e.dump(-1, ' ', false, ojson::error_handler_t::replace));
 }
 
-std::string message_id(const json& chat) {  // chatcmpl-<hex> -> msg_<hex>
+std::string message_id(const ojson& chat) {  // chatcmpl-<hex> -> msg_<hex>
   const std::string id = chat.value("id", std::string("chatcmpl-0"));
   const size_t dash = id.find('-');
   return "msg_" + (dash == std::string::npos ? id : id.substr(dash + 1));
 }
 
-json tool_input(const json& call) {  // the arguments' JSON text as an object ({} when it is not JSON)
+ojson tool_input(const ojson& call) {  // the arguments' JSON text as an object ({} when it is not JSON)
   const std::string args = call.value("/function/arguments"_json_pointer, std::string("{}"));
-  json parsed = json::parse(args, nullptr, false);
-  return parsed.is_discarded() ? json::object() : parsed;
+  ojson parsed = ojson::parse(args, nullptr, false);
+  return parsed.is_discarded() ? ojson::object() : parsed;
 }
 
 }  // namespace
@@ -33,10 +34,10 @@ std::string anthropic_stop_reason(const std::string& finish_reason) {
 }
 
 std::string chat_completion_to_message(const std::string& chat_json) {
-  const json chat = json::parse(chat_json);
-  const json& choice = chat.at("choices").at(0);
-  const json& m = choice.at("message");
-  json content = json::array();
+  const ojson chat = ojson::parse(chat_json);
+  const ojson& choice = chat.at("choices").at(0);
+  const ojson& m = choice.at("message");
+  ojson content = ojson::array();
   if (m.contains("reasoning_content") && m["reasoning_content"].is_string()) {
     content.push_back({{"type", "thinking"}, {"thinking", m["reasoning_content"]}, {"signature", ""}});
   }
@@ -44,13 +45,13 @@ std::string chat_completion_to_message(const std::string& chat_json) {
     content.push_back({{"type", "text"}, {"text", m["content"]}});
   }
   if (m.contains("tool_calls") && m["tool_calls"].is_array()) {
-    for (const json& c : m["tool_calls"]) {
+    for (const ojson& c : m["tool_calls"]) {
       content.push_back({{"type", "tool_use"}, {"id", c.value("id", std::string())},
                          {"name", c.value("/function/name"_json_pointer, std::string())}, {"input", tool_input(c)}});
     }
   }
-  const json& u = chat.at("usage");
-  const json out = {{"id", message_id(chat)},
+  const ojson& u = chat.at("usage");
+  const ojson out = {{"id", message_id(chat)},
                     {"type", "message"},
                     {"role", "assistant"},
                     {"model", chat.value("model", std::string())},
@@ -59,7 +60,7 @@ std::string chat_completion_to_message(const std::string& chat_json) {
                     {"stop_sequence", nullptr},
                     {"usage", {{"input_tokens", u.value("prompt_tokens", 0)},
                                {"output_tokens", u.value("completion_tokens", 0)}}}};
-  return out.dump(-1, ' ', false, json::error_handler_t::replace);
+  return out.dump(-1, ' ', false, ojson::error_handler_t::replace);
 }
 
 std::string anthropic_error_text(const ApiError& e) {
@@ -71,8 +72,8 @@ std::string anthropic_error_text(const ApiError& e) {
                      : e.status == 503 ? "overloaded_error"
                      : e.status >= 500 ? "api_error"
                                        : "invalid_request_error";
-  const json j = {{"type", "error"}, {"error", {{"type", type}, {"message", e.what()}}}};
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+  const ojson j = {{"type", "error"}, {"error", {{"type", type}, {"message", e.what()}}}};
+  return j.dump(-1, ' ', false, ojson::error_handler_t::replace);
 }
 
 std::string MessageStreamTranslator::close() {
@@ -81,25 +82,25 @@ std::string MessageStreamTranslator::close() {
   return event("content_block_stop", {{"index", index_}});
 }
 
-std::string MessageStreamTranslator::open(const std::string& kind, json block) {
+std::string MessageStreamTranslator::open(const std::string& kind, ojson block) {
   std::string out = close();
   ++index_;
   kind_ = kind;
   return out + event("content_block_start", {{"index", index_}, {"content_block", std::move(block)}});
 }
 
-std::string MessageStreamTranslator::on_chunk(const json& chunk) {
+std::string MessageStreamTranslator::on_chunk(const ojson& chunk) {
   std::string out;
   if (!started_) {
     started_ = true;
-    json msg = {{"id", message_id(chunk)}, {"type", "message"}, {"role", "assistant"},
-                {"model", chunk.value("model", std::string())}, {"content", json::array()},
+    ojson msg = {{"id", message_id(chunk)}, {"type", "message"}, {"role", "assistant"},
+                {"model", chunk.value("model", std::string())}, {"content", ojson::array()},
                 {"stop_reason", nullptr}, {"stop_sequence", nullptr},
                 {"usage", {{"input_tokens", 0}, {"output_tokens", 0}}}};
     out += event("message_start", {{"message", std::move(msg)}});
   }
   if (chunk.contains("usage") && chunk["usage"].is_object()) {
-    const json& u = chunk["usage"];
+    const ojson& u = chunk["usage"];
     if (u.contains("prompt_tokens") && u["prompt_tokens"].is_number_integer()) input_tokens_ = u["prompt_tokens"];
     if (u.contains("completion_tokens") && u["completion_tokens"].is_number_integer()) {
       output_tokens_ = u["completion_tokens"];
@@ -107,8 +108,8 @@ std::string MessageStreamTranslator::on_chunk(const json& chunk) {
   }
   const auto choices = chunk.find("choices");
   if (choices == chunk.end() || !choices->is_array() || choices->empty() || !(*choices)[0].is_object()) return out;
-  const json& choice = (*choices)[0];
-  const json delta = choice.contains("delta") && choice["delta"].is_object() ? choice["delta"] : json::object();
+  const ojson& choice = (*choices)[0];
+  const ojson delta = choice.contains("delta") && choice["delta"].is_object() ? choice["delta"] : ojson::object();
   if (delta.contains("reasoning_content") && delta["reasoning_content"].is_string()) {
     if (kind_ != "thinking") out += open("thinking", {{"type", "thinking"}, {"thinking", ""}});
     out += event("content_block_delta", {{"index", index_},
@@ -120,11 +121,11 @@ std::string MessageStreamTranslator::on_chunk(const json& chunk) {
                  {{"index", index_}, {"delta", {{"type", "text_delta"}, {"text", delta["content"]}}}});
   }
   if (delta.contains("tool_calls") && delta["tool_calls"].is_array()) {
-    for (const json& c : delta["tool_calls"]) {
+    for (const ojson& c : delta["tool_calls"]) {
       const std::string kind = fmt::format("tool_use:{}", c.value("index", 0));
       if (kind_ != kind) {
         out += open(kind, {{"type", "tool_use"}, {"id", c.value("id", std::string())},
-                           {"name", c.value("/function/name"_json_pointer, std::string())}, {"input", json::object()}});
+                           {"name", c.value("/function/name"_json_pointer, std::string())}, {"input", ojson::object()}});
       }
       const std::string args = c.value("/function/arguments"_json_pointer, std::string());
       if (!args.empty()) {
@@ -148,14 +149,14 @@ std::string MessageStreamTranslator::feed(const std::string& chat_sse) {
       out += event("message_delta", {{"delta", {{"stop_reason", anthropic_stop_reason(finish_reason_)},
                                                 {"stop_sequence", nullptr}}},
                                      {"usage", {{"input_tokens", input_tokens_}, {"output_tokens", output_tokens_}}}});
-      out += event("message_stop", json::object());
+      out += event("message_stop", ojson::object());
       finished_ = true;
       break;
     }
-    const json chunk = json::parse(data, nullptr, false);
+    const ojson chunk = ojson::parse(data, nullptr, false);
     if (!chunk.is_object()) continue;
     if (chunk.contains("error")) {  // the chat stream's error event: Anthropic's, then the stream ends
-      const json& e = chunk["error"];
+      const ojson& e = chunk["error"];
       const std::string msg = e.is_object() && e.contains("message") && e["message"].is_string() ? e["message"] : "";
       out += event("error", {{"error", {{"type", "api_error"}, {"message", msg}}}});
       finished_ = true;

@@ -33,8 +33,8 @@ class MessageStreamTranslator {
   bool finished() const { return finished_; }
 
  private:
-  std::string on_chunk(const nlohmann::json& chunk);
-  std::string open(const std::string& kind, nlohmann::json block);  // closes the current block first
+  std::string on_chunk(const nlohmann::ordered_json& chunk);
+  std::string open(const std::string& kind, nlohmann::ordered_json block);  // closes the current block first
   std::string close();
   SseData sse_;                   // the chat stream's data payloads
   bool started_ = false, finished_ = false;
