@@ -269,10 +269,11 @@ HttpResponse HttpServer::generate(const HttpRequest& req, HttpPeer& peer, Api ap
   if (api == Api::kMessages) r.body = chat_completion_to_message(r.body);
   if (api == Api::kResponses) {
     nlohmann::ordered_json assistant;
-    r.body = chat_completion_to_response(r.body, rq.echo, &assistant);
+    std::string id;
+    r.body = chat_completion_to_response(r.body, rq.echo, &assistant, &id);
     if (rq.store) {
       rq.conversation.push_back(std::move(assistant));
-      stored_->put(nlohmann::json::parse(r.body).at("id").get<std::string>(), std::move(rq.conversation));
+      stored_->put(id, std::move(rq.conversation));
     }
   }
   return r;

@@ -31,10 +31,4 @@ std::optional<nlohmann::ordered_json> ResponseStore::get(const std::string& id) 
   return it->second->messages;
 }
 
-int32_t ResponseStore::size() {
-  std::lock_guard<std::mutex> lock(mu_);
-  expire(Clock::now());
-  return static_cast<int32_t>(order_.size());
-}
-
 }  // namespace slimkv

@@ -24,7 +24,6 @@ class ResponseStore {
   void put(const std::string& id, nlohmann::ordered_json messages);
   // The messages of a stored response, or nullopt (never stored, expired or dropped).
   std::optional<nlohmann::ordered_json> get(const std::string& id);
-  int32_t size();
 
  private:
   using Clock = std::chrono::steady_clock;

@@ -62,11 +62,13 @@ std::string str_at(const ojson& o, const char* key) {
 
 }  // namespace
 
-std::string chat_completion_to_response(const std::string& chat_json, const ojson& echo, ojson* assistant) {
+std::string chat_completion_to_response(const std::string& chat_json, const ojson& echo, ojson* assistant,
+                                        std::string* id) {
   const ojson chat = ojson::parse(chat_json);
   const ojson& choice = chat.at("choices").at(0);
   const ojson& m = choice.at("message");
   const std::string hex = hex_of(chat);
+  if (id) *id = "resp_" + hex;
   ojson output = ojson::array();
   if (!str_at(m, "reasoning_content").empty()) output.push_back(reasoning_item(hex, str_at(m, "reasoning_content")));
   if (!str_at(m, "content").empty()) output.push_back(message_item(hex, str_at(m, "content"), "completed"));
@@ -106,7 +108,6 @@ std::string ResponsesStreamTranslator::emit(const char* type, ojson data) {
 
 std::string ResponsesStreamTranslator::close() {
   if (kind_.empty()) return "";
-  const ojson where = {{"item_id", item_["id"]}, {"output_index", output_.size()}};
   std::string out;
   ojson done = item_;
   if (kind_ == "reasoning") {

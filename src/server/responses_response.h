@@ -13,9 +13,10 @@
 namespace slimkv {
 
 // A non-streamed chat completion's JSON text -> the Response's JSON text; *assistant (may be null) = the answer as
-// a chat assistant message (content, tool_calls, reasoning_content) for the conversation store.
+// a chat assistant message (content, tool_calls, reasoning_content) for the conversation store, *id (may be null)
+// = the Response's id.
 std::string chat_completion_to_response(const std::string& chat_json, const nlohmann::ordered_json& echo,
-                                        nlohmann::ordered_json* assistant);
+                                        nlohmann::ordered_json* assistant, std::string* id = nullptr);
 
 class ResponsesStreamTranslator {
  public:

@@ -211,8 +211,10 @@ TEST(ResponsesApi, AChatCompletionIsAResponseAndAStreamItsTypedEvents) {
     "type": "function", "function": {"name": "f", "arguments": "{\"a\":1}"}}]}}],
     "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}})";
   ojson assistant;
-  const json r = json::parse(chat_completion_to_response(chat, ojson::object(), &assistant));
+  std::string id;
+  const json r = json::parse(chat_completion_to_response(chat, ojson::object(), &assistant, &id));
   EXPECT_EQ(r["id"], "resp_9c");
+  EXPECT_EQ(id, "resp_9c");
   EXPECT_EQ(r["status"], "completed");
   ASSERT_EQ(r["output"].size(), 2u);
   EXPECT_EQ(r["output"][0]["content"][0]["text"], "ok");

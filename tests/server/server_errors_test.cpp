@@ -103,7 +103,8 @@ TEST_F(ServerErrors, UnknownModelRouteAndTooLargeBody) {
 
 // Issue R defect 4: the library checks its body limit only against a Content-Length; a chunked body was buffered
 // whole (300 MB seen) and answered 400. Now it is read through a limit: 413, without reading the rest.
-std::string raw_exchange(int port, const std::string& request) {
+// (Reads until the server closes, unlike server_process.h's raw_exchange, which reads until it goes quiet.)
+std::string exchange_until_closed(int port, const std::string& request) {
   const int fd = connect_loopback(port);
   if (fd < 0) return "";
   ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);  // may stop early once the server closes
@@ -129,10 +130,10 @@ std::string chunked_post(const std::string& body, size_t chunk) {
 
 TEST_F(ServerErrors, ChunkedBodiesObeyTheBodyLimit) {
   const std::string small = json{{"prompt", "hi"}, {"max_tokens", 2}}.dump();
-  std::string r = raw_exchange(server_->port(), chunked_post(small, 7));
+  std::string r = exchange_until_closed(server_->port(), chunked_post(small, 7));
   EXPECT_EQ(r.rfind("HTTP/1.1 200", 0), 0u) << r.substr(0, 200);
   const std::string big = json{{"prompt", std::string(64 << 10, 'a')}}.dump();  // 64 KB against a 4 KB limit
-  r = raw_exchange(server_->port(), chunked_post(big, 1000));
+  r = exchange_until_closed(server_->port(), chunked_post(big, 1000));
   EXPECT_EQ(r.rfind("HTTP/1.1 413", 0), 0u) << r.substr(0, 200);
   EXPECT_NE(r.find("--max-body-bytes"), std::string::npos) << r.substr(0, 400);
   EXPECT_EQ(server_->post("/v1/completions", json{{"prompt", "still serving"}, {"max_tokens", 2}}).first, 200);
@@ -158,13 +159,13 @@ TEST_F(ServerErrors, BadFramingAndHeaderBytesAreRefusedAtOnce) {
   };
   for (const auto& [headers, want] : cases) {
     const auto t0 = std::chrono::steady_clock::now();
-    const std::string r = raw_exchange(server_->port(), head + headers + "Connection: close\r\n\r\n" + body);
+    const std::string r = exchange_until_closed(server_->port(), head + headers + "Connection: close\r\n\r\n" + body);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     EXPECT_EQ(r.rfind(want, 0), 0u) << headers << " -> " << r.substr(0, 120);
     EXPECT_LT(s, 5.0) << headers << ": answered only after " << s << " s";
     EXPECT_NE(r.find("\"error\""), std::string::npos) << headers;
   }
-  EXPECT_EQ(raw_exchange(server_->port(), head + len + "Connection: close\r\n\r\n" + body).rfind("HTTP/1.1 200", 0),
+  EXPECT_EQ(exchange_until_closed(server_->port(), head + len + "Connection: close\r\n\r\n" + body).rfind("HTTP/1.1 200", 0),
             0u);
 }
 
