@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,6 +40,7 @@ struct HttpResponse {
   std::string body;
   HttpStream stream;                                       // set: the body is this stream, not `body`
   bool close = false;                                      // end the connection after this response
+  std::shared_ptr<void> hold;                              // released once the response is written (or fails)
 
   bool streaming() const { return static_cast<bool>(stream.next); }
 };

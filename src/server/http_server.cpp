@@ -264,6 +264,9 @@ HttpResponse HttpServer::generate(const HttpRequest& req, HttpPeer& peer, Api ap
     };
     return r;
   }
+  // Counted until the body is written, not until it is made: a drain that saw 0 here shut the socket under a
+  // large answer still being sent (the client read a cut response).
+  r.hold = active;
   // A client that hangs up stops its generation, as a stream's does (issue R defect 7).
   r.body = session->run_to_completion([&peer] { return peer.client_gone(); });
   if (api == Api::kMessages) r.body = chat_completion_to_message(r.body);

@@ -5,6 +5,7 @@
 
 #include <signal.h>
 
+#include <regex>
 #include <thread>
 
 #include "server_process.h"
@@ -102,6 +103,48 @@ TEST(ServerDrain, ASecondSignalExitsAtOnce) {
   ASSERT_EQ(::kill(s.pid(), SIGINT), 0);
   EXPECT_EQ(s.wait_exit(2000), 1) << s.log();
   job.join();
+}
+
+// A drain waits for answers still being written, not only for their generation: a large non-streaming answer
+// (~6 MB of logprobs) to a client that reads slowly was cut when SIGTERM came after its last token (CI saw "Read").
+TEST(ServerDrain, AnAnswerStillBeingWrittenIsWrittenWhole) {
+  SKIP_IF_MISSING(default_model());
+  ServerProcess s({"--max-num-seqs", "1", "--shutdown-timeout", "60"});
+  const std::string body = json{{"prompt", {"Once", "Once"}}, {"n", 16}, {"max_tokens", 400}, {"ignore_eos", true},
+                                {"logprobs", 19}}.dump();  // 32 x 400 x 20: under --max-request-cost
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  const int small_window_bytes = 4096;  // the client's receive window: the server's send blocks within it
+  ASSERT_EQ(::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small_window_bytes, sizeof small_window_bytes), 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(s.port()));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const std::string req = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                          "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  ASSERT_EQ(::send(fd, req.data(), req.size(), MSG_NOSIGNAL), static_cast<ssize_t>(req.size()));
+  wait_running(s);
+  bool generated = false;  // the engine is done; the answer waits on the client's window
+  for (int i = 0; i < 3000 && !generated; ++i) {
+    generated = s.get("/metrics").find("num_requests_running{model_name=\"stories260K\"} 0\n") != std::string::npos;
+    if (!generated) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(generated);
+  ASSERT_EQ(::kill(s.pid(), SIGTERM), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the drain's loop has looked many times by now
+  const std::string reply = read_until_quiet(fd, 5000);
+  ::close(fd);
+  const size_t head_end = reply.find("\r\n\r\n");
+  ASSERT_NE(head_end, std::string::npos) << reply.substr(0, 300);
+  std::smatch m;
+  const std::string head = reply.substr(0, head_end);
+  ASSERT_TRUE(std::regex_search(head, m, std::regex("Content-Length: ([0-9]+)"))) << head;
+  const size_t length_bytes = std::stoull(m[1]);
+  EXPECT_GT(length_bytes, size_t{4} << 20) << "the answer must outgrow the socket buffers for this test to mean much";
+  ASSERT_EQ(reply.size() - head_end - 4, length_bytes) << "the answer was cut";
+  const json answer = json::parse(reply.substr(head_end + 4));
+  EXPECT_EQ(answer["choices"].size(), 32u);
+  EXPECT_EQ(s.wait_exit(10000), 0) << s.log();
 }
 
 // Issue R defect 7: a non-streaming request whose client hangs up stops generating (30 abandoned requests used to
