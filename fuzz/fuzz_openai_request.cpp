@@ -1,5 +1,5 @@
 // Fuzz target: an HTTP request body through the OpenAI request parsers (and Anthropic's Messages and OpenAI's
-// Responses bodies rewritten as chat bodies), then chat rendering for every template and stop-string matching over the parsed stop strings. Only
+// Responses bodies rewritten as chat bodies, and /v1/embeddings' body), then chat rendering for every template and stop-string matching over the parsed stop strings. Only
 // ApiError may come out.
 #include <string_view>
 #include <vector>
@@ -10,6 +10,7 @@
 #include "server/response_store.h"
 #include "server/responses_request.h"
 #include "server/chat_template.h"
+#include "server/embeddings_request.h"
 #include "server/completion_text.h"
 #include "server/openai_request.h"
 
@@ -18,6 +19,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto body = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) return 0;
   static slimkv::ResponseStore store(4, 3600);
+  try {
+    slimkv::parse_embeddings_request(body);  // /v1/embeddings' body
+  } catch (const slimkv::ApiError&) {
+  }
   for (int api = 0; api < 4; ++api) {  // completions, chat, messages, responses
     const bool chat = api > 0;
     try {

@@ -23,6 +23,7 @@ void register_commands(CLI::App& app) {
   add_profile_command(app, registry());
   add_convert_command(app, registry());
   add_chat_render_command(app, registry());
+  add_embed_command(app, registry());
 }
 
 int run_selected_command(CLI::App& app) {

@@ -26,6 +26,7 @@ void add_doctor_command(CLI::App& app, std::vector<Command>& out);
 void add_profile_command(CLI::App& app, std::vector<Command>& out);
 void add_convert_command(CLI::App& app, std::vector<Command>& out);
 void add_chat_render_command(CLI::App& app, std::vector<Command>& out);
+void add_embed_command(CLI::App& app, std::vector<Command>& out);
 void add_bench_offline_command(CLI::App& bench, std::vector<Command>& out);
 void add_bench_serve_command(CLI::App& bench, std::vector<Command>& out);
 void add_bench_make_gguf_command(CLI::App& bench, std::vector<Command>& out);

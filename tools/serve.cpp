@@ -168,6 +168,7 @@ int run_serve(ServeFlags f) {
   ctx.max_model_len = engine->config().sched.max_model_len;
   ctx.request_timeout_s = f.server.request_timeout_s;
   ctx.max_request_cost = f.server.max_request_cost;
+  ctx.pooling = f.server.pooling.empty() ? model->config.pooling : *parse_pooling(f.server.pooling);
   ctx.constraints = std::make_shared<const OutputConstraints>(*model->tokenizer, output_end_ids(*model->tokenizer));
   std::fprintf(stderr, "model: %s\n%s\n", model->config.summary().c_str(), describe_plan(engine->kv_layout()).c_str());
   http.attach(ctx, &metrics);
@@ -205,6 +206,8 @@ void add_serve_command(CLI::App& app, std::vector<Command>& out) {
   sub->add_option("--api-key-file", s.api_key_file, "File with one API key per line");
   sub->add_option("--served-model-name", s.served_model_name, "Model name in the API (default: the file's name)");
   sub->add_option("--max-queue", s.max_queue, "Waiting requests before 429 + Retry-After");
+  sub->add_option("--pooling", s.pooling, "How /v1/embeddings pools final hidden states: none|mean|cls|last "
+                  "(default: the model file's pooling_type; none refuses the route)");
   sub->add_option("--request-timeout", s.request_timeout_s, "Deadline of a non-streaming request, seconds");
   sub->add_option("--shutdown-timeout", s.shutdown_timeout_s,
                   "On SIGTERM/SIGINT: seconds accepted requests may finish before the rest are aborted (default 30)");

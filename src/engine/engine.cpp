@@ -5,6 +5,7 @@
 #include <random>
 
 #include "core/profiler.h"
+#include "engine/embedding_pool.h"
 #include "model/kv_projection.h"
 #include "model/summary_merger.h"
 #include "runner/batch_builder.h"
@@ -214,8 +215,10 @@ std::vector<StepEvent> Engine::step() {
     batch_.logits_candidates = need;
     batch_.summary_folds.swap(pending_folds_);  // the folds since the last step, for the followers
     pending_folds_.clear();
+    const PooledRows pooled = plan_pooled_rows(out, scheduler_, batch_);  // embedding requests' rows to keep
     if (before_forward_) before_forward_(batch_);
     fwd_.forward(batch_, storage_, logits_.data());
+    fold_pooled_rows(pooled, batch_, fwd_.hidden_states().data(), model_.config.dim);
     for (int32_t g = 0; g < layout_.num_groups(); ++g) {  // attention mass per page -> per-block importance
       if (!layout_.groups[g].spec.dynamic()) continue;
       ProfScope ps(ProfKind::SparseScoring);

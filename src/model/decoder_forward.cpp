@@ -184,6 +184,12 @@ void DecoderForward::forward(const ForwardBatch& b, KvStorage& kv, float* logits
   sum_importance_over_ranks(b);
   batch_ = nullptr;
   kv_ = nullptr;
+  hidden_.resize(b.hidden_rows.size() * static_cast<size_t>(dim));
+  for (size_t r = 0; r < b.hidden_rows.size(); ++r) {
+    const int32_t t = b.hidden_rows[r];
+    SLIMKV_CHECK(t >= 0 && t < T, "forward: hidden row {} outside the batch", t);
+    rmsnorm(hidden_.data() + r * dim, x_.data() + static_cast<size_t>(t) * dim, model_.final_norm, dim, c.rms_eps);
+  }
   const int32_t rows = static_cast<int32_t>(b.logits_rows.size());
   if (rows == 0) return;
   for (int32_t r = 0; r < rows; ++r) {

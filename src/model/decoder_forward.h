@@ -47,6 +47,8 @@ class DecoderForward {
   void write_kv(KvStorage& kv, int32_t layer, int64_t slot, const float* k_row, const float* v_row);
 
   const Model& model() const { return model_; }
+  // The last forward's batch.hidden_rows' final hidden states, after the final norm: [hidden_rows, dim].
+  const std::vector<float>& hidden_states() const { return hidden_; }
   // Attention mass per page entry of group g's page table, summed since the step's plan (dynamic retention).
   const std::vector<double>& page_importance(int32_t g) const { return attention_[g].page_importance(); }
   // The KV layout this model needs under a compression config (default: full f32 K and V rows, model windows).
@@ -136,6 +138,7 @@ class DecoderForward {
   KvStorage* kv_ = nullptr;
   int32_t T_ = 0;
   std::vector<float> x_;        // [T, dim] residual stream
+  std::vector<float> hidden_;   // [hidden_rows, dim] final-normed states the batch asked to keep
   std::vector<float> xb_;       // [T, dim] normed input
   std::vector<float> q_;        // [T, max q_dim]
   std::vector<float> k_, v_;    // [T, max kv_dim]

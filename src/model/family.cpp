@@ -116,6 +116,8 @@ void read_common_hparams(const HParams& h, ModelConfig& c) {
   c.rms_eps = h.real(Hp::RmsEps, 1e-5);
   c.vocab_size = h.integer(Hp::VocabSize, 0, 0, 1 << 22);
   c.tie_word_embeddings = h.boolean(Hp::TieWordEmbeddings).value_or(false);
+  // an embedding model's pooling; a value slimkv does not pool by (rank) leaves None: /v1/embeddings then refuses
+  if (h.is_gguf()) c.pooling = pooling_from_gguf(h.integer(Hp::PoolingType, 0, 0, 64)).value_or(Pooling::None);
   const int32_t L = c.num_layers;
   const std::vector<int32_t> heads = h.layer_ints(Hp::HeadCount, L);
   for (int32_t x : heads) {

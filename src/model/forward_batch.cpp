@@ -25,6 +25,7 @@ void ForwardBatch::clear(int32_t num_groups) {
     a.seq_summary_bias.clear();
   }
   logits_rows.clear();
+  hidden_rows.clear();
 }
 
 }  // namespace slimkv

@@ -35,6 +35,9 @@ struct ForwardBatch {
   std::vector<PagedBatchMeta> attn;  // [groups] page table (CSR) + per-token sequence and position
   std::vector<std::vector<StateSlots>> states;  // [groups][sequences] recurrent-state groups only (else empty)
   std::vector<int32_t> logits_rows;  // token indices whose logits are computed, in output order
+  // token indices whose final hidden states (after the final norm: what embeddings pool) are kept, in order;
+  // rank 0 only (a tensor-parallel follower's batch never has them)
+  std::vector<int32_t> hidden_rows;
   // > 0: the step needs only each row's top logits_candidates logits (greedy, or top-k sampling with nothing that
   // reads the whole row); the others may come back as -inf, so a vocabulary-parallel head exchanges each rank's
   // candidates instead of its whole slice. 0: whole rows.

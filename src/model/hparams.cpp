@@ -79,6 +79,7 @@ const std::vector<HpName>& names() {
       {Hp::HcEps, "hyper_connection.epsilon", {"hc_eps"}},
       {Hp::HashLayerCount, "hash_layer_count", {"num_hash_layers"}},
       {Hp::NextnPredictLayers, "nextn_predict_layers", {"num_nextn_predict_layers"}},
+      {Hp::PoolingType, "pooling_type", {}},
   };
   return t;
 }

@@ -27,7 +27,7 @@ enum class Hp {
   // DeepSeek-V4 (compressed attention, lightning indexer, hyper-connections, hash routing)
   SwigluClampExp, SwigluClampShexp, IndexerHeadCount, IndexerKeyLength, IndexerTopK, OutputGroupCount,
   OutputLoraRank, CompressRatios, CompressRopeFreqBase, HcCount, HcSinkhornIters, HcEps, HashLayerCount,
-  NextnPredictLayers,
+  NextnPredictLayers, PoolingType,
   // Gated DeltaNet (Qwen3-Next's linear-attention layers, stored under llama.cpp's ssm.* keys)
   SsmConvKernel, SsmStateSize, SsmGroupCount, SsmTimeStepRank, SsmInnerSize, FullAttentionInterval, RecurrentLayers,
 };

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/pooling.h"
+
 #include "kernels/rope.h"
 
 namespace slimkv {
@@ -115,6 +117,7 @@ struct ModelConfig {
   Dsv4Config dsv4;
   DeltaNetConfig delta_net;
   bool tie_word_embeddings = false;  // HF: the classifier is the embedding even when lm_head is stored
+  Pooling pooling = Pooling::None;   // GGUF <arch>.pooling_type: how /v1/embeddings pools (None: not configured)
   std::string format;            // "llama2c", "gguf v3", "safetensors"
   std::vector<LayerConfig> layers;  // [num_layers]; filled from the uniform values below by finalize() if empty
 

@@ -1,5 +1,7 @@
 #include "runner/sequence_forward.h"
 
+#include <algorithm>
+
 #include "core/check.h"
 #include "model/kv_projection.h"
 
@@ -48,6 +50,27 @@ void SequenceForward::forward(std::span<const int32_t> tokens, int32_t start_pos
     float* dst = all_logits ? logits_out + static_cast<size_t>(i) * vocab : logits_out;
     if (!all_logits && !last) batch_.logits_rows.clear();
     fwd_.forward(batch_, kv_, dst);
+  }
+}
+
+void SequenceForward::hidden_states(std::span<const int32_t> tokens, float* out) {
+  const int32_t n = static_cast<int32_t>(tokens.size());
+  SLIMKV_CHECK(n > 0 && n <= capacity_, "hidden states: {} tokens for a context of {}", n, capacity_);
+  const size_t dim = static_cast<size_t>(fwd_.model().config.dim);
+  for (int32_t i = 0; i < n; i += max_chunk_) {
+    const int32_t len = std::min(max_chunk_, n - i);
+    SchedOutput o;
+    ScheduledChunk c;
+    c.start_pos = i;
+    c.token_ids = tokens.subspan(i, len);
+    c.groups = tables_;
+    c.samples = false;
+    o.chunks.push_back(c);
+    build_forward_batch(o, block_size_, layout_.groups, batch_);
+    batch_.logits_rows.clear();
+    for (int32_t t = 0; t < len; ++t) batch_.hidden_rows.push_back(t);
+    fwd_.forward(batch_, kv_, nullptr);
+    std::copy(fwd_.hidden_states().begin(), fwd_.hidden_states().end(), out + static_cast<size_t>(i) * dim);
   }
 }
 

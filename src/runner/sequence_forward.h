@@ -15,6 +15,8 @@ class SequenceForward {
                   int32_t max_chunk_tokens = 256, const CompressionConfig& compression = CompressionConfig{});
   // Runs tokens at positions [start_pos, start_pos + n). logits_out: [n, vocab] if all_logits else [vocab].
   void forward(std::span<const int32_t> tokens, int32_t start_pos, bool all_logits, float* logits_out);
+  // Runs tokens from position 0 and writes every token's final hidden state (after the final norm): out [n, dim].
+  void hidden_states(std::span<const int32_t> tokens, float* out);
   const Model& model() const { return fwd_.model(); }
   int32_t capacity_tokens() const { return capacity_; }
   const KvStorage& storage() const { return kv_; }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/pooling.h"
 #include "kv/kv_cache_manager.h"
 #include "sampling/penalties.h"
 #include "sampling/sampler.h"
@@ -27,6 +28,9 @@ struct RequestParams {
   std::vector<int32_t> stop_token_ids;  // these end the request like EOS (finish "stop", not output; ignore_eos
                                         // does not apply; masked before min_tokens)
   TokenConstraintFactory constraint;    // empty: any token (structured output sets it)
+  // An embedding request: its prompt's final hidden states pooled into Request::embedding as it is computed (the
+  // caller asks for one greedy token and ignores it). Mean / First never take a prefix-cache hit.
+  Pooling pooling = Pooling::None;
 };
 
 struct RequestTimes {        // milliseconds on the engine's clock; -1 = not yet
@@ -50,6 +54,8 @@ struct Request {
   SeqKv kv;
   FinishReason finish = FinishReason::None;
   RequestTimes times;
+  std::vector<float> embedding;     // [dim] params.pooling's result once the prompt is computed (else empty)
+  int32_t pooled_tokens = 0;        // hidden rows folded into `embedding` so far (none is folded twice)
 
   int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }
   int32_t num_output_tokens() const { return num_tokens() - num_prompt_tokens; }

@@ -12,10 +12,9 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-const ojson* field(const ojson& o, const char* key) { return json_field(o, key); }
 
 std::string str(const ojson& o, const char* key, const std::string& where) {
-  const ojson* v = field(o, key);
+  const ojson* v = json_field(o, key);
   if (!v || !v->is_string()) throw invalid_request(fmt::format("{} needs a string '{}'", where, key), where);
   return v->get<std::string>();
 }
@@ -43,7 +42,7 @@ void add_message(const ojson& m, size_t i, ojson& out) {
     throw invalid_request(fmt::format("{}.role must be 'user' or 'assistant' (got '{}')", where, role.substr(0, 32)),
                           "messages");
   }
-  const ojson* content = field(m, "content");
+  const ojson* content = json_field(m, "content");
   if (!content) throw invalid_request(where + " needs 'content'", "messages");
   if (content->is_string()) {
     out.push_back({{"role", role}, {"content", *content}});
@@ -58,13 +57,13 @@ void add_message(const ojson& m, size_t i, ojson& out) {
     if (type == "text") {
       text += str(b, "text", where + ".content[]");
     } else if (type == "tool_use" && role == "assistant") {
-      const ojson* input = field(b, "input");
+      const ojson* input = json_field(b, "input");
       calls.push_back({{"id", str(b, "id", where + ".content[]")},
                        {"type", "function"},
                        {"function", {{"name", str(b, "name", where + ".content[]")},
                                      {"arguments", (input ? *input : ojson::object()).dump()}}}});
     } else if (type == "tool_result" && role == "user") {
-      const ojson* c = field(b, "content");
+      const ojson* c = json_field(b, "content");
       out.push_back({{"role", "tool"},
                      {"tool_call_id", str(b, "tool_use_id", where + ".content[]")},
                      {"content", c ? text_of(*c, where + ".content[].content") : ""}});
@@ -90,12 +89,12 @@ ojson tools_of(const ojson& tools) {
   ojson out = ojson::array();
   for (const ojson& t : tools) {
     if (!t.is_object()) throw invalid_request("each tool must be an object", "tools");
-    if (const ojson* type = field(t, "type"); type && *type != "custom") {
+    if (const ojson* type = json_field(t, "type"); type && *type != "custom") {
       throw invalid_request("only client tools (name, description, input_schema) are supported", "tools");
     }
     ojson fn = {{"name", str(t, "name", "tools[]")}};
-    if (const ojson* d = field(t, "description")) fn["description"] = *d;
-    const ojson* schema = field(t, "input_schema");
+    if (const ojson* d = json_field(t, "description")) fn["description"] = *d;
+    const ojson* schema = json_field(t, "input_schema");
     if (!schema || !schema->is_object()) throw invalid_request("each tool needs an 'input_schema' object", "tools");
     fn["parameters"] = *schema;
     out.push_back({{"type", "function"}, {"function", std::move(fn)}});
@@ -111,7 +110,7 @@ void tool_choice_of(const ojson& c, ojson& chat) {
   else if (type == "none") chat["tool_choice"] = "none";
   else if (type == "tool") chat["tool_choice"] = {{"type", "function"}, {"function", {{"name", str(c, "name", "tool_choice")}}}};
   else throw invalid_request(fmt::format("unknown tool_choice type '{}'", type.substr(0, 32)), "tool_choice");
-  if (const ojson* p = field(c, "disable_parallel_tool_use")) {
+  if (const ojson* p = json_field(c, "disable_parallel_tool_use")) {
     if (!p->is_boolean()) throw invalid_request("'disable_parallel_tool_use' must be a boolean", "tool_choice");
     chat["parallel_tool_calls"] = !p->get<bool>();
   }
@@ -122,25 +121,25 @@ void tool_choice_of(const ojson& c, ojson& chat) {
 ojson messages_to_chat_body(const ojson& body) {
   if (!body.is_object()) throw invalid_request("the body must be a JSON object");
   ojson chat = ojson::object();
-  if (const ojson* m = field(body, "model")) chat["model"] = *m;
-  const ojson* max_tokens = field(body, "max_tokens");
+  if (const ojson* m = json_field(body, "model")) chat["model"] = *m;
+  const ojson* max_tokens = json_field(body, "max_tokens");
   if (!max_tokens) throw invalid_request("'max_tokens' is required", "max_tokens");
   if (!max_tokens->is_number_integer() || max_tokens->get<int64_t>() < 1) {
     throw invalid_request("'max_tokens' must be an integer >= 1", "max_tokens");
   }
   chat["max_tokens"] = *max_tokens;
   ojson messages = ojson::array();
-  if (const ojson* s = field(body, "system")) messages.push_back({{"role", "system"}, {"content", text_of(*s, "system")}});
-  const ojson* msgs = field(body, "messages");
+  if (const ojson* s = json_field(body, "system")) messages.push_back({{"role", "system"}, {"content", text_of(*s, "system")}});
+  const ojson* msgs = json_field(body, "messages");
   if (!msgs || !msgs->is_array() || msgs->empty()) {
     throw invalid_request("'messages' must be a non-empty array", "messages");
   }
   for (size_t i = 0; i < msgs->size(); ++i) add_message((*msgs)[i], i, messages);
   chat["messages"] = std::move(messages);
   for (const char* k : {"temperature", "top_p", "top_k", "stream"}) {
-    if (const ojson* v = field(body, k)) chat[k] = *v;
+    if (const ojson* v = json_field(body, k)) chat[k] = *v;
   }
-  if (const ojson* s = field(body, "stop_sequences")) {
+  if (const ojson* s = json_field(body, "stop_sequences")) {
     if (!s->is_array()) throw invalid_request("'stop_sequences' must be an array of strings", "stop_sequences");
     for (const ojson& e : *s) {
       if (!e.is_string()) throw invalid_request("'stop_sequences' must be an array of strings", "stop_sequences");
@@ -148,20 +147,20 @@ ojson messages_to_chat_body(const ojson& body) {
     if (!s->empty()) chat["stop"] = *s;
   }
   if (chat.value("stream", false) == true) chat["stream_options"] = {{"include_usage", true}};
-  if (const ojson* t = field(body, "tools")) chat["tools"] = tools_of(*t);
-  if (const ojson* c = field(body, "tool_choice")) tool_choice_of(*c, chat);
-  if (const ojson* th = field(body, "thinking")) {
+  if (const ojson* t = json_field(body, "tools")) chat["tools"] = tools_of(*t);
+  if (const ojson* c = json_field(body, "tool_choice")) tool_choice_of(*c, chat);
+  if (const ojson* th = json_field(body, "thinking")) {
     const std::string type = th->is_object() ? str(*th, "type", "thinking") : "";
     if (type != "enabled" && type != "disabled") {
       throw invalid_request("'thinking' must be {\"type\": \"enabled\" | \"disabled\", ...}", "thinking");
     }
     chat["chat_template_kwargs"] = {{"enable_thinking", type == "enabled"}};
   }
-  if (const ojson* md = field(body, "metadata"); md && !md->is_object()) {
+  if (const ojson* md = json_field(body, "metadata"); md && !md->is_object()) {
     throw invalid_request("'metadata' must be an object", "metadata");
   }
   for (const char* k : {"container", "mcp_servers", "service_tier"}) {
-    if (field(body, k)) throw invalid_request(fmt::format("'{}' is not supported by this server", k), k);
+    if (json_field(body, k)) throw invalid_request(fmt::format("'{}' is not supported by this server", k), k);
   }
   return chat;
 }

@@ -160,6 +160,7 @@ void EngineService::drain_finished() {
       ev.num_prompt_tokens = r->num_prompt_tokens;
       ev.num_cached_tokens = std::max(0, r->num_cached_tokens);
       ev.num_output_tokens = r->num_output_tokens();
+      ev.embedding = std::move(r->embedding);
       job.queue_.push_back(std::move(ev));
       job.finish_.at(it->second.choice) = r->finish;
       --job.num_open_;

@@ -27,6 +27,7 @@ struct ChoiceEvent {
   int32_t num_prompt_tokens = 0;         // on the finishing event
   int32_t num_cached_tokens = 0;
   int32_t num_output_tokens = 0;
+  std::vector<float> embedding;          // on the finishing event of a pooled (embedding) request: [dim]
 };
 
 class Job {

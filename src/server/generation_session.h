@@ -30,6 +30,7 @@ struct ServeContext {                  // what every session needs from the serv
   int64_t max_request_cost = 262144;   // --max-request-cost: choices x max_tokens x (1 + logprobs)
   std::shared_ptr<const OutputConstraints> constraints;  // structured output over the model's vocabulary (null: none)
   ChatFormat chat_format;              // the template's tool-call / reasoning syntax (detect_chat_format)
+  Pooling pooling = Pooling::None;     // /v1/embeddings: --pooling, else the model's; None refuses the route
 };
 
 // The chat prompt rendered by the server's template; a template that refuses the messages is ApiError 400

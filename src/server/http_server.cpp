@@ -9,6 +9,7 @@
 #include "server/anthropic_request.h"
 #include "server/anthropic_response.h"
 #include "server/api_error.h"
+#include "server/embeddings_session.h"
 #include "server/responses_request.h"
 #include "server/responses_response.h"
 #include "server/http_front.h"
@@ -79,6 +80,7 @@ const std::vector<HttpServer::RouteEntry>& HttpServer::routes() {
       {"POST", "/v1/chat/completions", &HttpServer::chat_completions, true, true},
       {"POST", "/v1/messages", &HttpServer::messages, true, true},
       {"POST", "/v1/responses", &HttpServer::responses, true, true},
+      {"POST", "/v1/embeddings", &HttpServer::embeddings, true, true},
       {"POST", "/tokenize", &HttpServer::tokenize, true, true},
       {"POST", "/detokenize", &HttpServer::detokenize, true, true},
       {"GET", "/v1/models", &HttpServer::models, true, false},
@@ -279,6 +281,18 @@ HttpResponse HttpServer::generate(const HttpRequest& req, HttpPeer& peer, Api ap
       stored_->put(id, std::move(rq.conversation));
     }
   }
+  return r;
+}
+
+HttpResponse HttpServer::embeddings(const HttpRequest& req, HttpPeer& peer) {
+  ++active_;  // counted until its answer is written (r.hold), as generation's
+  std::shared_ptr<void> active(nullptr, [this](void*) { --active_; });
+  if (draining_) throw service_unavailable("the server is shutting down (draining); retry on another replica");
+  const EmbeddingsRequest e = parse_embeddings_request(parse_body(req.body, cfg_.json_limits()));
+  if (!e.model.empty() && e.model != ctx_.model_name) throw model_not_found(e.model);
+  HttpResponse r;
+  r.hold = active;
+  r.body = run_embeddings(ctx_, e, [&peer] { return peer.client_gone(); });
   return r;
 }
 

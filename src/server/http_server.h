@@ -62,6 +62,7 @@ class HttpServer {
   HttpResponse messages(const HttpRequest& req, HttpPeer& peer);  // Anthropic's: errors in its encoding too
   HttpResponse responses(const HttpRequest& req, HttpPeer& peer) { return generate(req, peer, Api::kResponses); }
   HttpResponse generate(const HttpRequest& req, HttpPeer& peer, Api api);
+  HttpResponse embeddings(const HttpRequest& req, HttpPeer& peer);
   HttpResponse tokenize(const HttpRequest& req, HttpPeer&);
   HttpResponse detokenize(const HttpRequest& req, HttpPeer&);
 

@@ -31,7 +31,6 @@ const char* type_name(const ojson& v) {
   }
 }
 
-const ojson* field(const ojson& body, const char* key) { return json_field(body, key); }  // null = absent
 
 ApiError wrong_type(const char* key, const char* want, const ojson& v) {
   return invalid_request(fmt::format("'{}' must be {} (got {})", key, want, type_name(v)), key);
@@ -55,7 +54,7 @@ int64_t integral(const ojson& v, const char* key, const std::string& what) {
 }
 
 int64_t get_int(const ojson& body, const char* key, int64_t lo, int64_t hi, int64_t fallback) {
-  const ojson* v = field(body, key);
+  const ojson* v = json_field(body, key);
   if (!v) return fallback;
   const int64_t x = integral(*v, key, fmt::format("'{}'", key));
   if (x < lo || x > hi) throw invalid_request(fmt::format("'{}' must be in {}..{} (got {})", key, lo, hi, x), key);
@@ -63,7 +62,7 @@ int64_t get_int(const ojson& body, const char* key, int64_t lo, int64_t hi, int6
 }
 
 double get_number(const ojson& body, const char* key, double lo, double hi, double fallback) {
-  const ojson* v = field(body, key);
+  const ojson* v = json_field(body, key);
   if (!v) return fallback;
   if (!v->is_number()) throw wrong_type(key, "a number", *v);
   double x = v->get<double>();
@@ -72,7 +71,7 @@ double get_number(const ojson& body, const char* key, double lo, double hi, doub
 }
 
 bool get_bool(const ojson& body, const char* key, bool fallback) {
-  const ojson* v = field(body, key);
+  const ojson* v = json_field(body, key);
   if (!v) return fallback;
   if (!v->is_boolean()) throw wrong_type(key, "a boolean", *v);
   return v->get<bool>();
@@ -86,59 +85,32 @@ std::vector<int64_t> token_ids(const ojson& arr, const char* key) {
   return ids;
 }
 
-std::vector<PromptInput> parse_prompt(const ojson& body) {
-  const ojson* v = field(body, "prompt");
-  if (!v) throw invalid_request("'prompt' is required", "prompt");
-  std::vector<PromptInput> out;
-  auto text = [&](const ojson& s) {
-    if (s.get_ref<const std::string&>().empty()) throw invalid_request("the prompt is empty", "prompt");
-    out.push_back({s.get<std::string>(), {}, false});
-  };
-  if (v->is_string()) {
-    text(*v);
-  } else if (v->is_array()) {
-    if (v->empty()) throw invalid_request("the prompt is empty", "prompt");
-    if ((*v)[0].is_number()) {
-      out.push_back({"", token_ids(*v, "prompt"), true});
-    } else {
-      for (const auto& p : *v) {
-        if (p.is_string()) text(p);
-        else if (p.is_array() && !p.empty()) out.push_back({"", token_ids(p, "prompt"), true});
-        else if (p.is_array()) throw invalid_request("the prompt is empty", "prompt");
-        else throw wrong_type("prompt", "a string, a list of strings or a list of token ids", p);
-      }
-    }
-  } else {
-    throw wrong_type("prompt", "a string, a list of strings or a list of token ids", *v);
-  }
-  return out;
-}
 
 // An assistant's tool_calls (arguments parsed to an object when they are JSON text, as vLLM passes them to
 // templates), a tool result's tool_call_id / name, an assistant's reasoning_content: copied into `msg`.
 void add_message_extras(const ojson& m, const std::string& role, ojson& msg, const JsonLimits& limits) {
-  if (const ojson* calls = field(m, "tool_calls"); calls && role == "assistant") {
+  if (const ojson* calls = json_field(m, "tool_calls"); calls && role == "assistant") {
     if (!calls->is_array()) throw wrong_type("tool_calls", "an array", *calls);
     ojson out = ojson::array();
     for (const ojson& call : *calls) {
-      const ojson* fn = call.is_object() ? field(call, "function") : nullptr;
-      const ojson* name = fn && fn->is_object() ? field(*fn, "name") : nullptr;
+      const ojson* fn = call.is_object() ? json_field(call, "function") : nullptr;
+      const ojson* name = fn && fn->is_object() ? json_field(*fn, "name") : nullptr;
       if (!name || !name->is_string()) {
         throw invalid_request("each tool call needs {\"function\": {\"name\": ..., \"arguments\": ...}}", "messages");
       }
       ojson f = {{"name", *name}, {"arguments", ojson::object()}};
-      if (const ojson* a = field(*fn, "arguments")) {
+      if (const ojson* a = json_field(*fn, "arguments")) {
         ojson parsed = a->is_string() ? parse_bounded_json_or_discarded(a->get_ref<const std::string&>(), limits) : *a;
         f["arguments"] = parsed.is_discarded() ? *a : parsed;
       }
       ojson c = {{"type", "function"}, {"function", f}};
-      if (const ojson* id = field(call, "id"); id && id->is_string()) c["id"] = *id;
+      if (const ojson* id = json_field(call, "id"); id && id->is_string()) c["id"] = *id;
       out.push_back(std::move(c));
     }
     msg["tool_calls"] = std::move(out);
   }
   for (const char* key : {"tool_call_id", "name", "reasoning_content"}) {
-    const ojson* v = field(m, key);
+    const ojson* v = json_field(m, key);
     if (!v) continue;
     if (!v->is_string()) throw wrong_type(key, "a string", *v);
     msg[key] = *v;
@@ -146,34 +118,34 @@ void add_message_extras(const ojson& m, const std::string& role, ojson& msg, con
 }
 
 std::vector<ChatMessage> parse_messages(const ojson& body, const JsonLimits& limits) {
-  const ojson* v = field(body, "messages");
+  const ojson* v = json_field(body, "messages");
   if (!v) throw invalid_request("'messages' is required", "messages");
   if (!v->is_array()) throw wrong_type("messages", "an array", *v);
   if (v->empty()) throw invalid_request("'messages' must not be empty", "messages");
   std::vector<ChatMessage> out;
   for (const auto& m : *v) {
     if (!m.is_object()) throw wrong_type("messages", "an array of objects", m);
-    const ojson* role = field(m, "role");
+    const ojson* role = json_field(m, "role");
     if (!role || !role->is_string()) throw invalid_request("each message needs a string 'role'", "messages");
     const std::string r = role->get<std::string>();
     if (r != "system" && r != "user" && r != "assistant" && r != "tool" && r != "developer") {
       throw invalid_request(fmt::format("unknown message role '{}'", r), "messages");
     }
     std::string content;
-    const ojson* c = field(m, "content");
+    const ojson* c = json_field(m, "content");
     ojson msg = {{"role", r}};
     if (c && c->is_string()) {
       content = c->get<std::string>();
     } else if (c && c->is_array()) {  // content parts: only text is supported
       for (const auto& part : *c) {
         if (!part.is_object()) throw wrong_type("content", "a string or an array of content parts", part);
-        const ojson* type = field(part, "type");
+        const ojson* type = json_field(part, "type");
         if (!type || !type->is_string()) throw invalid_request("each content part needs a string 'type'", "messages");
         if (*type != "text") {
           throw invalid_request(fmt::format("only text content parts are supported (got type '{}')",
                                             type->get<std::string>().substr(0, 64)), "messages");
         }
-        const ojson* t = field(part, "text");
+        const ojson* t = json_field(part, "text");
         if (!t || !t->is_string()) throw invalid_request("a text content part needs a string 'text'", "messages");
         content += t->get<std::string>();
       }
@@ -192,7 +164,7 @@ std::vector<ChatMessage> parse_messages(const ojson& body, const JsonLimits& lim
 // logit_bias (OpenAI): {"token id": bias in [-100, 100], ...}; the ids are checked against the vocabulary later.
 std::vector<std::pair<int64_t, double>> parse_logit_bias(const ojson& body) {
   std::vector<std::pair<int64_t, double>> out;
-  const ojson* v = field(body, "logit_bias");
+  const ojson* v = json_field(body, "logit_bias");
   if (!v) return out;
   if (!v->is_object()) throw wrong_type("logit_bias", "an object mapping token ids to biases", *v);
   std::unordered_set<int64_t> ids;
@@ -220,31 +192,31 @@ std::vector<std::pair<int64_t, double>> parse_logit_bias(const ojson& body) {
 
 void parse_common(const ojson& body, GenerationRequest& r) {
   if (!body.is_object()) throw invalid_request("the request body must be a JSON object");
-  if (const ojson* m = field(body, "model")) {
+  if (const ojson* m = json_field(body, "model")) {
     if (!m->is_string()) throw wrong_type("model", "a string", *m);
     r.model = m->get<std::string>();
   }
   constexpr int64_t kBig = int64_t{1} << 40;  // beyond any context; reported against the context later
-  if (field(body, "max_completion_tokens")) r.max_tokens = get_int(body, "max_completion_tokens", 1, kBig, 0);
-  else if (field(body, "max_tokens")) r.max_tokens = get_int(body, "max_tokens", 1, kBig, 0);
+  if (json_field(body, "max_completion_tokens")) r.max_tokens = get_int(body, "max_completion_tokens", 1, kBig, 0);
+  else if (json_field(body, "max_tokens")) r.max_tokens = get_int(body, "max_tokens", 1, kBig, 0);
   r.temperature = get_number(body, "temperature", 0.0, 2.0, 1.0);
   r.top_p = get_number(body, "top_p", 1e-9, 1.0, 1.0);
   r.top_k = static_cast<int32_t>(get_int(body, "top_k", -1, 1 << 30, 0));
   if (r.top_k < 0) r.top_k = 0;
   r.min_p = get_number(body, "min_p", 0.0, 1.0, 0.0);
-  if (const ojson* ids = field(body, "stop_token_ids")) {
+  if (const ojson* ids = json_field(body, "stop_token_ids")) {
     if (!ids->is_array()) throw wrong_type("stop_token_ids", "a list of token ids", *ids);
     r.stop_token_ids = token_ids(*ids, "stop_token_ids");
     if (r.stop_token_ids.size() > 64) throw invalid_request("at most 64 stop token ids", "stop_token_ids");
   }
   r.include_stop_str_in_output = get_bool(body, "include_stop_str_in_output", false);
-  if (const ojson* u = field(body, "user")) {
+  if (const ojson* u = json_field(body, "user")) {
     if (!u->is_string()) throw wrong_type("user", "a string", *u);
   }
-  if (const ojson* s = field(body, "seed")) {  // any 64-bit value: unsigned up to 2^64 - 1, or a signed one
+  if (const ojson* s = json_field(body, "seed")) {  // any 64-bit value: unsigned up to 2^64 - 1, or a signed one
     r.seed = s->is_number_unsigned() ? s->get<uint64_t>() : static_cast<uint64_t>(integral(*s, "seed", "'seed'"));
   }
-  if (const ojson* s = field(body, "stop")) {
+  if (const ojson* s = json_field(body, "stop")) {
     if (s->is_string()) {
       r.stop.push_back(s->get<std::string>());
     } else if (s->is_array()) {
@@ -262,14 +234,14 @@ void parse_common(const ojson& body, GenerationRequest& r) {
   }
   r.n = static_cast<int32_t>(get_int(body, "n", 1, kMaxN, 1));
   r.stream = get_bool(body, "stream", false);
-  if (const ojson* so = field(body, "stream_options")) {
+  if (const ojson* so = json_field(body, "stream_options")) {
     if (!so->is_object()) throw wrong_type("stream_options", "an object", *so);
     if (!r.stream) throw invalid_request("'stream_options' is only allowed with 'stream': true", "stream_options");
     r.include_usage = get_bool(*so, "include_usage", false);
   }
   r.presence_penalty = get_number(body, "presence_penalty", -2.0, 2.0, 0.0);
   r.frequency_penalty = get_number(body, "frequency_penalty", -2.0, 2.0, 0.0);
-  if (const ojson* v = field(body, "repetition_penalty")) {
+  if (const ojson* v = json_field(body, "repetition_penalty")) {
     if (!v->is_number()) throw wrong_type("repetition_penalty", "a number", *v);
     const double x = v->get<double>();
     if (!(static_cast<float>(x) > 0.0f) || !(x <= 1e30)) {  // a float the sampler takes: finite, not 0 (1e-320 is)
@@ -294,12 +266,12 @@ void refuse_unsupported(const ojson& body, bool chat) {
     throw invalid_request(fmt::format("'{}' is not supported by this server", name), name);
   };
   auto is = [&](const char* name, auto&& is_default) {
-    const ojson* f = field(body, name);
+    const ojson* f = json_field(body, name);
     if (f && !f->is_null() && !is_default(*f)) refuse(name);
   };
   is("echo", [](const ojson& v) { return v.is_boolean() && !v.get<bool>(); });
   is("suffix", [](const ojson& v) { return v.is_string() && v.get<std::string>().empty(); });
-  if (field(body, "best_of")) {  // >= 1 (OpenAI); > n would mean generating more than returned
+  if (json_field(body, "best_of")) {  // >= 1 (OpenAI); > n would mean generating more than returned
     const int64_t best_of = get_int(body, "best_of", 1, std::numeric_limits<int64_t>::max(), 1);
     const int64_t n = get_int(body, "n", 1, kMaxN, 1);  // every choice generated is returned: none is ranked out
     if (best_of > n) {
@@ -334,9 +306,9 @@ GenerationRequest parse_completion_request(const ojson& body, const JsonLimits& 
   parse_common(body, r);
   refuse_unsupported(body, false);
   r.output = parse_structured_output(body, limits);
-  r.prompts = parse_prompt(body);
-  if (field(body, "logprobs") && field(body, "logprobs")->is_boolean()) {
-    throw wrong_type("logprobs", "an integer", *field(body, "logprobs"));
+  r.prompts = parse_prompt_inputs(body, "prompt");
+  if (json_field(body, "logprobs") && json_field(body, "logprobs")->is_boolean()) {
+    throw wrong_type("logprobs", "an integer", *json_field(body, "logprobs"));
   }
   r.logprobs = static_cast<int32_t>(get_int(body, "logprobs", 0, kMaxLogprobs, -1));
   return r;
@@ -362,7 +334,7 @@ namespace {
 
 void parse_model(const ojson& body, std::string& model) {
   if (!body.is_object()) throw invalid_request("the request body must be a JSON object");
-  if (const ojson* m = field(body, "model")) {
+  if (const ojson* m = json_field(body, "model")) {
     if (!m->is_string()) throw wrong_type("model", "a string", *m);
     model = m->get<std::string>();
   }
@@ -373,8 +345,8 @@ void parse_model(const ojson& body, std::string& model) {
 TokenizeRequest parse_tokenize_request(const ojson& body, const JsonLimits& limits) {
   TokenizeRequest r;
   parse_model(body, r.model);
-  const ojson* prompt = field(body, "prompt");
-  const ojson* messages = field(body, "messages");
+  const ojson* prompt = json_field(body, "prompt");
+  const ojson* messages = json_field(body, "messages");
   if (prompt && messages) throw invalid_request("give either 'prompt' or 'messages', not both", "prompt");
   if (!prompt && !messages) throw invalid_request("'prompt' (a string) or 'messages' is required", "prompt");
   r.add_special_tokens = get_bool(body, "add_special_tokens", true);
@@ -392,7 +364,7 @@ TokenizeRequest parse_tokenize_request(const ojson& body, const JsonLimits& limi
     throw invalid_request(fmt::format("'{}' is not supported by this server", name), name);
   };
   r.tools = parse_tool_request(body);
-  if (field(body, "chat_template")) refuse("chat_template");
+  if (json_field(body, "chat_template")) refuse("chat_template");
   if (get_bool(body, "continue_final_message", false)) refuse("continue_final_message");
   return r;
 }
@@ -400,11 +372,40 @@ TokenizeRequest parse_tokenize_request(const ojson& body, const JsonLimits& limi
 DetokenizeRequest parse_detokenize_request(const ojson& body) {
   DetokenizeRequest r;
   parse_model(body, r.model);
-  const ojson* t = field(body, "tokens");
+  const ojson* t = json_field(body, "tokens");
   if (!t) throw invalid_request("'tokens' is required", "tokens");
   if (!t->is_array()) throw wrong_type("tokens", "a list of token ids", *t);
   r.tokens = token_ids(*t, "tokens");
   return r;
+}
+
+std::vector<PromptInput> parse_prompt_inputs(const ojson& body, const char* key) {
+  const ojson* v = json_field(body, key);
+  if (!v) throw invalid_request(fmt::format("'{}' is required", key), key);
+  const std::string empty = fmt::format("the {} is empty", key);
+  std::vector<PromptInput> out;
+  auto text = [&](const ojson& s) {
+    if (s.get_ref<const std::string&>().empty()) throw invalid_request(empty, key);
+    out.push_back({s.get<std::string>(), {}, false});
+  };
+  if (v->is_string()) {
+    text(*v);
+  } else if (v->is_array()) {
+    if (v->empty()) throw invalid_request(empty, key);
+    if ((*v)[0].is_number()) {
+      out.push_back({"", token_ids(*v, key), true});
+    } else {
+      for (const auto& p : *v) {
+        if (p.is_string()) text(p);
+        else if (p.is_array() && !p.empty()) out.push_back({"", token_ids(p, key), true});
+        else if (p.is_array()) throw invalid_request(empty, key);
+        else throw wrong_type(key, "a string, a list of strings or a list of token ids", p);
+      }
+    }
+  } else {
+    throw wrong_type(key, "a string, a list of strings or a list of token ids", *v);
+  }
+  return out;
 }
 
 }  // namespace slimkv

@@ -21,6 +21,10 @@ struct PromptInput {               // one prompt: text to tokenize, or token ids
   bool is_ids = false;
 };
 
+// A prompt field as completions read it (and /v1/embeddings' `input`): a string, a list of strings, a list of token
+// ids or a list of such lists; empty ones refused naming `key`.
+std::vector<PromptInput> parse_prompt_inputs(const nlohmann::ordered_json& body, const char* key);
+
 struct ChatMessage {
   std::string role;                // system | user | assistant | tool | developer
   std::string content;             // text parts joined ("" when null)

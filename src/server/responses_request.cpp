@@ -12,10 +12,9 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-const ojson* field(const ojson& o, const char* key) { return json_field(o, key); }
 
 std::string str(const ojson& o, const char* key, const std::string& where, const char* param) {
-  const ojson* v = field(o, key);
+  const ojson* v = json_field(o, key);
   if (!v || !v->is_string()) throw invalid_request(fmt::format("{} needs a string '{}'", where, key), param);
   return v->get<std::string>();
 }
@@ -53,7 +52,7 @@ struct InputBuilder {
   void add(const ojson& item, size_t i) {
     const std::string where = fmt::format("input[{}]", i);
     if (!item.is_object()) throw invalid_request(where + " must be an object", "input");
-    const ojson* type = field(item, "type");
+    const ojson* type = json_field(item, "type");
     const std::string t = type && type->is_string() ? type->get<std::string>() : "message";
     if (t == "message") {
       const std::string role = str(item, "role", where, "input");
@@ -62,7 +61,7 @@ struct InputBuilder {
                                           role.substr(0, 32)),
                               "input");
       }
-      const ojson* c = field(item, "content");
+      const ojson* c = json_field(item, "content");
       if (!c) throw invalid_request(where + " needs 'content'", "input");
       if (role == "assistant") {
         messages.push_back({{"role", "assistant"}, {"content", content_text(*c, where)}});
@@ -78,14 +77,14 @@ struct InputBuilder {
                                  {"function", {{"name", str(item, "name", where, "input")},
                                                {"arguments", str(item, "arguments", where, "input")}}}});
     } else if (t == "function_call_output") {
-      const ojson* out = field(item, "output");
+      const ojson* out = json_field(item, "output");
       std::string text;
       if (out && out->is_string()) text = out->get<std::string>();
       else if (out) text = content_text(*out, where);
       messages.push_back({{"role", "tool"}, {"tool_call_id", str(item, "call_id", where, "input")}, {"content", text}});
     } else if (t == "reasoning") {
       for (const char* key : {"summary", "content"}) {
-        const ojson* parts = field(item, key);
+        const ojson* parts = json_field(item, key);
         if (!parts || !parts->is_array()) continue;
         for (const ojson& p : *parts) {
           if (p.is_object() && p.contains("text") && p["text"].is_string()) reasoning += p["text"].get<std::string>();
@@ -105,8 +104,8 @@ ojson tools_of(const ojson& tools) {
       throw invalid_request("only function tools are supported", "tools");
     }
     ojson fn = {{"name", str(t, "name", "tools[]", "tools")}};
-    if (const ojson* d = field(t, "description")) fn["description"] = *d;
-    fn["parameters"] = field(t, "parameters") ? t["parameters"] : ojson::object();
+    if (const ojson* d = json_field(t, "description")) fn["description"] = *d;
+    fn["parameters"] = json_field(t, "parameters") ? t["parameters"] : ojson::object();
     out.push_back({{"type", "function"}, {"function", std::move(fn)}});
   }
   return out;
@@ -114,18 +113,18 @@ ojson tools_of(const ojson& tools) {
 
 void format_of(const ojson& text, ojson& chat) {
   if (!text.is_object()) throw invalid_request("'text' must be an object", "text");
-  const ojson* f = field(text, "format");
+  const ojson* f = json_field(text, "format");
   if (!f) return;
   const std::string type = f->is_object() ? str(*f, "type", "text.format", "text") : "";
   if (type == "text") return;
   if (type == "json_object") {
     chat["response_format"] = {{"type", "json_object"}};
   } else if (type == "json_schema") {
-    ojson js = {{"name", field(*f, "name") ? (*f)["name"] : ojson("response")}};
-    const ojson* schema = field(*f, "schema");
+    ojson js = {{"name", json_field(*f, "name") ? (*f)["name"] : ojson("response")}};
+    const ojson* schema = json_field(*f, "schema");
     if (!schema) throw invalid_request("text.format json_schema needs a 'schema'", "text");
     js["schema"] = *schema;
-    if (const ojson* s = field(*f, "strict")) js["strict"] = *s;
+    if (const ojson* s = json_field(*f, "strict")) js["strict"] = *s;
     chat["response_format"] = {{"type", "json_schema"}, {"json_schema", std::move(js)}};
   } else {
     throw invalid_request("text.format.type must be text, json_object or json_schema", "text");
@@ -137,17 +136,17 @@ void format_of(const ojson& text, ojson& chat) {
 ResponsesRequest responses_to_chat_body(const ojson& body, ResponseStore& store) {
   if (!body.is_object()) throw invalid_request("the body must be a JSON object");
   for (const char* k : {"conversation", "prompt"}) {
-    if (field(body, k)) throw invalid_request(fmt::format("'{}' is not supported by this server", k), k);
+    if (json_field(body, k)) throw invalid_request(fmt::format("'{}' is not supported by this server", k), k);
   }
-  if (const ojson* b = field(body, "background"); b && *b != false) {
+  if (const ojson* b = json_field(body, "background"); b && *b != false) {
     throw invalid_request("'background' responses are not supported by this server", "background");
   }
   ResponsesRequest r;
   ojson& chat = r.chat_body;
   chat = ojson::object();
-  if (const ojson* m = field(body, "model")) chat["model"] = *m;
+  if (const ojson* m = json_field(body, "model")) chat["model"] = *m;
   InputBuilder in;
-  if (const ojson* prev = field(body, "previous_response_id")) {
+  if (const ojson* prev = json_field(body, "previous_response_id")) {
     if (!prev->is_string()) throw invalid_request("'previous_response_id' must be a string", "previous_response_id");
     auto stored = store.get(prev->get<std::string>());
     if (!stored) {
@@ -159,7 +158,7 @@ ResponsesRequest responses_to_chat_body(const ojson& body, ResponseStore& store)
     }
     in.messages = std::move(*stored);
   }
-  const ojson* input = field(body, "input");
+  const ojson* input = json_field(body, "input");
   if (!input) throw invalid_request("'input' is required", "input");
   if (input->is_string()) {
     in.messages.push_back({{"role", "user"}, {"content", *input}});
@@ -170,36 +169,36 @@ ResponsesRequest responses_to_chat_body(const ojson& body, ResponseStore& store)
   }
   r.conversation = in.messages;
   ojson messages = ojson::array();
-  if (const ojson* ins = field(body, "instructions")) {
+  if (const ojson* ins = json_field(body, "instructions")) {
     if (!ins->is_string()) throw invalid_request("'instructions' must be a string", "instructions");
     messages.push_back({{"role", "system"}, {"content", *ins}});
   }
   for (const ojson& m : in.messages) messages.push_back(m);
   chat["messages"] = std::move(messages);
-  if (const ojson* n = field(body, "max_output_tokens")) chat["max_tokens"] = *n;
+  if (const ojson* n = json_field(body, "max_output_tokens")) chat["max_tokens"] = *n;
   for (const char* k : {"temperature", "top_p", "stream", "parallel_tool_calls", "tool_choice"}) {
-    if (const ojson* v = field(body, k)) chat[k] = *v;
+    if (const ojson* v = json_field(body, k)) chat[k] = *v;
   }
-  if (const ojson* tc = field(body, "tool_choice"); tc && tc->is_object()) {  // {type: function, name}
+  if (const ojson* tc = json_field(body, "tool_choice"); tc && tc->is_object()) {  // {type: function, name}
     chat["tool_choice"] = {{"type", "function"}, {"function", {{"name", str(*tc, "name", "tool_choice", "tool_choice")}}}};
   }
   if (chat.value("stream", false) == true) chat["stream_options"] = {{"include_usage", true}};
-  if (const ojson* t = field(body, "tools")) chat["tools"] = tools_of(*t);
-  if (const ojson* t = field(body, "text")) format_of(*t, chat);
-  if (const ojson* rs = field(body, "reasoning")) {
+  if (const ojson* t = json_field(body, "tools")) chat["tools"] = tools_of(*t);
+  if (const ojson* t = json_field(body, "text")) format_of(*t, chat);
+  if (const ojson* rs = json_field(body, "reasoning")) {
     if (!rs->is_object()) throw invalid_request("'reasoning' must be an object", "reasoning");
-    if (const ojson* e = field(*rs, "effort")) {
+    if (const ojson* e = json_field(*rs, "effort")) {
       chat["chat_template_kwargs"] = {{"enable_thinking", *e != "none" && *e != "minimal"}};
     }
   }
-  if (const ojson* s = field(body, "store")) {
+  if (const ojson* s = json_field(body, "store")) {
     if (!s->is_boolean()) throw invalid_request("'store' must be a boolean", "store");
     r.store = s->get<bool>();
   }
   r.echo = ojson::object();
   for (const char* k : {"instructions", "max_output_tokens", "temperature", "top_p", "tools", "tool_choice",
                         "parallel_tool_calls", "text", "reasoning", "previous_response_id", "metadata"}) {
-    r.echo[k] = field(body, k) ? body[k] : ojson(nullptr);
+    r.echo[k] = json_field(body, k) ? body[k] : ojson(nullptr);
   }
   return r;
 }

@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "core/check.h"
+#include "core/pooling.h"
 
 namespace slimkv {
 
@@ -10,6 +11,8 @@ void ServerConfig::validate() const {
   SLIMKV_CHECK(!host.empty(), "--host must not be empty");
   SLIMKV_CHECK(port >= 0 && port <= 65535, "--port must be in 0..65535 (got {})", port);
   SLIMKV_CHECK(max_queue >= 0, "--max-queue must be >= 0 (got {})", max_queue);
+  SLIMKV_CHECK(pooling.empty() || parse_pooling(pooling), "--pooling must be none, mean, cls or last (got '{}')",
+               pooling);
   SLIMKV_CHECK(shutdown_timeout_s >= 0 && shutdown_timeout_s <= 86400,
                "--shutdown-timeout must be in [0, 86400] s (got {})", shutdown_timeout_s);
   SLIMKV_CHECK(request_timeout_s > 0 && request_timeout_s <= 86400, "--request-timeout must be in (0, 86400] s (got {})",

@@ -83,13 +83,16 @@ TEST(ServerQwen3Chat, EveryChatCaseReachesTheModelAsTransformersRendersIt) {
 // tool-call round trips (streamed and not), reasoning_content in a stream, json_schema outputs validated by ajv.
 // Runs an official npm client's script (tests/openai_client/NAME.mjs: BASE_URL API_KEY MODEL) against a server on
 // the Qwen3-template model started with that key; the script prints "NAME: N passed" when every check passed.
-void run_client_script(const std::string& name, const std::string& module, int checks) {
+// server_args: more flags for the server; script_arg: a 4th argument for the script.
+void run_client_script(const std::string& name, const std::string& module, int checks,
+                       std::vector<std::string> server_args = {}, const std::string& script_arg = "") {
   const std::string dir = std::string(SLIMKV_SOURCE_DIR) + "/tests/openai_client";
   SKIP_IF_MISSING(dir + "/node_modules/" + module);  // scripts/test runs npm ci there
-  ServerProcess s({"--api-key", "sk-" + name}, qwen3_chat_path());
+  server_args.insert(server_args.end(), {"--api-key", "sk-" + name});
+  ServerProcess s(server_args, qwen3_chat_path());
   const std::string log = ::testing::TempDir() + "/" + name + "-" + std::to_string(::getpid()) + ".log";
-  const std::string cmd = "node " + dir + "/" + name + ".mjs " + s.base_url() + " sk-" + name + " qwen3-chat > " +
-                          log + " 2>&1";
+  const std::string cmd = "node " + dir + "/" + name + ".mjs " + s.base_url() + " sk-" + name + " qwen3-chat " +
+                          script_arg + " > " + log + " 2>&1";
   const int rc = std::system(cmd.c_str());
   std::ifstream in(log);
   const std::string out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -105,6 +108,22 @@ TEST(ServerQwen3Chat, OpenAiClientAgentTest) {  // the openai npm client as agen
 TEST(ServerQwen3Chat, OpenAiResponsesClientTest) {  // the openai npm client's responses.create (responses_test.mjs)
   SKIP_IF_MISSING(qwen3chat::tokenizer_dir() + "/tokenizer.json.gz");
   run_client_script("responses_test", "openai", 5);
+}
+
+// The openai npm client's embeddings.create (embeddings_test.mjs) against `slimkv embed`'s vectors for the same
+// texts, written here first.
+TEST(ServerQwen3Chat, OpenAiEmbeddingsClientTest) {
+  SKIP_IF_MISSING(qwen3chat::tokenizer_dir() + "/tokenizer.json.gz");
+  const std::vector<std::string> texts = {"Hello, world!", "Embeddings pool the final hidden states.", "<think>"};
+  std::string cmd = std::string(SLIMKV_BINARY) + " embed -m " + qwen3_chat_path() + " --threads 1 --pooling mean";
+  for (const auto& t : texts) cmd += " -p '" + t + "'";
+  const std::string expected = ::testing::TempDir() + "/embeddings-" + std::to_string(::getpid()) + ".json";
+  ASSERT_EQ(std::system((cmd + " > " + expected + ".direct 2>/dev/null").c_str()), 0) << cmd;
+  std::ifstream in(expected + ".direct");
+  ojson direct = ojson::parse(in);
+  direct["texts"] = texts;
+  std::ofstream(expected) << direct.dump();
+  run_client_script("embeddings_test", "openai", 3, {"--pooling", "mean"}, expected);
 }
 
 TEST(ServerQwen3Chat, AnthropicClientTest) {  // the official @anthropic-ai/sdk npm client (anthropic_test.mjs)
