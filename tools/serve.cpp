@@ -169,6 +169,12 @@ int run_serve(ServeFlags f) {
   ctx.request_timeout_s = f.server.request_timeout_s;
   ctx.max_request_cost = f.server.max_request_cost;
   ctx.pooling = f.server.pooling.empty() ? model->config.pooling : *parse_pooling(f.server.pooling);
+  ctx.loras = std::make_shared<LoraRegistry>(*model, ctx.model_name);
+  for (const std::string& l : f.server.loras) {  // a bad adapter fails the start
+    const auto [name, path] = parse_lora_flag(l);
+    ctx.loras->load(name, path);
+    std::fprintf(stderr, "slimkv serve: LoRA adapter '%s' from %s\n", name.c_str(), path.c_str());
+  }
   ctx.constraints = std::make_shared<const OutputConstraints>(*model->tokenizer, output_end_ids(*model->tokenizer));
   std::fprintf(stderr, "model: %s\n%s\n", model->config.summary().c_str(), describe_plan(engine->kv_layout()).c_str());
   http.attach(ctx, &metrics);
@@ -206,6 +212,8 @@ void add_serve_command(CLI::App& app, std::vector<Command>& out) {
   sub->add_option("--api-key-file", s.api_key_file, "File with one API key per line");
   sub->add_option("--served-model-name", s.served_model_name, "Model name in the API (default: the file's name)");
   sub->add_option("--max-queue", s.max_queue, "Waiting requests before 429 + Retry-After");
+  sub->add_option("--lora", s.loras, "A LoRA adapter (GGUF, llama.cpp's convert_lora_to_gguf) served under NAME: "
+                  "NAME=PATH, repeatable; a request's `model` picks it");
   sub->add_option("--pooling", s.pooling, "How /v1/embeddings pools final hidden states: none|mean|cls|last "
                   "(default: the model file's pooling_type; none refuses the route)");
   sub->add_option("--request-timeout", s.request_timeout_s, "Deadline of a non-streaming request, seconds");

@@ -6,6 +6,7 @@
 
 #include "core/profiler.h"
 #include "engine/embedding_pool.h"
+#include "engine/step_adapters.h"
 #include "model/kv_projection.h"
 #include "model/summary_merger.h"
 #include "runner/batch_builder.h"
@@ -216,6 +217,7 @@ std::vector<StepEvent> Engine::step() {
     batch_.summary_folds.swap(pending_folds_);  // the folds since the last step, for the followers
     pending_folds_.clear();
     const PooledRows pooled = plan_pooled_rows(out, scheduler_, batch_);  // embedding requests' rows to keep
+    fwd_.set_step_loras(plan_adapter_rows(out, scheduler_, batch_));     // each token's LoRA adapter, if any
     if (before_forward_) before_forward_(batch_);
     fwd_.forward(batch_, storage_, logits_.data());
     fold_pooled_rows(pooled, batch_, fwd_.hidden_states().data(), model_.config.dim);

@@ -74,7 +74,7 @@ int32_t KvCacheManager::held_blocks(const SeqKv& seq) {
   return n;
 }
 
-PrefixHit KvCacheManager::find_cached_prefix(std::span<const int32_t> tokens) const {
+PrefixHit KvCacheManager::find_cached_prefix(std::span<const int32_t> tokens, BlockHash hash_seed) const {
   PrefixHit hit;
   hit.num_query_tokens = static_cast<int32_t>(tokens.size());
   if (!caching_) return hit;
@@ -86,7 +86,7 @@ PrefixHit KvCacheManager::find_cached_prefix(std::span<const int32_t> tokens) co
   const int32_t G = num_groups();
   std::vector<BlockHash> hashes;
   std::vector<std::vector<BlockId>> found(G);  // [group][block] cached id or -1
-  BlockHash parent = 0;
+  BlockHash parent = hash_seed;
   int64_t full_run = max_blocks;  // longest all-found run over the groups that need every block
   bool any_full = false;
   for (int64_t b = 0; b < max_blocks; ++b) {
@@ -239,7 +239,7 @@ void KvCacheManager::cache_full_blocks(SeqKv& seq, std::span<const int32_t> toke
     for (int32_t b = seq.num_registered_blocks; b < full; ++b) {
       auto blk = tokens.subspan(static_cast<size_t>(b) * block_size_, block_size_);
       if (static_cast<int32_t>(seq.hashes.size()) == b) {
-        seq.hashes.push_back(hash_block(b == 0 ? 0 : seq.hashes[b - 1], blk));
+        seq.hashes.push_back(hash_block(b == 0 ? seq.hash_seed : seq.hashes[b - 1], blk));
       }
       for (int32_t g = 0; g < num_groups(); ++g) {
         const int64_t j = tables_[g]->block_for_token_block(b);  // the group's block this token block completes
@@ -358,7 +358,9 @@ void KvCacheManager::free(SeqKv& seq) {
     }
   }
   for (size_t p = 0; p < pools_.size(); ++p) pools_[p].release(rev[p]);
+  const BlockHash seed = seq.hash_seed;
   seq = SeqKv{};
+  seq.hash_seed = seed;
 }
 
 }  // namespace slimkv

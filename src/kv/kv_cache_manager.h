@@ -36,6 +36,9 @@ struct SeqKv {                        // a sequence's KV bookkeeping, held by it
   std::vector<GroupKv> groups;        // [num_groups], empty until the first allocation
   std::vector<BlockHash> hashes;      // chained hashes of the first hashes.size() full blocks (token content)
   int32_t num_registered_blocks = 0;  // leading blocks already offered to the prefix cache
+  // The root of the hash chain: what else the sequence's KV depends on (0: the base model; a LoRA adapter's
+  // fingerprint). Kept when the sequence is freed (preempted and recomputed, it chains from it again).
+  BlockHash hash_seed = 0;
 };
 
 struct PrefixHit {
@@ -77,7 +80,7 @@ class KvCacheManager {
 
   // Pure: the longest run of cached full blocks at the start of `tokens` that every group can resume from (a
   // windowed group needs only its sinks and the blocks the next query sees), leaving >= 1 token to compute.
-  PrefixHit find_cached_prefix(std::span<const int32_t> tokens) const;
+  PrefixHit find_cached_prefix(std::span<const int32_t> tokens, BlockHash hash_seed = 0) const;
   // Gives every group of `seq` blocks for its first num_tokens tokens. With a hit (only for an empty seq) the hit
   // blocks become its first blocks. All or nothing over the groups: false (and no change) when the pool is short.
   // first_query_pos > 0 (an empty sequence declared computed up to there, benchmarks' synthetic fill): windowed

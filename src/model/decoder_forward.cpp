@@ -9,12 +9,13 @@
 #include "kernels/index_page.h"
 #include "kernels/kv_codec.h"
 #include "model/kv_projection.h"
+#include "model/lora_ops.h"
 
 namespace slimkv {
 
 DecoderForward::DecoderForward(const Model& model, ThreadPool* pool, std::unique_ptr<BackendOps> ops)
     : model_(model), family_(family_by_name(model.config.family)), pool_(pool),
-      ops_(ops ? std::move(ops) : make_cpu_ops(pool, model.collectives.get())),
+      ops_(std::make_unique<LoraOps>(ops ? std::move(ops) : make_cpu_ops(pool, model.collectives.get()))),
       num_streams_(static_cast<int32_t>(kv_layer_specs(model.config).size())) {
   const ModelConfig& c = model.config;
   SLIMKV_CHECK(static_cast<int32_t>(c.layers.size()) == c.num_layers && !model.layers.empty(),
@@ -179,6 +180,24 @@ void DecoderForward::forward(const ForwardBatch& b, KvStorage& kv, float* logits
     if (c.embed_scale != 1.0f) {
       for (int32_t i = 0; i < dim; ++i) row[i] *= c.embed_scale;
     }
+  }
+  LoraOps& lora = static_cast<LoraOps&>(*ops_);  // the step's adapters, or the base weights alone
+  struct EndStep {  // on every way out: no adapter outside a forward
+    LoraOps& ops;
+    ~EndStep() { ops.clear_step(); }
+  } end_step{lora};
+  if (!b.token_lora.empty()) {
+    SLIMKV_CHECK(b.token_lora.size() == static_cast<size_t>(T), "forward: {} LoRA entries for {} tokens",
+                 b.token_lora.size(), T);
+    row_lora_.clear();
+    for (int32_t t : b.logits_rows) row_lora_.push_back(t >= 0 && t < T ? b.token_lora[t] : -1);
+    for (int32_t a : b.token_lora) {
+      SLIMKV_CHECK(a >= -1 && a < static_cast<int32_t>(step_loras_.size()), "forward: LoRA index {} of {}", a,
+                   step_loras_.size());
+    }
+    lora.set_step(&step_loras_, b.token_lora.data(), T, row_lora_.data(), static_cast<int64_t>(row_lora_.size()));
+  } else {
+    lora.clear_step();
   }
   for (int32_t l = 0; l < c.num_layers; ++l) family_.layer(*this, l);
   sum_importance_over_ranks(b);

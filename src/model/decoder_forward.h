@@ -24,6 +24,7 @@
 #include "model/family.h"
 #include "model/forward_batch.h"
 #include "model/kv_streams.h"
+#include "model/lora_adapter.h"
 #include "model/model.h"
 
 namespace slimkv {
@@ -47,6 +48,8 @@ class DecoderForward {
   void write_kv(KvStorage& kv, int32_t layer, int64_t slot, const float* k_row, const float* v_row);
 
   const Model& model() const { return model_; }
+  // The LoRA adapters batch.token_lora indexes in the next forward (model/lora_ops.h); the caller keeps them alive.
+  void set_step_loras(std::vector<const LoraAdapter*> a) { step_loras_ = std::move(a); }
   // The last forward's batch.hidden_rows' final hidden states, after the final norm: [hidden_rows, dim].
   const std::vector<float>& hidden_states() const { return hidden_; }
   // Attention mass per page entry of group g's page table, summed since the step's plan (dynamic retention).
@@ -139,6 +142,8 @@ class DecoderForward {
   int32_t T_ = 0;
   std::vector<float> x_;        // [T, dim] residual stream
   std::vector<float> hidden_;   // [hidden_rows, dim] final-normed states the batch asked to keep
+  std::vector<const LoraAdapter*> step_loras_;  // what batch.token_lora indexes
+  std::vector<int32_t> row_lora_;               // [logits rows] each row's token's adapter
   std::vector<float> xb_;       // [T, dim] normed input
   std::vector<float> q_;        // [T, max q_dim]
   std::vector<float> k_, v_;    // [T, max kv_dim]

@@ -26,6 +26,7 @@ void ForwardBatch::clear(int32_t num_groups) {
   }
   logits_rows.clear();
   hidden_rows.clear();
+  token_lora.clear();
 }
 
 }  // namespace slimkv

@@ -38,6 +38,9 @@ struct ForwardBatch {
   // token indices whose final hidden states (after the final norm: what embeddings pool) are kept, in order;
   // rank 0 only (a tensor-parallel follower's batch never has them)
   std::vector<int32_t> hidden_rows;
+  // [T] each token's LoRA adapter, an index into DecoderForward::set_step_loras' list (-1: the base model); empty:
+  // no adapter in the step. Rank 0 only (adapters are refused under tensor parallelism).
+  std::vector<int32_t> token_lora;
   // > 0: the step needs only each row's top logits_candidates logits (greedy, or top-k sampling with nothing that
   // reads the whole row); the others may come back as -inf, so a vocabulary-parallel head exchanges each rank's
   // candidates instead of its whole slice. 0: whole rows.

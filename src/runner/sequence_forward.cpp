@@ -49,6 +49,7 @@ void SequenceForward::forward(std::span<const int32_t> tokens, int32_t start_pos
     }
     float* dst = all_logits ? logits_out + static_cast<size_t>(i) * vocab : logits_out;
     if (!all_logits && !last) batch_.logits_rows.clear();
+    if (lora_) batch_.token_lora.assign(len, 0);
     fwd_.forward(batch_, kv_, dst);
   }
 }
@@ -69,6 +70,7 @@ void SequenceForward::hidden_states(std::span<const int32_t> tokens, float* out)
     build_forward_batch(o, block_size_, layout_.groups, batch_);
     batch_.logits_rows.clear();
     for (int32_t t = 0; t < len; ++t) batch_.hidden_rows.push_back(t);
+    if (lora_) batch_.token_lora.assign(len, 0);
     fwd_.forward(batch_, kv_, nullptr);
     std::copy(fwd_.hidden_states().begin(), fwd_.hidden_states().end(), out + static_cast<size_t>(i) * dim);
   }

@@ -15,6 +15,11 @@ class SequenceForward {
                   int32_t max_chunk_tokens = 256, const CompressionConfig& compression = CompressionConfig{});
   // Runs tokens at positions [start_pos, start_pos + n). logits_out: [n, vocab] if all_logits else [vocab].
   void forward(std::span<const int32_t> tokens, int32_t start_pos, bool all_logits, float* logits_out);
+  // Every token of later forwards through this LoRA adapter (null: the base model); the caller keeps it alive.
+  void set_lora(const LoraAdapter* a) {
+    lora_ = a;
+    fwd_.set_step_loras(a ? std::vector<const LoraAdapter*>{a} : std::vector<const LoraAdapter*>{});
+  }
   // Runs tokens from position 0 and writes every token's final hidden state (after the final norm): out [n, dim].
   void hidden_states(std::span<const int32_t> tokens, float* out);
   const Model& model() const { return fwd_.model(); }
@@ -29,6 +34,7 @@ class SequenceForward {
   KvStorage kv_;
   std::vector<GroupKv> tables_;  // [groups] identity block tables
   ForwardBatch batch_;
+  const LoraAdapter* lora_ = nullptr;
 };
 
 // Non-overlapping scoring windows over ids (ids[0] is BOS): each is BOS + up to ctx - 1 of the following tokens.

@@ -15,6 +15,7 @@ Request::Request(RequestId id_, std::vector<int32_t> prompt, const RequestParams
     : id(id_), tokens(std::move(prompt)), num_prompt_tokens(static_cast<int32_t>(tokens.size())), params(p),
       sampler(p.sampling) {
   times.arrival_ms = now_ms;
+  kv.hash_seed = p.lora_id;
   if (p.constraint) constraint = p.constraint();
 }
 

@@ -3,6 +3,7 @@
 // Must not know: tensors, kernels or the model.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/pooling.h"
@@ -18,6 +19,8 @@ using RequestId = int64_t;
 enum class FinishReason { None, Stop, Length, Abort };
 const char* finish_reason_name(FinishReason r);
 
+struct LoraAdapter;  // model/lora_adapter.h: applied by the engine, opaque here
+
 struct RequestParams {
   SamplingParams sampling;
   int32_t max_tokens = 16;   // output tokens
@@ -31,6 +34,10 @@ struct RequestParams {
   // An embedding request: its prompt's final hidden states pooled into Request::embedding as it is computed (the
   // caller asks for one greedy token and ignores it). Mean / First never take a prefix-cache hit.
   Pooling pooling = Pooling::None;
+  // A LoRA adapter over the base weights (null: the base model); lora_id (its fingerprint) roots the request's
+  // prefix-cache chain, so blocks computed under one adapter never serve another.
+  std::shared_ptr<const LoraAdapter> lora;
+  uint64_t lora_id = 0;
 };
 
 struct RequestTimes {        // milliseconds on the engine's clock; -1 = not yet

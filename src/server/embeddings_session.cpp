@@ -74,7 +74,7 @@ std::string base64_floats(const std::vector<float>& v) {
 }
 
 std::string run_embeddings(const ServeContext& ctx, const EmbeddingsRequest& req,
-                           const std::function<bool()>& client_gone) {
+                           const std::function<bool()>& client_gone, std::shared_ptr<const LoraAdapter> lora) {
   if (ctx.pooling == Pooling::None) {
     throw invalid_request("this model has no pooling configured (its file has no pooling_type): start the server "
                           "with --pooling mean|cls|last to serve /v1/embeddings", "model");
@@ -90,6 +90,8 @@ std::string run_embeddings(const ServeContext& ctx, const EmbeddingsRequest& req
     RequestParams p;  // one greedy token, not reported: the request ends once its prompt is pooled
     p.max_tokens = 1;
     p.pooling = ctx.pooling;
+    p.lora = lora;
+    p.lora_id = lora ? lora->fingerprint : 0;
     prompt_tokens += static_cast<int64_t>(ids.size());
     spec.prompts.push_back(std::move(ids));
     spec.params.push_back(p);
@@ -127,7 +129,7 @@ std::string run_embeddings(const ServeContext& ctx, const EmbeddingsRequest& req
     else item["embedding"] = vectors[i];
     data.push_back(std::move(item));
   }
-  const nlohmann::ordered_json body = {{"object", "list"}, {"data", std::move(data)}, {"model", ctx.model_name},
+  const nlohmann::ordered_json body = {{"object", "list"}, {"data", std::move(data)}, {"model", lora ? lora->name : ctx.model_name},
                                {"usage", {{"prompt_tokens", prompt_tokens}, {"total_tokens", prompt_tokens}}}};
   return body.dump();
 }

@@ -14,8 +14,9 @@ namespace slimkv {
 
 // The response body; ApiError 400 (no pooling configured, a wrong `dimensions`, an input past the context or the
 // vocabulary), 429 (queue full), 499 (client gone), 503 (ended by a drain), 504 (--request-timeout).
+// lora: the adapter the request's `model` named (null: the base model).
 std::string run_embeddings(const ServeContext& ctx, const EmbeddingsRequest& req,
-                           const std::function<bool()>& client_gone);
+                           const std::function<bool()>& client_gone, std::shared_ptr<const LoraAdapter> lora = nullptr);
 
 // v / |v| (a zero vector stays zero).
 void l2_normalize(std::vector<float>& v);

@@ -115,12 +115,14 @@ TokenConstraintFactory output_constraint(const ServeContext& ctx, const Generati
   return f;
 }
 
-GenerationSession::GenerationSession(const ServeContext& ctx, GenerationRequest req) : ctx_(ctx), req_(std::move(req)) {
+GenerationSession::GenerationSession(const ServeContext& ctx, GenerationRequest req,
+                                     std::shared_ptr<const LoraAdapter> lora)
+    : ctx_(ctx), req_(std::move(req)) {
   const Tokenizer& tok = *ctx_.model->tokenizer;
   const int32_t vocab = ctx_.model->config.vocab_size;
   header_ = {new_id(req_.chat), std::chrono::duration_cast<std::chrono::seconds>(
                                     std::chrono::system_clock::now().time_since_epoch()).count(),
-             ctx_.model_name, req_.chat};
+             lora ? lora->name : ctx_.model_name, req_.chat};  // the answer names what served it (vLLM's way)
   const TokenConstraintFactory constraint = output_constraint(ctx_, req_);  // compiled once, before any tokenizing
   std::vector<std::pair<int32_t, float>> logit_bias;  // checked before any tokenizing
   for (const auto& [id, bias] : req_.logit_bias) {
@@ -194,6 +196,8 @@ GenerationSession::GenerationSession(const ServeContext& ctx, GenerationRequest 
       rp.sampling.repetition_penalty = static_cast<float>(req_.repetition_penalty);
       rp.sampling.logit_bias = logit_bias;
       rp.constraint = constraint;
+      rp.lora = lora;
+      rp.lora_id = lora ? lora->fingerprint : 0;
       for (int64_t id : req_.stop_token_ids) {
         if (id < 0 || id >= vocab) {
           throw invalid_request(fmt::format("stop token id {} is outside the vocabulary (0..{})", id, vocab - 1),

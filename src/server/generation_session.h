@@ -15,6 +15,7 @@
 #include "server/output_constraint.h"
 #include "server/completion_text.h"
 #include "server/engine_service.h"
+#include "server/lora_registry.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 
@@ -31,6 +32,7 @@ struct ServeContext {                  // what every session needs from the serv
   std::shared_ptr<const OutputConstraints> constraints;  // structured output over the model's vocabulary (null: none)
   ChatFormat chat_format;              // the template's tool-call / reasoning syntax (detect_chat_format)
   Pooling pooling = Pooling::None;     // /v1/embeddings: --pooling, else the model's; None refuses the route
+  std::shared_ptr<LoraRegistry> loras; // the adapters a request's `model` may name (null: none)
 };
 
 // The chat prompt rendered by the server's template; a template that refuses the messages is ApiError 400
@@ -45,7 +47,8 @@ std::vector<int32_t> encode_prompt_text(const ServeContext& ctx, const std::stri
 class GenerationSession {
  public:
   // Validates and submits; throws ApiError (400 context/vocabulary/parameters, 429 queue full).
-  GenerationSession(const ServeContext& ctx, GenerationRequest req);
+  // lora: the adapter the request's `model` named (null: the base model).
+  GenerationSession(const ServeContext& ctx, GenerationRequest req, std::shared_ptr<const LoraAdapter> lora = nullptr);
   ~GenerationSession();                // cancels whatever has not finished (client gone, error)
 
   // Non-streaming: waits for every choice and returns the response's JSON text (written from the choices' records,

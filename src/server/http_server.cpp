@@ -4,6 +4,9 @@
 #include <strings.h>
 
 #include <chrono>
+#include <cmath>
+
+#include <fmt/format.h>
 
 #include "core/check.h"
 #include "server/anthropic_request.h"
@@ -13,6 +16,7 @@
 #include "server/responses_request.h"
 #include "server/responses_response.h"
 #include "server/http_front.h"
+#include "server/json_field.h"
 #include "server/tokenize_endpoints.h"
 
 namespace slimkv {
@@ -81,6 +85,8 @@ const std::vector<HttpServer::RouteEntry>& HttpServer::routes() {
       {"POST", "/v1/messages", &HttpServer::messages, true, true},
       {"POST", "/v1/responses", &HttpServer::responses, true, true},
       {"POST", "/v1/embeddings", &HttpServer::embeddings, true, true},
+      {"POST", "/v1/load_lora_adapter", &HttpServer::load_lora, true, true},
+      {"POST", "/v1/unload_lora_adapter", &HttpServer::unload_lora, true, true},
       {"POST", "/tokenize", &HttpServer::tokenize, true, true},
       {"POST", "/detokenize", &HttpServer::detokenize, true, true},
       {"GET", "/v1/models", &HttpServer::models, true, false},
@@ -178,8 +184,68 @@ HttpResponse HttpServer::models(const HttpRequest&, HttpPeer&) {
   nlohmann::json m = {{"id", ctx_.model_name}, {"object", "model"}, {"created", started_unix_s_},
                       {"owned_by", "slimkv"}, {"root", cfg_.expose_model_path ? ctx_.model->path : ctx_.model_name},
                       {"max_model_len", ctx_.max_model_len}};
+  nlohmann::json data = nlohmann::json::array({m});
+  for (const auto& a : ctx_.loras ? ctx_.loras->list() : std::vector<std::shared_ptr<const LoraAdapter>>{}) {
+    data.push_back({{"id", a->name}, {"object", "model"}, {"created", started_unix_s_}, {"owned_by", "slimkv"},
+                    {"root", cfg_.expose_model_path ? a->path : a->name}, {"parent", ctx_.model_name},
+                    {"max_model_len", ctx_.max_model_len}});
+  }
   HttpResponse r;
-  r.body = dump_json({{"object", "list"}, {"data", nlohmann::json::array({m})}});
+  r.body = dump_json({{"object", "list"}, {"data", std::move(data)}});
+  return r;
+}
+
+std::shared_ptr<const LoraAdapter> HttpServer::served_adapter(const std::string& model) const {
+  if (model.empty() || model == ctx_.model_name) return nullptr;
+  auto a = ctx_.loras ? ctx_.loras->find(model) : nullptr;
+  if (!a) throw model_not_found(model);
+  return a;
+}
+
+// vLLM's runtime adapter routes: {"lora_name", "lora_path"} (and slimkv's optional "scale"), {"lora_name"}. A path
+// on the server's disk is opened, so they answer only behind an API key.
+HttpResponse HttpServer::load_lora(const HttpRequest& req, HttpPeer&) {
+  if (cfg_.api_keys.empty()) {
+    throw ApiError(403, "loading adapters at run time needs the server to have an API key (--api-key)",
+                   "permission_error");
+  }
+  const nlohmann::ordered_json body = parse_body(req.body, cfg_.json_limits());
+  auto text = [&](const char* key) {
+    const auto* v = body.is_object() ? json_field(body, key) : nullptr;
+    if (!v || !v->is_string() || v->get_ref<const std::string&>().empty()) {
+      throw invalid_request(fmt::format("'{}' (a non-empty string) is required", key), key);
+    }
+    return v->get<std::string>();
+  };
+  const std::string name = text("lora_name"), path = text("lora_path");
+  double scale = 1.0;
+  if (const auto* v = json_field(body, "scale")) {
+    if (!v->is_number() || !std::isfinite(v->get<double>())) throw invalid_request("'scale' must be a number", "scale");
+    scale = v->get<double>();
+  }
+  if (!ctx_.loras) throw service_unavailable("this server has no adapter registry");
+  try {
+    ctx_.loras->load(name, path, static_cast<float>(scale));
+  } catch (const Error& e) {
+    throw invalid_request(e.what(), "lora_path");
+  }
+  HttpResponse r;
+  r.body = dump_json({{"object", "lora_adapter"}, {"id", name}, {"status", "loaded"}});
+  return r;
+}
+
+HttpResponse HttpServer::unload_lora(const HttpRequest& req, HttpPeer&) {
+  if (cfg_.api_keys.empty()) {
+    throw ApiError(403, "unloading adapters at run time needs the server to have an API key (--api-key)",
+                   "permission_error");
+  }
+  const nlohmann::ordered_json body = parse_body(req.body, cfg_.json_limits());
+  const auto* v = body.is_object() ? json_field(body, "lora_name") : nullptr;
+  if (!v || !v->is_string()) throw invalid_request("'lora_name' (a string) is required", "lora_name");
+  const std::string name = v->get<std::string>();
+  if (!ctx_.loras || !ctx_.loras->unload(name)) throw model_not_found(name);
+  HttpResponse r;
+  r.body = dump_json({{"object", "lora_adapter"}, {"id", name}, {"status", "unloaded"}});
   return r;
 }
 
@@ -236,8 +302,8 @@ HttpResponse HttpServer::generate(const HttpRequest& req, HttpPeer& peer, Api ap
                         : api == Api::kChat      ? parse_chat_request(body, limits)
                         : api == Api::kMessages  ? parse_chat_request(messages_to_chat_body(body), limits)
                                                  : parse_chat_request(rq.chat_body, limits);
-  if (!g.model.empty() && g.model != ctx_.model_name) throw model_not_found(g.model);
-  auto session = std::make_shared<GenerationSession>(ctx_, std::move(g));
+  auto lora = served_adapter(g.model);
+  auto session = std::make_shared<GenerationSession>(ctx_, std::move(g), std::move(lora));
   HttpResponse r;
   if (session->streaming()) {
     r.content_type = "text/event-stream";
@@ -289,17 +355,17 @@ HttpResponse HttpServer::embeddings(const HttpRequest& req, HttpPeer& peer) {
   std::shared_ptr<void> active(nullptr, [this](void*) { --active_; });
   if (draining_) throw service_unavailable("the server is shutting down (draining); retry on another replica");
   const EmbeddingsRequest e = parse_embeddings_request(parse_body(req.body, cfg_.json_limits()));
-  if (!e.model.empty() && e.model != ctx_.model_name) throw model_not_found(e.model);
+  const auto lora = served_adapter(e.model);
   HttpResponse r;
   r.hold = active;
-  r.body = run_embeddings(ctx_, e, [&peer] { return peer.client_gone(); });
+  r.body = run_embeddings(ctx_, e, [&peer] { return peer.client_gone(); }, lora);
   return r;
 }
 
 HttpResponse HttpServer::tokenize(const HttpRequest& req, HttpPeer&) {
   if (draining_) throw service_unavailable("the server is shutting down (draining); retry on another replica");
   const TokenizeRequest t = parse_tokenize_request(parse_body(req.body, cfg_.json_limits()), cfg_.json_limits());
-  if (!t.model.empty() && t.model != ctx_.model_name) throw model_not_found(t.model);
+  served_adapter(t.model);  // an adapter shares the base model's tokenizer
   HttpResponse r;
   r.body = dump_json(tokenize_json(ctx_, t));
   return r;
@@ -308,7 +374,7 @@ HttpResponse HttpServer::tokenize(const HttpRequest& req, HttpPeer&) {
 HttpResponse HttpServer::detokenize(const HttpRequest& req, HttpPeer&) {
   if (draining_) throw service_unavailable("the server is shutting down (draining); retry on another replica");
   const DetokenizeRequest d = parse_detokenize_request(parse_body(req.body, cfg_.json_limits()));
-  if (!d.model.empty() && d.model != ctx_.model_name) throw model_not_found(d.model);
+  served_adapter(d.model);
   HttpResponse r;
   r.body = dump_json(detokenize_json(ctx_, d));
   return r;

@@ -63,6 +63,10 @@ class HttpServer {
   HttpResponse responses(const HttpRequest& req, HttpPeer& peer) { return generate(req, peer, Api::kResponses); }
   HttpResponse generate(const HttpRequest& req, HttpPeer& peer, Api api);
   HttpResponse embeddings(const HttpRequest& req, HttpPeer& peer);
+  HttpResponse load_lora(const HttpRequest& req, HttpPeer&);
+  HttpResponse unload_lora(const HttpRequest& req, HttpPeer&);
+  // The adapter a request's `model` names: null for the base model (or none given); ApiError 404 otherwise.
+  std::shared_ptr<const LoraAdapter> served_adapter(const std::string& model) const;
   HttpResponse tokenize(const HttpRequest& req, HttpPeer&);
   HttpResponse detokenize(const HttpRequest& req, HttpPeer&);
 

@@ -4,6 +4,7 @@
 
 #include "core/check.h"
 #include "core/pooling.h"
+#include "server/lora_registry.h"
 
 namespace slimkv {
 
@@ -11,6 +12,7 @@ void ServerConfig::validate() const {
   SLIMKV_CHECK(!host.empty(), "--host must not be empty");
   SLIMKV_CHECK(port >= 0 && port <= 65535, "--port must be in 0..65535 (got {})", port);
   SLIMKV_CHECK(max_queue >= 0, "--max-queue must be >= 0 (got {})", max_queue);
+  for (const std::string& l : loras) parse_lora_flag(l);  // NAME=PATH, or an Error naming --lora
   SLIMKV_CHECK(pooling.empty() || parse_pooling(pooling), "--pooling must be none, mean, cls or last (got '{}')",
                pooling);
   SLIMKV_CHECK(shutdown_timeout_s >= 0 && shutdown_timeout_s <= 86400,

@@ -22,6 +22,7 @@ struct ServerConfig {
                                           // finish before the rest are ended with finish_reason "abort"
   std::string chat_template;              // --chat-template NAME|FILE (empty = the model's, else "plain")
   std::string pooling;                    // --pooling none|mean|cls|last: /v1/embeddings (empty = the model's)
+  std::vector<std::string> loras;         // --lora NAME=PATH (repeatable): LoRA adapters a request's `model` names
   bool metrics_vllm_names = false;        // --metrics-vllm-names: also emit every metric as vllm:*
   int64_t max_body_bytes = 8 << 20;       // --max-body-bytes: larger bodies get 413
   int32_t http_threads = 0;               // --http-threads: requests handled at once, a thread each (0 = 512)
