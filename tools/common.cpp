@@ -27,6 +27,9 @@ void add_engine_flags(CLI::App* app, EngineConfig& c) {
                   "also no larger than --max-num-seqs full sequences of --max-model-len)");
   app->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", c.cache.enable_prefix_caching,
                 "Reuse cached KV blocks of shared prefixes (default on)");
+  app->add_option("--kv-offload-dir", c.cache.kv_offload_dir,
+                  "A disk tier for prefix-cache blocks the pool drops, kept across restarts (docs/server.md)");
+  app->add_option("--kv-offload-bytes", c.cache.kv_offload_bytes, "The disk tier's size in bytes (default 4 GiB)");
   app->add_option("--max-model-len", c.sched.max_model_len, "Tokens per sequence (default: the model's context)");
   app->add_option("--max-num-seqs", c.sched.max_num_seqs, "Sequences running per step");
   app->add_option("--max-num-batched-tokens", c.sched.max_num_batched_tokens, "Tokens per step (chunked prefill)");

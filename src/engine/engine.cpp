@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 
@@ -72,7 +73,25 @@ Engine::Engine(const Model& model, EngineConfig cfg)
   fwd_.reserve(cfg_.sched.max_num_batched_tokens, std::min(cfg_.sched.max_num_seqs, cfg_.sched.max_num_batched_tokens));
   logits_.resize(static_cast<size_t>(std::min(cfg_.sched.max_num_seqs, cfg_.sched.max_num_batched_tokens)) *
                  model.config.vocab_size);
+  if (!cfg_.cache.kv_offload_dir.empty()) {
+    DiskTierConfig t;
+    t.dir = cfg_.cache.kv_offload_dir;
+    t.max_bytes = cfg_.cache.kv_offload_bytes;
+    // another model, KV dtype, block size, compression config or rank: another tier (its files are ignored)
+    t.fingerprint = (cache_salt(model, cfg_.compress) ^ (static_cast<uint64_t>(cfg_.cache.block_size) << 40) ^
+                     static_cast<uint64_t>(model.shard.rank) * 1099511628211ull) | 1;
+    offload_ = std::make_unique<KvOffload>(layout_, storage_, kv_manager_, std::move(t));
+  }
   refresh_gauges();
+}
+
+Engine::~Engine() {
+  if (!offload_) return;
+  try {
+    offload_->save_cached();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "slimkv: KV disk tier: saving the cached blocks failed: %s\n", e.what());
+  }
 }
 
 double Engine::now_ms() const {
@@ -97,7 +116,9 @@ std::variant<RequestId, std::string> Engine::add_request(std::vector<int32_t> pr
       return fmt::format("token id {} is outside the vocabulary (0..{})", t, model_.config.vocab_size - 1);
     }
   }
-  auto r = scheduler_.add(std::move(prompt), params, now_ms());
+  RequestParams p = params;  // the prefix-cache root follows the adapter, whatever the caller set
+  p.lora_id = p.lora ? p.lora->fingerprint : 0;
+  auto r = scheduler_.add(std::move(prompt), p, now_ms());
   refresh_gauges();
   return r;
 }
@@ -193,6 +214,13 @@ bool Engine::abort(RequestId id, FinishReason why) {
 
 std::vector<StepEvent> Engine::step() {
   const double start = now_ms();
+  if (offload_) {  // the disk tier's blocks for the requests admission looks at next
+    int32_t n = 0;
+    for (const Request* r : scheduler_.waiting()) {
+      if (n++ >= cfg_.sched.max_num_seqs) break;
+      offload_->restore(*r);
+    }
+  }
   SchedOutput out = scheduler_.schedule(start);
   metrics_.num_preemptions += out.num_preempted;
   Profiler* prof = Profiler::active();

@@ -11,6 +11,7 @@
 
 #include "core/thread_pool.h"
 #include "engine/engine_config.h"
+#include "engine/kv_offload.h"
 #include "engine/metrics.h"
 #include "model/decoder_forward.h"
 #include "sampling/logprobs.h"
@@ -21,6 +22,7 @@ namespace slimkv {
 class Engine {
  public:
   Engine(const Model& model, EngineConfig cfg);  // validates cfg against the model; throws Error
+  ~Engine();  // with a disk tier: the blocks the pool still caches are saved to it first
 
   // A request id, or the reason the request was refused.
   std::variant<RequestId, std::string> add_request(std::vector<int32_t> prompt_token_ids, const RequestParams& params);
@@ -64,6 +66,9 @@ class Engine {
   // Requests that finished since the last call (their tokens and timings), then forgotten by the engine.
   std::vector<std::unique_ptr<Request>> take_finished();
   void check_integrity() const { kv_manager_.check_integrity(); }
+  // The disk tier (--kv-offload-dir), or null.
+  const KvOffload* offload() const { return offload_.get(); }
+  KvOffload* offload() { return offload_.get(); }
 
  private:
   double now_ms() const;
@@ -88,6 +93,7 @@ class Engine {
   std::function<void(const ForwardBatch&)> before_forward_;
   std::vector<SummaryFold> pending_folds_;  // a tensor-parallel leader's merges since the last step
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
+  std::unique_ptr<KvOffload> offload_;  // after kv_manager_ and storage_, which it hooks into
 };
 
 }  // namespace slimkv

@@ -65,6 +65,7 @@ std::optional<std::vector<BlockId>> BlockPool::allocate(int32_t n) {
   for (int32_t i = 0; i < n; ++i) {
     BlockId id = head_;
     queue_remove(id);
+    if (drop_hook_ && has_hash_[id]) drop_hook_(id, hash_[id], tokens_[id]);
     drop_hash(id);
     ref_count_[id] = 1;
     out.push_back(id);

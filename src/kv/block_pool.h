@@ -4,6 +4,7 @@
 // Owns: block bookkeeping. Must not know: tokens' meaning, requests or the bytes in KvStorage.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <unordered_map>
@@ -37,6 +38,16 @@ class BlockPool {
   // Registers a full, computed block. If another block already holds this hash the call does nothing.
   void register_hash(BlockId id, BlockHash hash, std::span<const int32_t> tokens);
   bool is_cached(BlockId id) const { return has_hash_[id]; }
+  // Called with a cached block's id, hash and tokens just before allocate() reuses it (its bytes still intact):
+  // a second tier keeps what the pool drops.
+  using DropHook = std::function<void(BlockId, BlockHash, std::span<const int32_t> tokens)>;
+  void set_drop_hook(DropHook hook) { drop_hook_ = std::move(hook); }
+  // Calls fn(id, hash, tokens) for every cached block (a tier saving the pool's prefix cache at shutdown).
+  void for_each_cached(const DropHook& fn) const {
+    for (BlockId id = 0; id < num_blocks(); ++id) {
+      if (has_hash_[id]) fn(id, hash_[id], tokens_[id]);
+    }
+  }
   int32_t ref_count(BlockId id) const { return ref_count_[id]; }
 
   // Checks every invariant (ref counts >= 0, free queue == unreferenced blocks, index <-> block hashes);
@@ -58,6 +69,7 @@ class BlockPool {
   std::vector<BlockHash> hash_;                     // [num_blocks]
   std::vector<std::vector<int32_t>> tokens_;        // [num_blocks] tokens of cached blocks
   std::unordered_map<BlockHash, BlockId> index_;    // hash -> block
+  DropHook drop_hook_;
 };
 
 }  // namespace slimkv

@@ -18,6 +18,10 @@ void KvCacheConfig::validate() const {
                "--kv-cache-memory must be a non-negative number of GiB (got {})", kv_cache_memory_gib);
   SLIMKV_CHECK(kv_memory_utilization > 0 && kv_memory_utilization <= 0.95,
                "--kv-memory-utilization must be in (0, 0.95] (got {})", kv_memory_utilization);
+  SLIMKV_CHECK(kv_offload_bytes >= (int64_t{1} << 20), "--kv-offload-bytes must be at least 1 MiB (got {})",
+               kv_offload_bytes);
+  SLIMKV_CHECK(kv_offload_dir.empty() || enable_prefix_caching,
+               "--kv-offload-dir keeps prefix-cache blocks: it needs --enable-prefix-caching");
 }
 
 int64_t available_memory_bytes() {

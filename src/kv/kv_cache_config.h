@@ -14,6 +14,8 @@ struct KvCacheConfig {
   double kv_cache_memory_gib = 0;       // --kv-cache-memory: explicit budget; 0 = use the utilization
   double kv_memory_utilization = 0.5;   // --kv-memory-utilization: fraction of available RAM
   bool enable_prefix_caching = true;    // --enable-prefix-caching / --no-enable-prefix-caching
+  std::string kv_offload_dir;           // --kv-offload-dir: a disk tier for prefix blocks there (empty = none)
+  int64_t kv_offload_bytes = int64_t{4} << 30;  // --kv-offload-bytes: the tier's files in all
 
   void validate() const;  // throws Error naming the flag
   // Budget in bytes (explicit, or utilization x MemAvailable from /proc/meminfo).

@@ -74,6 +74,30 @@ int32_t KvCacheManager::held_blocks(const SeqKv& seq) {
   return n;
 }
 
+std::vector<BlockHash> KvCacheManager::chain_hashes(std::span<const int32_t> tokens, BlockHash hash_seed,
+                                                    int64_t num_blocks) const {
+  std::vector<BlockHash> out;
+  BlockHash parent = hash_seed;
+  for (int64_t b = 0; b < num_blocks && (b + 1) * block_size_ <= static_cast<int64_t>(tokens.size()); ++b) {
+    parent = hash_block(parent, tokens.subspan(b * block_size_, block_size_));
+    out.push_back(parent);
+  }
+  return out;
+}
+
+bool KvCacheManager::adopt_cached_block(int32_t g, BlockHash chain_hash, std::span<const int32_t> tokens,
+                                        const std::function<void(BlockId)>& fill) {
+  SLIMKV_CHECK(static_cast<int32_t>(tokens.size()) == block_size_, "adopt: {} tokens for a block of {}",
+               tokens.size(), block_size_);
+  auto ids = gpool(g).allocate(1);
+  if (!ids) return false;
+  const BlockId id = ids->front();
+  fill(id);
+  gpool(g).register_hash(id, group_hash(chain_hash, g), tokens);
+  gpool(g).release(*ids);  // unreferenced and hashed: cached, evictable
+  return true;
+}
+
 PrefixHit KvCacheManager::find_cached_prefix(std::span<const int32_t> tokens, BlockHash hash_seed) const {
   PrefixHit hit;
   hit.num_query_tokens = static_cast<int32_t>(tokens.size());

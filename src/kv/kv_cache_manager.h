@@ -81,6 +81,19 @@ class KvCacheManager {
   // Pure: the longest run of cached full blocks at the start of `tokens` that every group can resume from (a
   // windowed group needs only its sinks and the blocks the next query sees), leaving >= 1 token to compute.
   PrefixHit find_cached_prefix(std::span<const int32_t> tokens, BlockHash hash_seed = 0) const;
+  // ---- A second tier (engine/kv_offload.h), for single-group layouts: group 0's blocks by their pool key ----
+  // The chained hashes of the first num_blocks full blocks of tokens, from hash_seed.
+  std::vector<BlockHash> chain_hashes(std::span<const int32_t> tokens, BlockHash hash_seed, int64_t num_blocks) const;
+  // Group g's key in its pool for a chain hash (what the pool indexes, and what the drop hook is given).
+  static BlockHash group_hash(BlockHash h, int32_t g);
+  bool is_cached(int32_t g, BlockHash chain_hash, std::span<const int32_t> tokens) const {
+    return gpool(g).lookup(group_hash(chain_hash, g), tokens).has_value();
+  }
+  // A block of group g filled by `fill` (given its id) and registered under chain_hash as a cached, unreferenced
+  // block (found by the next lookup, evictable); false when the pool has no free block.
+  bool adopt_cached_block(int32_t g, BlockHash chain_hash, std::span<const int32_t> tokens,
+                          const std::function<void(BlockId)>& fill);
+  void set_drop_hook(int32_t pool, BlockPool::DropHook hook) { pools_[pool].set_drop_hook(std::move(hook)); }
   // Gives every group of `seq` blocks for its first num_tokens tokens. With a hit (only for an empty seq) the hit
   // blocks become its first blocks. All or nothing over the groups: false (and no change) when the pool is short.
   // first_query_pos > 0 (an empty sequence declared computed up to there, benchmarks' synthetic fill): windowed
@@ -126,7 +139,6 @@ class KvCacheManager {
                             int32_t snapshot_tokens);
   // After a step: a read hit snapshot is let go; a filled snapshot is registered under its prefix and let go.
   void settle_state_snapshots(SeqKv& seq, std::span<const int32_t> tokens, int32_t num_computed_tokens);
-  static BlockHash group_hash(BlockHash h, int32_t group);
 
   int32_t block_size_;
   bool caching_;

@@ -141,7 +141,8 @@ void DecoderForward::add_to_residual(const float* y) {
   for (size_t i = 0; i < n; ++i) x_[i] += y[i];
 }
 
-void DecoderForward::forward(const ForwardBatch& b, KvStorage& kv, float* logits_out) {
+// Every array of the batch against the cache's layout, the vocabulary and the context: one clear Error each.
+void DecoderForward::check_batch(const ForwardBatch& b, const KvStorage& kv) const {
   const ModelConfig& c = model_.config;
   const int32_t T = b.num_tokens();
   const KvLayout& layout = kv.layout();
@@ -165,6 +166,41 @@ void DecoderForward::forward(const ForwardBatch& b, KvStorage& kv, float* logits
     SLIMKV_CHECK(b.positions[t] >= 0 && b.positions[t] < c.max_seq_len,
                  "position {} exceeds the model context ({} tokens)", b.positions[t], c.max_seq_len);
   }
+}
+
+// The step's LoRA rows (lora_ops.h): each token's adapter, and each logits row's (its token's).
+void DecoderForward::begin_lora_step(const ForwardBatch& b) {
+  LoraOps& lora = static_cast<LoraOps&>(*ops_);
+  const int32_t T = b.num_tokens();
+  if (b.token_lora.empty()) return lora.clear_step();
+  SLIMKV_CHECK(b.token_lora.size() == static_cast<size_t>(T), "forward: {} LoRA entries for {} tokens",
+               b.token_lora.size(), T);
+  for (int32_t a : b.token_lora) {
+    SLIMKV_CHECK(a >= -1 && a < static_cast<int32_t>(step_loras_.size()), "forward: LoRA index {} of {}", a,
+                 step_loras_.size());
+  }
+  row_lora_.clear();
+  for (int32_t t : b.logits_rows) row_lora_.push_back(t >= 0 && t < T ? b.token_lora[t] : -1);
+  lora.set_step(&step_loras_, b.token_lora.data(), T, row_lora_.data(), static_cast<int64_t>(row_lora_.size()));
+}
+
+// The final hidden states the batch asked to keep (embeddings), after the final norm.
+void DecoderForward::keep_hidden_rows(const ForwardBatch& b) {
+  const int32_t dim = model_.config.dim, T = b.num_tokens();
+  hidden_.resize(b.hidden_rows.size() * static_cast<size_t>(dim));
+  for (size_t r = 0; r < b.hidden_rows.size(); ++r) {
+    const int32_t t = b.hidden_rows[r];
+    SLIMKV_CHECK(t >= 0 && t < T, "forward: hidden row {} outside the batch", t);
+    rmsnorm(hidden_.data() + r * dim, x_.data() + static_cast<size_t>(t) * dim, model_.final_norm, dim,
+            model_.config.rms_eps);
+  }
+}
+
+void DecoderForward::forward(const ForwardBatch& b, KvStorage& kv, float* logits_out) {
+  const ModelConfig& c = model_.config;
+  const int32_t T = b.num_tokens();
+  const KvLayout& layout = kv.layout();
+  check_batch(b, kv);
   reserve(T, static_cast<int32_t>(b.logits_rows.size()));
   const int32_t max_pos = *std::max_element(b.positions.begin(), b.positions.end());
   for (RopeTable& r : ropes_) r.ensure(max_pos + 1);
@@ -181,34 +217,16 @@ void DecoderForward::forward(const ForwardBatch& b, KvStorage& kv, float* logits
       for (int32_t i = 0; i < dim; ++i) row[i] *= c.embed_scale;
     }
   }
-  LoraOps& lora = static_cast<LoraOps&>(*ops_);  // the step's adapters, or the base weights alone
-  struct EndStep {  // on every way out: no adapter outside a forward
+  begin_lora_step(b);  // the step's adapters, or the base weights alone
+  struct EndStep {     // on every way out: no adapter outside a forward
     LoraOps& ops;
     ~EndStep() { ops.clear_step(); }
-  } end_step{lora};
-  if (!b.token_lora.empty()) {
-    SLIMKV_CHECK(b.token_lora.size() == static_cast<size_t>(T), "forward: {} LoRA entries for {} tokens",
-                 b.token_lora.size(), T);
-    row_lora_.clear();
-    for (int32_t t : b.logits_rows) row_lora_.push_back(t >= 0 && t < T ? b.token_lora[t] : -1);
-    for (int32_t a : b.token_lora) {
-      SLIMKV_CHECK(a >= -1 && a < static_cast<int32_t>(step_loras_.size()), "forward: LoRA index {} of {}", a,
-                   step_loras_.size());
-    }
-    lora.set_step(&step_loras_, b.token_lora.data(), T, row_lora_.data(), static_cast<int64_t>(row_lora_.size()));
-  } else {
-    lora.clear_step();
-  }
+  } end_step{static_cast<LoraOps&>(*ops_)};
   for (int32_t l = 0; l < c.num_layers; ++l) family_.layer(*this, l);
   sum_importance_over_ranks(b);
   batch_ = nullptr;
   kv_ = nullptr;
-  hidden_.resize(b.hidden_rows.size() * static_cast<size_t>(dim));
-  for (size_t r = 0; r < b.hidden_rows.size(); ++r) {
-    const int32_t t = b.hidden_rows[r];
-    SLIMKV_CHECK(t >= 0 && t < T, "forward: hidden row {} outside the batch", t);
-    rmsnorm(hidden_.data() + r * dim, x_.data() + static_cast<size_t>(t) * dim, model_.final_norm, dim, c.rms_eps);
-  }
+  keep_hidden_rows(b);
   const int32_t rows = static_cast<int32_t>(b.logits_rows.size());
   if (rows == 0) return;
   for (int32_t r = 0; r < rows; ++r) {

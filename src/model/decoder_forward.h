@@ -114,6 +114,9 @@ class DecoderForward {
   void add_to_residual(const float* y);       // x += y
 
  private:
+  void check_batch(const ForwardBatch& b, const KvStorage& kv) const;
+  void begin_lora_step(const ForwardBatch& b);
+  void keep_hidden_rows(const ForwardBatch& b);
   void vocab_parallel_logits(int32_t rows, float* logits_out);  // [rows, vocab] from every rank's slice of the head
   void vocab_parallel_candidates(int32_t rows, int32_t k, float* logits_out);  // each row's top k; the rest -inf
   void sum_importance_over_ranks(const ForwardBatch& b);  // dynamic retention's page importance, over every rank

@@ -4,7 +4,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <regex>
 
 #include "formats/gguf_file.h"
@@ -19,6 +18,7 @@ const WeightView* base_weight(const Model& m, const std::string& name, bool* is_
   static const std::regex re(R"(blk\.(\d+)\.(attn_q|attn_k|attn_v|attn_output|ffn_gate|ffn_up|ffn_down)\.weight)");
   std::smatch mt;
   if (!std::regex_match(name, mt, re)) return nullptr;
+  if (mt[1].length() > 6) return nullptr;
   const int64_t l = std::stoll(mt[1]);
   if (l < 0 || l >= static_cast<int64_t>(m.layers.size())) return nullptr;
   const LayerWeights& w = m.layers[l];
@@ -41,17 +41,20 @@ std::vector<float> tensor_f32(const GgufTensorInfo& t) {
   return out;
 }
 
-uint64_t file_fingerprint(const std::string& path, float scale) {
-  std::ifstream in(path, std::ios::binary);
+// The adapter's identity for the prefix cache: its tensors' names and bytes (as mapped, the very bytes loaded),
+// alpha and the user's scale.
+uint64_t adapter_fingerprint(const GgufFile& g, float alpha, float scale) {
   uint64_t h = 1469598103934665603ull;
-  char buf[1 << 16];
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    for (std::streamsize i = 0; i < in.gcount(); ++i) h = (h ^ static_cast<uint8_t>(buf[i])) * 1099511628211ull;
+  auto mix = [&](const void* p, size_t n) {
+    for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<const uint8_t*>(p)[i]) * 1099511628211ull;
+  };
+  for (const GgufTensorInfo& t : g.tensors()) {
+    mix(t.name.data(), t.name.size());
+    mix(t.data, t.size_bytes);
   }
-  uint32_t bits;
-  static_assert(sizeof bits == sizeof scale);
-  std::memcpy(&bits, &scale, sizeof bits);
-  return (h ^ bits) * 1099511628211ull | 1;  // never 0 (0: no adapter)
+  mix(&alpha, sizeof alpha);
+  mix(&scale, sizeof scale);
+  return h | 1;  // never 0 (0: no adapter)
 }
 
 }  // namespace
@@ -74,7 +77,7 @@ std::shared_ptr<const LoraAdapter> load_lora_adapter(const Model& model, const s
   ad->path = path;
   ad->alpha = static_cast<float>(g.get_float_opt("adapter.lora.alpha").value_or(0.0));
   ad->user_scale = user_scale;
-  ad->fingerprint = file_fingerprint(path, user_scale);
+  ad->fingerprint = adapter_fingerprint(g, ad->alpha, user_scale);
   std::unordered_map<std::string, const GgufTensorInfo*> a_of, b_of;
   for (const GgufTensorInfo& t : g.tensors()) {
     auto ends = [&](const char* s) { return t.name.size() > 7 && t.name.compare(t.name.size() - 7, 7, s) == 0; };
@@ -85,17 +88,20 @@ std::shared_ptr<const LoraAdapter> load_lora_adapter(const Model& model, const s
   for (const auto& [base_name, a] : a_of) {
     SLIMKV_CHECK(b_of.count(base_name), "{}: '{}.lora_a' has no .lora_b", path, base_name);
     const GgufTensorInfo* b = b_of.at(base_name);
-    if (base_name.size() > 12 && base_name.compare(base_name.size() - 12, 12, "_norm.weight") == 0) continue;  // llama.cpp skips norms
+    const bool norm = base_name.size() > 12 && base_name.compare(base_name.size() - 12, 12, "_norm.weight") == 0;
+    if (norm) continue;  // llama.cpp skips norms
     bool is_output = false;
     const WeightView* w = base_weight(model, base_name, &is_output);
     SLIMKV_CHECK(w, "{}: '{}' is not a weight slimkv applies adapters to (attention / dense FFN projections and "
                  "output.weight)", path, base_name);
-    SLIMKV_CHECK(!is_output || model.output.data != model.tok_embd.data,
+    SLIMKV_CHECK(!is_output || !model.output_tied,
                  "{}: 'output.weight': this model ties its output head to token_embd (llama.cpp refuses it too)", path);
     SLIMKV_CHECK(a->dims.size() == 2 && b->dims.size() == 2 && a->dims[0] == w->cols && b->dims[1] == w->rows &&
                      a->dims[1] == b->dims[0] && a->dims[1] > 0,
                  "{}: '{}' lora_a [{}] / lora_b [{}] do not fit the base weight [{}, {}]", path, base_name,
                  fmt::join(a->dims, ", "), fmt::join(b->dims, ", "), w->cols, w->rows);
+    SLIMKV_CHECK(a->dims[1] <= kMaxLoraRank, "{}: '{}' has rank {} (at most {})", path, base_name, a->dims[1],
+                 kMaxLoraRank);
     SLIMKV_CHECK(!ad->targets.count(w->data), "{}: '{}' names a weight another target names", path, base_name);
     LoraTarget t;
     t.tensor = base_name;
@@ -108,7 +114,9 @@ std::shared_ptr<const LoraAdapter> load_lora_adapter(const Model& model, const s
     t.scale = ad->alpha != 0.0f ? user_scale * ad->alpha / static_cast<float>(t.rank) : user_scale;
     ad->targets.emplace(w->data, std::move(t));
   }
-  for (const auto& [base_name, b] : b_of) SLIMKV_CHECK(a_of.count(base_name), "{}: '{}.lora_b' has no .lora_a", path, base_name);
+  for (const auto& [base_name, b] : b_of) {
+    SLIMKV_CHECK(a_of.count(base_name), "{}: '{}.lora_b' has no .lora_a", path, base_name);
+  }
   SLIMKV_CHECK(!ad->targets.empty(), "{}: the adapter has no tensors", path);
   return ad;
 }

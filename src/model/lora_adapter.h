@@ -15,6 +15,8 @@
 
 namespace slimkv {
 
+constexpr int32_t kMaxLoraRank = 256;  // higher ranks are refused at load
+
 struct LoraTarget {
   std::string tensor;          // the base weight's GGUF name
   bool is_output = false;      // the output head (its rows are logits rows, not the step's tokens)

@@ -5,8 +5,7 @@
 namespace slimkv {
 
 void lora_update_row(const LoraTarget& t, const float* x, float* y) {
-  float ax[256];  // [rank]: A x
-  SLIMKV_CHECK(t.rank <= 256, "LoRA rank {} above 256", t.rank);
+  float ax[kMaxLoraRank];  // [rank]: A x (the rank is checked at load)
   for (int32_t k = 0; k < t.rank; ++k) {
     const float* a = t.a.data() + static_cast<size_t>(k) * t.in;
     float s = 0.0f;

@@ -94,6 +94,7 @@ struct Model {
   std::vector<LayerWeights> layers;  // [num_layers]
   const float* final_norm = nullptr; // [dim]
   WeightView output;                 // [vocab, dim] (may alias tok_embd)
+  bool output_tied = false;          // output is tok_embd (packing may still give it its own copy)
   WeightView hc_head_fn;             // DeepSeek-V4: [hc, hc * dim] the head's stream mix
   const float *hc_head_base = nullptr, *hc_head_scale = nullptr;  // [hc], [1]
   std::unique_ptr<Tokenizer> tokenizer;

@@ -144,6 +144,7 @@ class Binder : public LayerBinder {
     const TensorRef* out = find(TensorRole::Output);
     const bool tied_hf = !src_.is_gguf() && c_tied_;
     m_.output = out && !tied_hf ? matrix(*out, vocab, dim) : m_.tok_embd;
+    m_.output_tied = !out || tied_hf;
     if (entry(TensorRole::RopeFreqs) && find(TensorRole::RopeFreqs)) {
       const float* ff = vector(TensorRole::RopeFreqs, 0, c_.layers.front().rotary_dim / 2);
       for (LayerConfig& lc : c_.layers) {

@@ -34,8 +34,8 @@ struct RequestParams {
   // An embedding request: its prompt's final hidden states pooled into Request::embedding as it is computed (the
   // caller asks for one greedy token and ignores it). Mean / First never take a prefix-cache hit.
   Pooling pooling = Pooling::None;
-  // A LoRA adapter over the base weights (null: the base model); lora_id (its fingerprint) roots the request's
-  // prefix-cache chain, so blocks computed under one adapter never serve another.
+  // A LoRA adapter over the base weights (null: the base model); lora_id (its fingerprint, set by
+  // Engine::add_request from it) roots the request's prefix-cache chain: blocks of one adapter serve no other.
   std::shared_ptr<const LoraAdapter> lora;
   uint64_t lora_id = 0;
 };

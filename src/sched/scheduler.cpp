@@ -91,7 +91,8 @@ SchedOutput Scheduler::schedule(double now_ms) {
   while (out.num_preempted == 0 && !waiting_.empty() && budget > 0 &&
          static_cast<int32_t>(running_.size()) < cfg_.max_num_seqs) {
     Request* r = waiting_.front();
-    PrefixHit hit = pooling_reads_prefix(r->params.pooling) ? PrefixHit{} : kv_.find_cached_prefix(r->tokens, r->kv.hash_seed);
+    const bool hit_ok = !pooling_reads_prefix(r->params.pooling);  // mean / cls pooling need every position
+    PrefixHit hit = hit_ok ? kv_.find_cached_prefix(r->tokens, r->kv.hash_seed) : PrefixHit{};
     const int32_t n = std::min({r->num_tokens() - hit.num_tokens, budget,
                                 kv_.prefill_chunk_limit(hit.num_tokens, r->num_prompt_tokens)});
     if (!kv_.allocate_slots(r->kv, hit.num_tokens + n, &hit, 0, state_snapshot_tokens(*r))) break;

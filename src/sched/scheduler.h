@@ -46,6 +46,7 @@ class Scheduler {
   int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
   bool has_unfinished() const { return !waiting_.empty() || !running_.empty(); }
   const std::vector<Request*>& running() const { return running_; }
+  const std::deque<Request*>& waiting() const { return waiting_; }
   const SchedulerCounters& counters() const { return counters_; }
   const SchedulerConfig& config() const { return cfg_; }
   // Requests finished since the last call (kept for metrics), then forgotten.

@@ -129,7 +129,9 @@ ojson messages_to_chat_body(const ojson& body) {
   }
   chat["max_tokens"] = *max_tokens;
   ojson messages = ojson::array();
-  if (const ojson* s = json_field(body, "system")) messages.push_back({{"role", "system"}, {"content", text_of(*s, "system")}});
+  if (const ojson* s = json_field(body, "system")) {
+    messages.push_back({{"role", "system"}, {"content", text_of(*s, "system")}});
+  }
   const ojson* msgs = json_field(body, "messages");
   if (!msgs || !msgs->is_array() || msgs->empty()) {
     throw invalid_request("'messages' must be a non-empty array", "messages");

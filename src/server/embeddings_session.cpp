@@ -91,7 +91,6 @@ std::string run_embeddings(const ServeContext& ctx, const EmbeddingsRequest& req
     p.max_tokens = 1;
     p.pooling = ctx.pooling;
     p.lora = lora;
-    p.lora_id = lora ? lora->fingerprint : 0;
     prompt_tokens += static_cast<int64_t>(ids.size());
     spec.prompts.push_back(std::move(ids));
     spec.params.push_back(p);
@@ -129,8 +128,9 @@ std::string run_embeddings(const ServeContext& ctx, const EmbeddingsRequest& req
     else item["embedding"] = vectors[i];
     data.push_back(std::move(item));
   }
-  const nlohmann::ordered_json body = {{"object", "list"}, {"data", std::move(data)}, {"model", lora ? lora->name : ctx.model_name},
-                               {"usage", {{"prompt_tokens", prompt_tokens}, {"total_tokens", prompt_tokens}}}};
+  const std::string model = lora ? lora->name : ctx.model_name;  // the answer names what served it
+  const nlohmann::ordered_json body = {{"object", "list"}, {"data", std::move(data)}, {"model", model},
+                                       {"usage", {{"prompt_tokens", prompt_tokens}, {"total_tokens", prompt_tokens}}}};
   return body.dump();
 }
 

@@ -197,7 +197,6 @@ GenerationSession::GenerationSession(const ServeContext& ctx, GenerationRequest 
       rp.sampling.logit_bias = logit_bias;
       rp.constraint = constraint;
       rp.lora = lora;
-      rp.lora_id = lora ? lora->fingerprint : 0;
       for (int64_t id : req_.stop_token_ids) {
         if (id < 0 || id >= vocab) {
           throw invalid_request(fmt::format("stop token id {} is outside the vocabulary (0..{})", id, vocab - 1),

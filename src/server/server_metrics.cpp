@@ -102,6 +102,38 @@ void ServerMetrics::write_gateway_aliases(PromWriter& w, const Engine& engine, c
   w.sample("vllm:cache_config_info", info, 1);
 }
 
+namespace {
+
+// The disk tier (--kv-offload-dir), LMCache-style: hits / misses / blocks and bytes moved, time spent, per tier.
+void write_offload(PromWriter& w, const KvOffload& offload, const PromLabels& labels) {
+  const KvOffloadCounters c = offload.counters();
+  PromLabels tl = labels;
+  tl.emplace_back("tier", "disk");
+  auto one = [&](const char* name, const char* type, const char* help, double v) {
+    w.family(name, type, help);
+    w.sample(name, tl, v);
+  };
+  one("slimkv:kv_offload_hits_total", "counter", "Blocks read back from the tier (checked).",
+      static_cast<double>(c.tier.hits));
+  one("slimkv:kv_offload_misses_total", "counter", "Lookups the tier could not serve (absent, short or corrupt).",
+      static_cast<double>(c.tier.misses));
+  one("slimkv:kv_offload_corrupt_total", "counter", "Blocks whose checksum failed (recomputed).",
+      static_cast<double>(c.tier.corrupt));
+  one("slimkv:kv_offload_restored_tokens_total", "counter", "Prompt tokens restored instead of computed.",
+      static_cast<double>(c.restored_tokens));
+  one("slimkv:kv_offload_write_bytes_total", "counter", "Bytes written to the tier.",
+      static_cast<double>(c.tier.written_bytes));
+  one("slimkv:kv_offload_read_bytes_total", "counter", "Bytes read from the tier.", static_cast<double>(c.tier.read_bytes));
+  one("slimkv:kv_offload_dropped_total", "counter", "Blocks not written (queue full or write error).",
+      static_cast<double>(c.tier.dropped));
+  one("slimkv:kv_offload_write_seconds_total", "counter", "Time the tier's I/O thread spent writing.",
+      c.tier.write_ms / 1000.0);
+  one("slimkv:kv_offload_read_seconds_total", "counter", "Time spent reading blocks back (engine thread).",
+      c.tier.read_ms / 1000.0);
+}
+
+}  // namespace
+
 std::string ServerMetrics::render(const Engine& engine, const std::string& model_name, bool vllm_names) const {
   PromWriter w;
   const PromLabels labels = {{"model_name", model_name}};
@@ -180,6 +212,7 @@ std::string ServerMetrics::render(const Engine& engine, const std::string& model
            "Tokens evicted by sparse retention (whole blocks; merged into summaries under the merge policy).");
   w.sample("slimkv:kv_cache_evicted_tokens_total", labels,
            static_cast<double>(engine.kv_manager().num_evicted_blocks() * engine.kv_layout().block_size_tokens));
+  if (engine.offload()) write_offload(w, *engine.offload(), labels);
   return w.text();
 }
 

@@ -83,7 +83,6 @@ std::vector<Finished> run_engine(const Model& m, const std::vector<int32_t>& pro
     p.ignore_eos = true;
     p.max_tokens = 24;
     p.lora = adapters[i];
-    p.lora_id = adapters[i] ? adapters[i]->fingerprint : 0;
     index[std::get<RequestId>(e.add_request(prompt, p))] = i;
   }
   std::vector<Finished> out(adapters.size());

@@ -1,0 +1,320 @@
+#include "tier/disk_tier.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "core/check.h"
+
+namespace slimkv {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr char kSegmentMagic[8] = {'S', 'K', 'V', 'T', 'I', 'E', 'R', '1'};
+constexpr uint32_t kRecordMagic = 0x42564b53;  // "SKVB"
+constexpr size_t kSegmentHeaderBytes = 32;      // magic[8] fingerprint u64, reserved u64, version u32, crc u32
+constexpr size_t kRecordHeaderBytes = 32;       // magic u32, payload_bytes u32, key u64, fingerprint u64,
+                                                // payload crc u32, header crc u32 (over the 28 bytes before it)
+
+uint32_t crc(const void* p, size_t n) {
+  return static_cast<uint32_t>(crc32_z(0L, static_cast<const Bytef*>(p), n));
+}
+
+template <class T>
+void put_le(uint8_t* at, T v) { std::memcpy(at, &v, sizeof v); }  // x86: little-endian
+template <class T>
+T get_le(const uint8_t* at) {
+  T v;
+  std::memcpy(&v, at, sizeof v);
+  return v;
+}
+
+std::array<uint8_t, kSegmentHeaderBytes> segment_header(uint64_t fingerprint) {
+  std::array<uint8_t, kSegmentHeaderBytes> h{};
+  std::memcpy(h.data(), kSegmentMagic, 8);
+  put_le<uint64_t>(h.data() + 8, fingerprint);
+  put_le<uint32_t>(h.data() + 24, 1);
+  put_le<uint32_t>(h.data() + 28, crc(h.data(), 28));
+  return h;
+}
+
+std::array<uint8_t, kRecordHeaderBytes> record_header(uint64_t key, uint64_t fingerprint,
+                                                      const std::vector<uint8_t>& payload) {
+  std::array<uint8_t, kRecordHeaderBytes> h{};
+  put_le<uint32_t>(h.data(), kRecordMagic);
+  put_le<uint32_t>(h.data() + 4, static_cast<uint32_t>(payload.size()));
+  put_le<uint64_t>(h.data() + 8, key);
+  put_le<uint64_t>(h.data() + 16, fingerprint);
+  put_le<uint32_t>(h.data() + 24, crc(payload.data(), payload.size()));
+  put_le<uint32_t>(h.data() + 28, crc(h.data(), 28));
+  return h;
+}
+
+bool read_exact(int fd, void* buf, size_t n, int64_t offset) {
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t r = ::pread(fd, static_cast<uint8_t*>(buf) + done, n - done, offset + static_cast<int64_t>(done));
+    if (r <= 0) return false;
+    done += static_cast<size_t>(r);
+  }
+  return true;
+}
+
+bool write_all(int fd, const void* buf, size_t n) {
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t w = ::write(fd, static_cast<const uint8_t*>(buf) + done, n - done);
+    if (w <= 0) return false;
+    done += static_cast<size_t>(w);
+  }
+  return true;
+}
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+}  // namespace
+
+DiskTier::DiskTier(DiskTierConfig cfg) : cfg_(std::move(cfg)) {
+  SLIMKV_CHECK(!cfg_.dir.empty(), "--kv-offload-dir: a directory is needed");
+  SLIMKV_CHECK(cfg_.max_bytes > 0 && cfg_.segment_bytes > 0 && cfg_.queue_blocks > 0,
+               "the disk tier's byte limit, segment size and queue must be positive");
+  std::error_code ec;
+  fs::create_directories(cfg_.dir, ec);
+  SLIMKV_CHECK(fs::is_directory(cfg_.dir, ec), "--kv-offload-dir {}: not a directory we can create", cfg_.dir);
+  scan();
+  io_ = std::thread([this] { writer_loop(); });
+}
+
+DiskTier::~DiskTier() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  queued_.notify_all();
+  io_.join();
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::string DiskTier::segment_path(int64_t id) const {
+  char name[40];
+  std::snprintf(name, sizeof name, "segment-%08lld.kvt", static_cast<long long>(id));
+  return (fs::path(cfg_.dir) / name).string();
+}
+
+void DiskTier::scan() {
+  std::map<int64_t, std::string> files;
+  for (const auto& e : fs::directory_iterator(cfg_.dir)) {
+    long long id = -1;
+    if (e.is_regular_file() && std::sscanf(e.path().filename().c_str(), "segment-%lld.kvt", &id) == 1 && id >= 0) {
+      files[id] = e.path().string();
+    }
+  }
+  for (const auto& [id, path] : files) {
+    const int64_t bytes = scan_segment(id, path);
+    if (bytes >= 0) segments_[id] = bytes;
+    open_segment_ = std::max(open_segment_, id);  // new records go to a new segment: never after a torn tail
+  }
+  if (counters_.ignored_files > 0) {
+    std::fprintf(stderr, "slimkv: KV disk tier %s: ignoring %lld segment file(s) of another model or KV layout\n",
+                 cfg_.dir.c_str(), static_cast<long long>(counters_.ignored_files));
+  }
+  open_segment_ = -(open_segment_ + 2);  // "none open"; the next is -(value) - 1 = the highest id seen + 1
+}
+
+int64_t DiskTier::scan_segment(int64_t id, const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  const int64_t size = static_cast<int64_t>(::lseek(fd, 0, SEEK_END));
+  std::array<uint8_t, kSegmentHeaderBytes> h{};
+  if (!read_exact(fd, h.data(), h.size(), 0) || h != segment_header(cfg_.fingerprint)) {
+    ::close(fd);
+    ++counters_.ignored_files;
+    return -1;
+  }
+  int64_t at = kSegmentHeaderBytes;
+  std::array<uint8_t, kRecordHeaderBytes> r{};
+  while (at + static_cast<int64_t>(kRecordHeaderBytes) <= size) {
+    if (!read_exact(fd, r.data(), r.size(), at) || get_le<uint32_t>(r.data()) != kRecordMagic ||
+        get_le<uint32_t>(r.data() + 28) != crc(r.data(), 28) || get_le<uint64_t>(r.data() + 16) != cfg_.fingerprint) {
+      break;  // a torn or damaged tail: what follows is not trusted
+    }
+    const uint32_t payload = get_le<uint32_t>(r.data() + 4);
+    if (at + static_cast<int64_t>(kRecordHeaderBytes + payload) > size) break;  // the payload was cut short
+    index_[get_le<uint64_t>(r.data() + 8)] = {id, at, payload};
+    at += static_cast<int64_t>(kRecordHeaderBytes + payload);
+  }
+  if (at < size) ++counters_.torn_tails;
+  ::close(fd);
+  return size;
+}
+
+bool DiskTier::put(uint64_t key, std::vector<uint8_t> payload, bool wait) {
+  std::unique_lock lock(mu_);
+  ++counters_.puts;
+  if (index_.count(key) || queued_keys_.count(key)) return true;
+  if (wait) drained_.wait(lock, [&] { return static_cast<int32_t>(queue_.size()) < cfg_.queue_blocks; });
+  if (static_cast<int32_t>(queue_.size()) >= cfg_.queue_blocks || payload.size() > (size_t{1} << 31)) {
+    ++counters_.dropped;
+    return false;
+  }
+  ++queued_keys_[key];
+  queue_.emplace_back(key, std::move(payload));
+  queued_.notify_one();
+  return true;
+}
+
+bool DiskTier::contains(uint64_t key) const {
+  std::lock_guard lock(mu_);
+  return index_.count(key) > 0 || queued_keys_.count(key) > 0;
+}
+
+std::optional<std::vector<uint8_t>> DiskTier::get(uint64_t key) {
+  const auto t0 = Clock::now();
+  Location loc;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [k, payload] : queue_) {  // not written yet: the bytes are here
+      if (k == key) {
+        ++counters_.hits;
+        return payload;
+      }
+    }
+    auto it = index_.find(key);
+    if (it == index_.end()) {
+      ++counters_.misses;
+      return std::nullopt;
+    }
+    loc = it->second;
+  }
+  std::vector<uint8_t> payload(loc.payload_bytes);
+  std::array<uint8_t, kRecordHeaderBytes> h{};
+  const int fd = ::open(segment_path(loc.segment).c_str(), O_RDONLY | O_CLOEXEC);
+  const bool read = fd >= 0 && read_exact(fd, h.data(), h.size(), loc.offset) &&
+                    read_exact(fd, payload.data(), payload.size(), loc.offset + kRecordHeaderBytes);
+  if (fd >= 0) ::close(fd);
+  const bool ok = read && get_le<uint32_t>(h.data()) == kRecordMagic && get_le<uint64_t>(h.data() + 8) == key &&
+                  get_le<uint32_t>(h.data() + 4) == loc.payload_bytes &&
+                  get_le<uint32_t>(h.data() + 28) == crc(h.data(), 28) &&
+                  get_le<uint32_t>(h.data() + 24) == crc(payload.data(), payload.size());
+  std::lock_guard lock(mu_);
+  counters_.read_ms += ms_since(t0);
+  if (!ok) {  // a miss: the block is recomputed; the record is forgotten
+    if (counters_.corrupt++ < 8) {
+      std::fprintf(stderr, "slimkv: KV disk tier: block %016llx in %s failed its check (%s): recomputed\n",
+                   static_cast<unsigned long long>(key), segment_path(loc.segment).c_str(),
+                   read ? "checksum" : "short read");
+    }
+    ++counters_.misses;
+    index_.erase(key);
+    return std::nullopt;
+  }
+  ++counters_.hits;
+  counters_.read_bytes += static_cast<int64_t>(kRecordHeaderBytes + payload.size());
+  return payload;
+}
+
+void DiskTier::flush() {
+  std::unique_lock lock(mu_);
+  drained_.wait(lock, [&] { return queue_.empty() && !writing_; });
+}
+
+DiskTierCounters DiskTier::counters() const {
+  std::lock_guard lock(mu_);
+  return counters_;
+}
+
+int64_t DiskTier::stored_bytes() const {
+  std::lock_guard lock(mu_);
+  int64_t b = 0;
+  for (const auto& [id, bytes] : segments_) b += bytes;
+  return b;
+}
+
+int64_t DiskTier::stored_blocks() const {
+  std::lock_guard lock(mu_);
+  return static_cast<int64_t>(index_.size());
+}
+
+void DiskTier::writer_loop() {
+  std::unique_lock lock(mu_);
+  while (true) {
+    queued_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping, everything written
+    auto [key, payload] = std::move(queue_.front());
+    queue_.pop_front();
+    writing_ = true;
+    lock.unlock();
+    const auto t0 = Clock::now();
+    append(key, payload);
+    lock.lock();
+    counters_.write_ms += ms_since(t0);
+    if (--queued_keys_[key] == 0) queued_keys_.erase(key);
+    writing_ = false;
+    drained_.notify_all();  // flush() waits for an empty queue, a waiting put() for room
+  }
+}
+
+void DiskTier::append(uint64_t key, const std::vector<uint8_t>& payload) {
+  const auto rh = record_header(key, cfg_.fingerprint, payload);
+  int64_t segment = 0, offset = 0;
+  {
+    std::lock_guard lock(mu_);
+    const bool full = open_segment_ >= 0 && segments_[open_segment_] >= cfg_.segment_bytes;
+    if (open_segment_ < 0 || full) {  // a new segment: the next id
+      if (fd_ >= 0) ::close(fd_);
+      open_segment_ = open_segment_ < 0 ? -open_segment_ - 1 : open_segment_ + 1;
+      fd_ = ::open(segment_path(open_segment_).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      const auto sh = segment_header(cfg_.fingerprint);
+      if (fd_ < 0 || !write_all(fd_, sh.data(), sh.size())) {
+        std::fprintf(stderr, "slimkv: KV disk tier: cannot write %s: blocks are not offloaded\n",
+                     segment_path(open_segment_).c_str());
+        ++counters_.dropped;
+        return;
+      }
+      segments_[open_segment_] = static_cast<int64_t>(sh.size());
+    }
+    segment = open_segment_;
+    offset = segments_[segment];
+  }
+  const bool ok = write_all(fd_, rh.data(), rh.size()) && write_all(fd_, payload.data(), payload.size());
+  std::lock_guard lock(mu_);
+  const int64_t bytes = static_cast<int64_t>(rh.size() + payload.size());
+  if (!ok) {  // the segment's tail is now torn: start another
+    ++counters_.dropped;
+    segments_[segment] = cfg_.segment_bytes;
+    return;
+  }
+  segments_[segment] += bytes;
+  index_[key] = {segment, offset, static_cast<uint32_t>(payload.size())};
+  ++counters_.written_blocks;
+  counters_.written_bytes += bytes;
+  int64_t total = 0;
+  for (const auto& [id, b] : segments_) total += b;
+  while (total > cfg_.max_bytes && segments_.size() > 1) {
+    total -= segments_.begin()->second;
+    evict_oldest_locked();
+  }
+}
+
+void DiskTier::evict_oldest_locked() {
+  const int64_t id = segments_.begin()->first;
+  segments_.erase(segments_.begin());
+  for (auto it = index_.begin(); it != index_.end();) {
+    it = it->second.segment == id ? index_.erase(it) : std::next(it);
+  }
+  std::error_code ec;
+  fs::remove(segment_path(id), ec);
+  ++counters_.evicted_segments;
+}
+
+}  // namespace slimkv
