@@ -203,27 +203,42 @@ std::shared_ptr<const LoraAdapter> HttpServer::served_adapter(const std::string&
 }
 
 // vLLM's runtime adapter routes: {"lora_name", "lora_path"} (and slimkv's optional "scale"), {"lora_name"}. A path
-// on the server's disk is opened, so they answer only behind an API key.
-HttpResponse HttpServer::load_lora(const HttpRequest& req, HttpPeer&) {
+// on the server's disk is opened, so they answer only behind an API key. The body, once that is so.
+nlohmann::ordered_json HttpServer::adapter_route_body(const HttpRequest& req) const {
   if (cfg_.api_keys.empty()) {
-    throw ApiError(403, "loading adapters at run time needs the server to have an API key (--api-key)",
+    throw ApiError(403, "loading or unloading adapters at run time needs the server to have an API key (--api-key)",
                    "permission_error");
   }
-  const nlohmann::ordered_json body = parse_body(req.body, cfg_.json_limits());
-  auto text = [&](const char* key) {
-    const auto* v = body.is_object() ? json_field(body, key) : nullptr;
-    if (!v || !v->is_string() || v->get_ref<const std::string&>().empty()) {
-      throw invalid_request(fmt::format("'{}' (a non-empty string) is required", key), key);
-    }
-    return v->get<std::string>();
-  };
-  const std::string name = text("lora_name"), path = text("lora_path");
+  if (!ctx_.loras) throw service_unavailable("this server has no adapter registry");
+  nlohmann::ordered_json body = parse_body(req.body, cfg_.json_limits());
+  if (!body.is_object()) throw invalid_request("the body must be a JSON object");
+  return body;
+}
+
+namespace {
+
+std::string required_text(const nlohmann::ordered_json& body, const char* key) {
+  const auto* v = json_field(body, key);
+  if (!v || !v->is_string() || v->get_ref<const std::string&>().empty()) {
+    throw invalid_request(fmt::format("'{}' (a non-empty string) is required", key), key);
+  }
+  return v->get<std::string>();
+}
+
+}  // namespace
+
+HttpResponse HttpServer::load_lora(const HttpRequest& req, HttpPeer&) {
+  const nlohmann::ordered_json body = adapter_route_body(req);
+  const std::string name = required_text(body, "lora_name"), path = required_text(body, "lora_path");
   double scale = 1.0;
   if (const auto* v = json_field(body, "scale")) {
     if (!v->is_number() || !std::isfinite(v->get<double>())) throw invalid_request("'scale' must be a number", "scale");
     scale = v->get<double>();
   }
-  if (!ctx_.loras) throw service_unavailable("this server has no adapter registry");
+  if (name == ctx_.model_name || ctx_.loras->find(name)) {
+    throw invalid_request(fmt::format("the name '{}' is taken (the base model's, or a loaded adapter's)", name),
+                          "lora_name");
+  }
   try {
     ctx_.loras->load(name, path, static_cast<float>(scale));
   } catch (const Error& e) {
@@ -235,15 +250,8 @@ HttpResponse HttpServer::load_lora(const HttpRequest& req, HttpPeer&) {
 }
 
 HttpResponse HttpServer::unload_lora(const HttpRequest& req, HttpPeer&) {
-  if (cfg_.api_keys.empty()) {
-    throw ApiError(403, "unloading adapters at run time needs the server to have an API key (--api-key)",
-                   "permission_error");
-  }
-  const nlohmann::ordered_json body = parse_body(req.body, cfg_.json_limits());
-  const auto* v = body.is_object() ? json_field(body, "lora_name") : nullptr;
-  if (!v || !v->is_string()) throw invalid_request("'lora_name' (a string) is required", "lora_name");
-  const std::string name = v->get<std::string>();
-  if (!ctx_.loras || !ctx_.loras->unload(name)) throw model_not_found(name);
+  const std::string name = required_text(adapter_route_body(req), "lora_name");
+  if (!ctx_.loras->unload(name)) throw model_not_found(name);
   HttpResponse r;
   r.body = dump_json({{"object", "lora_adapter"}, {"id", name}, {"status", "unloaded"}});
   return r;
