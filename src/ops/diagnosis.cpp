@@ -65,6 +65,13 @@ std::vector<Finding> diagnose(const Observations& o, const HealthThresholds& t) 
                  "lower --block-size (e.g. 16 -> 8), keep --enable-prefix-caching, send shared prefixes verbatim",
                  fmt::format("prefix hit rate {:.1f}% < {:.0f}%", 100 * *o.prefix_hit_rate, 100 * t.cache_hit_rate)});
   }
+  if (o.tier_read_ms_per_token && o.prefill_ms_per_token && *o.tier_read_ms_per_token >= *o.prefill_ms_per_token) {
+    f.push_back({"disk tier slower than recompute", "restoring a block from --kv-offload-dir costs more than "
+                 "computing it (a slow or remote disk, or a tiny model)",
+                 "put --kv-offload-dir on local flash (or tmpfs), or run without the tier",
+                 fmt::format("tier read {:.3f} ms per token >= prefill {:.3f} ms per token",
+                             *o.tier_read_ms_per_token, *o.prefill_ms_per_token)});
+  }
   if (o.preemptions && *o.preemptions > 0) {
     f.push_back({"preemptions", "the KV pool runs out under this load (requests are recomputed)",
                  "compress the cache (int8 halves it) or raise --kv-cache-memory; lower --max-num-seqs",

@@ -29,6 +29,8 @@ struct Observations {          // every field optional: a rule runs only on what
   std::optional<double> collective_share;            // from profile under mpirun: all-reduces' share of decode
   std::optional<double> top1_agreement;              // from eval (compressed vs baseline)
   std::optional<double> waiting_requests;
+  std::optional<double> tier_read_ms_per_token;      // the KV disk tier: read time per restored token
+  std::optional<double> prefill_ms_per_token;        // prefill time per token computed (not hit)
   std::string source;                                // for the report
 };
 

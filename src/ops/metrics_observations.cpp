@@ -23,6 +23,10 @@ Observations observations_from_metrics(const PromSamples& now, const PromSamples
   if (q > 0) o.prefix_hit_rate = delta("prefix_cache_hits_total") / q;
   o.preemptions = delta("num_preemptions_total");
   o.waiting_requests = now.sum(metric_name(now, "num_requests_waiting"));
+  const double restored = delta("kv_offload_restored_tokens_total");
+  if (restored > 0) o.tier_read_ms_per_token = 1000.0 * delta("kv_offload_read_seconds_total") / restored;
+  const double computed = delta("prompt_tokens_total") - delta("prefix_cache_hits_total");
+  if (computed > 0) o.prefill_ms_per_token = 1000.0 * delta("request_prefill_time_seconds_sum") / computed;
   double ratio_sum = 0;
   int n = 0;
   for (auto it = now.samples.lower_bound("slimkv:kv_cache_compression_ratio{");

@@ -94,6 +94,8 @@ TEST(Diagnosis, SymptomsMapToCausesCitingTheMeasuredValue) {
   healthy.preemptions = 0;
   healthy.kv_compression_ratio = 4;
   healthy.collective_share = 0.04;  // 2 ranks over shared memory (docs/scale-out.md)
+  healthy.tier_read_ms_per_token = 0.002;  // a restored token vs a computed one (docs/performance.md "Issue T")
+  healthy.prefill_ms_per_token = 0.27;
   const HealthThresholds t;
   EXPECT_TRUE(diagnose(healthy, t).empty());
   for (const auto& c : health_checks(healthy, t)) EXPECT_TRUE(c.pass) << c.name;
@@ -106,6 +108,8 @@ TEST(Diagnosis, SymptomsMapToCausesCitingTheMeasuredValue) {
   sick.collective_share = 0.44;
   sick.top1_agreement = 0.95;
   sick.kv_compression_ratio = 1.0;
+  sick.tier_read_ms_per_token = 0.5;
+  sick.prefill_ms_per_token = 0.25;
   std::map<std::string, std::string> found;
   for (const auto& f : diagnose(sick, t)) found[f.symptom] = f.evidence;
   EXPECT_EQ(found["TTFT spike"], "TTFT 900 ms >= 500 ms while TPOT is fine");
@@ -115,6 +119,7 @@ TEST(Diagnosis, SymptomsMapToCausesCitingTheMeasuredValue) {
   EXPECT_EQ(found["quality drop"], "top-1 agreement 95.00% < 99.00%");
   EXPECT_EQ(found["memory not down"], "compression ratio vs f16 1.00");
   EXPECT_EQ(found["preemptions"], "3 preemptions");
+  EXPECT_EQ(found["disk tier slower than recompute"], "tier read 0.500 ms per token >= prefill 0.250 ms per token");
   EXPECT_EQ(found.count("TPOT high"), 0u);
   int warns = 0;
   for (const auto& c : health_checks(sick, t)) warns += !c.pass;
