@@ -74,6 +74,9 @@ Engine::Engine(const Model& model, EngineConfig cfg)
   logits_.resize(static_cast<size_t>(std::min(cfg_.sched.max_num_seqs, cfg_.sched.max_num_batched_tokens)) *
                  model.config.vocab_size);
   if (!cfg_.cache.kv_offload_dir.empty()) {
+    // rank 0 decides restores before its step; the other ranks would have to restore the same blocks alike
+    SLIMKV_CHECK(model.shard.ranks == 1, "--kv-offload-dir: not under tensor parallelism yet (every rank would have "
+                 "to restore the same blocks in the same step)");
     DiskTierConfig t;
     t.dir = cfg_.cache.kv_offload_dir;
     t.max_bytes = cfg_.cache.kv_offload_bytes;

@@ -1,5 +1,6 @@
 #include "engine/kv_offload.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/check.h"
@@ -75,9 +76,15 @@ int32_t KvOffload::restore(const Request& r) {
   const int64_t full = (static_cast<int64_t>(tokens.size()) - 1) / bs;  // the last token is always computed
   const std::vector<BlockHash> hashes = kv_.chain_hashes(tokens, r.kv.hash_seed, full);
   int32_t restored = 0;
+  // The chain's blocks are held while it is walked: adopting a block evicts the LRU's oldest, which must not be an
+  // earlier block of this very prefix (a hit needs the chain whole from its first block).
+  std::vector<BlockId> held;
   for (int64_t b = 0; b < static_cast<int64_t>(hashes.size()); ++b) {
     const auto blk = tokens.subspan(b * bs, bs);
-    if (kv_.is_cached(0, hashes[b], blk)) continue;
+    if (auto id = kv_.hold_cached(0, hashes[b], blk)) {
+      held.push_back(*id);
+      continue;
+    }
     const BlockHash key = KvCacheManager::group_hash(hashes[b], 0);
     if (!tier_->contains(key)) break;
     auto payload = tier_->get(key);
@@ -87,9 +94,13 @@ int32_t KvOffload::restore(const Request& r) {
       break;  // a miss (counted by the tier) or another prefix under a colliding key: recomputed
     }
     const uint8_t* records = payload->data() + token_bytes;
-    if (!kv_.adopt_cached_block(0, hashes[b], blk, [&](BlockId id) { copy_in(id, records); })) break;
+    auto id = kv_.adopt_cached_block(0, hashes[b], blk, [&](BlockId id) { copy_in(id, records); });
+    if (!id) break;
+    held.push_back(*id);
     ++restored;
   }
+  std::reverse(held.begin(), held.end());  // the tail first: the prefix's head stays longest
+  kv_.release_held(0, held);
   counters_.restored_blocks += restored;
   counters_.restored_tokens += static_cast<int64_t>(restored) * bs;
   return restored;

@@ -85,17 +85,23 @@ std::vector<BlockHash> KvCacheManager::chain_hashes(std::span<const int32_t> tok
   return out;
 }
 
-bool KvCacheManager::adopt_cached_block(int32_t g, BlockHash chain_hash, std::span<const int32_t> tokens,
-                                        const std::function<void(BlockId)>& fill) {
+std::optional<BlockId> KvCacheManager::hold_cached(int32_t g, BlockHash chain_hash, std::span<const int32_t> tokens) {
+  auto id = gpool(g).lookup(group_hash(chain_hash, g), tokens);
+  if (id) gpool(g).retain(*id);
+  return id;
+}
+
+std::optional<BlockId> KvCacheManager::adopt_cached_block(int32_t g, BlockHash chain_hash,
+                                                          std::span<const int32_t> tokens,
+                                                          const std::function<void(BlockId)>& fill) {
   SLIMKV_CHECK(static_cast<int32_t>(tokens.size()) == block_size_, "adopt: {} tokens for a block of {}",
                tokens.size(), block_size_);
   auto ids = gpool(g).allocate(1);
-  if (!ids) return false;
+  if (!ids) return std::nullopt;
   const BlockId id = ids->front();
   fill(id);
   gpool(g).register_hash(id, group_hash(chain_hash, g), tokens);
-  gpool(g).release(*ids);  // unreferenced and hashed: cached, evictable
-  return true;
+  return id;  // held; hashed: cached and evictable once released
 }
 
 PrefixHit KvCacheManager::find_cached_prefix(std::span<const int32_t> tokens, BlockHash hash_seed) const {

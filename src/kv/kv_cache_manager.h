@@ -86,13 +86,14 @@ class KvCacheManager {
   std::vector<BlockHash> chain_hashes(std::span<const int32_t> tokens, BlockHash hash_seed, int64_t num_blocks) const;
   // Group g's key in its pool for a chain hash (what the pool indexes, and what the drop hook is given).
   static BlockHash group_hash(BlockHash h, int32_t g);
-  bool is_cached(int32_t g, BlockHash chain_hash, std::span<const int32_t> tokens) const {
-    return gpool(g).lookup(group_hash(chain_hash, g), tokens).has_value();
-  }
-  // A block of group g filled by `fill` (given its id) and registered under chain_hash as a cached, unreferenced
-  // block (found by the next lookup, evictable); false when the pool has no free block.
-  bool adopt_cached_block(int32_t g, BlockHash chain_hash, std::span<const int32_t> tokens,
-                          const std::function<void(BlockId)>& fill);
+  // Group g's cached block for chain_hash, held (+1 reference: not evicted until release_held), or nullopt.
+  std::optional<BlockId> hold_cached(int32_t g, BlockHash chain_hash, std::span<const int32_t> tokens);
+  // A free block of group g filled by `fill` (given its id) and registered under chain_hash, held as above;
+  // nullopt when the pool has no free block.
+  std::optional<BlockId> adopt_cached_block(int32_t g, BlockHash chain_hash, std::span<const int32_t> tokens,
+                                            const std::function<void(BlockId)>& fill);
+  // Lets held blocks go, in this order (the last one released is the last one the LRU evicts).
+  void release_held(int32_t g, std::span<const BlockId> ids) { gpool(g).release(ids); }
   void set_drop_hook(int32_t pool, BlockPool::DropHook hook) { pools_[pool].set_drop_hook(std::move(hook)); }
   // Gives every group of `seq` blocks for its first num_tokens tokens. With a hit (only for an empty seq) the hit
   // blocks become its first blocks. All or nothing over the groups: false (and no change) when the pool is short.
