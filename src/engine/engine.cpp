@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <random>
 
 #include "core/profiler.h"
@@ -81,8 +82,13 @@ Engine::Engine(const Model& model, EngineConfig cfg)
     t.dir = cfg_.cache.kv_offload_dir;
     t.max_bytes = cfg_.cache.kv_offload_bytes;
     // another model, KV dtype, block size, compression config or rank: another tier (its files are ignored)
+    // the model file's size and time too: a file replaced at the same path is another model
+    std::error_code ec;
+    const auto bytes = std::filesystem::is_regular_file(model.path, ec) ? std::filesystem::file_size(model.path, ec) : 0;
+    const auto mtime = std::filesystem::last_write_time(model.path, ec).time_since_epoch().count();
     t.fingerprint = (cache_salt(model, cfg_.compress) ^ (static_cast<uint64_t>(cfg_.cache.block_size) << 40) ^
-                     static_cast<uint64_t>(model.shard.rank) * 1099511628211ull) | 1;
+                     static_cast<uint64_t>(model.shard.rank) * 1099511628211ull ^ (bytes * 0x9e3779b97f4a7c15ull) ^
+                     static_cast<uint64_t>(mtime) * 0xc2b2ae3d27d4eb4full) | 1;
     offload_ = std::make_unique<KvOffload>(layout_, storage_, kv_manager_, std::move(t));
   }
   refresh_gauges();
@@ -91,7 +97,7 @@ Engine::Engine(const Model& model, EngineConfig cfg)
 Engine::~Engine() {
   if (!offload_) return;
   try {
-    offload_->save_cached();
+    offload_->save_cached(cfg_.cache.kv_offload_bytes);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "slimkv: KV disk tier: saving the cached blocks failed: %s\n", e.what());
   }

@@ -1,6 +1,7 @@
 #include "engine/kv_offload.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "core/check.h"
@@ -61,16 +62,32 @@ void KvOffload::copy_in(BlockId id, const uint8_t* in) {
   }
 }
 
-void KvOffload::offer(BlockId id, BlockHash key, std::span<const int32_t> tokens) {
-  if (static_cast<int32_t>(tokens.size()) != layout_.block_size_tokens) return;
-  std::vector<uint8_t> payload(payload_bytes());  // [tokens | layers' records]
-  std::memcpy(payload.data(), tokens.data(), tokens.size_bytes());
-  copy_out(id, payload.data() + tokens.size_bytes());
-  ++counters_.offered_blocks;
-  tier_->put(key, std::move(payload));
+// Called inside BlockPool::allocate on the engine thread: nothing may escape (the pool is mid-update), so a failure
+// only loses the block from the tier.
+void KvOffload::offer(BlockId id, BlockHash key, std::span<const int32_t> tokens) noexcept {
+  if (static_cast<int32_t>(tokens.size()) != layout_.block_size_tokens || tier_->contains(key)) return;
+  try {
+    std::vector<uint8_t> payload(payload_bytes());  // [tokens | layers' records]
+    std::memcpy(payload.data(), tokens.data(), tokens.size_bytes());
+    copy_out(id, payload.data() + tokens.size_bytes());
+    ++counters_.offered_blocks;
+    tier_->put(key, std::move(payload));
+  } catch (...) {
+  }
 }
 
 int32_t KvOffload::restore(const Request& r) {
+  if (pooling_reads_prefix(r.params.pooling)) return 0;  // such a request takes no prefix hit
+  try {
+    return restore_chain(r);
+  } catch (const std::exception& e) {  // the engine thread goes on: the blocks are computed instead
+    std::fprintf(stderr, "slimkv: KV disk tier: restoring for request %lld failed: %s\n",
+                 static_cast<long long>(r.id), e.what());
+    return 0;
+  }
+}
+
+int32_t KvOffload::restore_chain(const Request& r) {
   const int32_t bs = layout_.block_size_tokens;
   const std::span<const int32_t> tokens(r.tokens);
   const int64_t full = (static_cast<int64_t>(tokens.size()) - 1) / bs;  // the last token is always computed
@@ -106,9 +123,11 @@ int32_t KvOffload::restore(const Request& r) {
   return restored;
 }
 
-void KvOffload::save_cached() {
-  kv_.pool(0).for_each_cached([this](BlockId id, BlockHash key, std::span<const int32_t> tokens) {
+void KvOffload::save_cached(int64_t max_bytes) {
+  int64_t saved = 0;
+  kv_.pool(0).for_each_cached([&](BlockId id, BlockHash key, std::span<const int32_t> tokens) {
     if (tier_->contains(key) || static_cast<int32_t>(tokens.size()) != layout_.block_size_tokens) return;
+    if ((saved += payload_bytes()) > max_bytes) return;  // no more than the tier keeps
     std::vector<uint8_t> payload(payload_bytes());
     std::memcpy(payload.data(), tokens.data(), tokens.size_bytes());
     copy_out(id, payload.data() + tokens.size_bytes());

@@ -33,13 +33,14 @@ class KvOffload {
   // Reads back the full blocks of r's tokens that follow what the pool holds, while the tier has them and the pool
   // has free blocks; returns how many blocks it restored.
   int32_t restore(const Request& r);
-  // Offers every block the pool still caches (at shutdown: the next start finds them on disk).
-  void save_cached();
+  // Offers the blocks the pool still caches, up to max_bytes (at shutdown: the next start finds them on disk).
+  void save_cached(int64_t max_bytes);
   KvOffloadCounters counters() const;
   DiskTier& tier() { return *tier_; }
 
  private:
-  void offer(BlockId id, BlockHash key, std::span<const int32_t> tokens);  // the pool's drop hook
+  void offer(BlockId id, BlockHash key, std::span<const int32_t> tokens) noexcept;  // the pool's drop hook
+  int32_t restore_chain(const Request& r);
   int64_t payload_bytes() const;
   void copy_out(BlockId id, uint8_t* out) const;   // the block's records, every layer, K then V per head
   void copy_in(BlockId id, const uint8_t* in);

@@ -1,9 +1,11 @@
 #include "tier/disk_tier.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -91,6 +93,10 @@ DiskTier::DiskTier(DiskTierConfig cfg) : cfg_(std::move(cfg)) {
   std::error_code ec;
   fs::create_directories(cfg_.dir, ec);
   SLIMKV_CHECK(fs::is_directory(cfg_.dir, ec), "--kv-offload-dir {}: not a directory we can create", cfg_.dir);
+  lock_fd_ = ::open((fs::path(cfg_.dir) / "lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  SLIMKV_CHECK(lock_fd_ >= 0 && ::flock(lock_fd_, LOCK_EX | LOCK_NB) == 0,
+               "--kv-offload-dir {}: in use by another process (one server per tier directory)", cfg_.dir);
+  cfg_.segment_bytes = std::max<int64_t>(1 << 16, std::min(cfg_.segment_bytes, cfg_.max_bytes / 4));
   scan();
   io_ = std::thread([this] { writer_loop(); });
 }
@@ -103,6 +109,7 @@ DiskTier::~DiskTier() {
   queued_.notify_all();
   io_.join();
   if (fd_ >= 0) ::close(fd_);
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
 }
 
 std::string DiskTier::segment_path(int64_t id) const {
@@ -162,11 +169,16 @@ bool DiskTier::put(uint64_t key, std::vector<uint8_t> payload, bool wait) {
   std::unique_lock lock(mu_);
   ++counters_.puts;
   if (index_.count(key) || queued_keys_.count(key)) return true;
-  if (wait) drained_.wait(lock, [&] { return static_cast<int32_t>(queue_.size()) < cfg_.queue_blocks; });
-  if (static_cast<int32_t>(queue_.size()) >= cfg_.queue_blocks || payload.size() > (size_t{1} << 31)) {
+  auto room = [&] {
+    return static_cast<int32_t>(queue_.size()) < cfg_.queue_blocks &&
+           (queue_.empty() || queued_bytes_ + static_cast<int64_t>(payload.size()) <= cfg_.queue_bytes);
+  };
+  if (wait) drained_.wait(lock, room);
+  if (!room() || payload.size() > (size_t{1} << 31)) {
     ++counters_.dropped;
     return false;
   }
+  queued_bytes_ += static_cast<int64_t>(payload.size());
   ++queued_keys_[key];
   queue_.emplace_back(key, std::move(payload));
   queued_.notify_one();
@@ -252,6 +264,7 @@ void DiskTier::writer_loop() {
     if (queue_.empty()) return;  // stopping, everything written
     auto [key, payload] = std::move(queue_.front());
     queue_.pop_front();
+    queued_bytes_ -= static_cast<int64_t>(payload.size());
     writing_ = true;
     lock.unlock();
     const auto t0 = Clock::now();
@@ -276,9 +289,13 @@ void DiskTier::append(uint64_t key, const std::vector<uint8_t>& payload) {
       fd_ = ::open(segment_path(open_segment_).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
       const auto sh = segment_header(cfg_.fingerprint);
       if (fd_ < 0 || !write_all(fd_, sh.data(), sh.size())) {
-        std::fprintf(stderr, "slimkv: KV disk tier: cannot write %s: blocks are not offloaded\n",
-                     segment_path(open_segment_).c_str());
-        ++counters_.dropped;
+        if (counters_.dropped++ < 8) {
+          std::fprintf(stderr, "slimkv: KV disk tier: cannot write %s: the block is not offloaded\n",
+                       segment_path(open_segment_).c_str());
+        }
+        std::error_code ec;
+        fs::remove(segment_path(open_segment_), ec);
+        close_segment_after_failure(open_segment_, -1);
         return;
       }
       segments_[open_segment_] = static_cast<int64_t>(sh.size());
@@ -289,9 +306,13 @@ void DiskTier::append(uint64_t key, const std::vector<uint8_t>& payload) {
   const bool ok = write_all(fd_, rh.data(), rh.size()) && write_all(fd_, payload.data(), payload.size());
   std::lock_guard lock(mu_);
   const int64_t bytes = static_cast<int64_t>(rh.size() + payload.size());
-  if (!ok) {  // the segment's tail is now torn: start another
-    ++counters_.dropped;
-    segments_[segment] = cfg_.segment_bytes;
+  if (!ok) {  // cut the partial record off, close the segment at its good size; the next block opens another
+    if (counters_.dropped++ < 8) {
+      std::fprintf(stderr, "slimkv: KV disk tier: a write to %s failed (disk full?): the block is not offloaded\n",
+                   segment_path(segment).c_str());
+    }
+    if (::ftruncate(fd_, offset) != 0) segments_[segment] = offset + bytes;  // the torn tail stays: counted
+    close_segment_after_failure(segment, offset);
     return;
   }
   segments_[segment] += bytes;
@@ -304,6 +325,14 @@ void DiskTier::append(uint64_t key, const std::vector<uint8_t>& payload) {
     total -= segments_.begin()->second;
     evict_oldest_locked();
   }
+}
+
+void DiskTier::close_segment_after_failure(int64_t segment, int64_t good_bytes) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  if (good_bytes < 0) segments_.erase(segment);         // never written: removed
+  else if (segments_[segment] < good_bytes) segments_[segment] = good_bytes;
+  open_segment_ = -(segment + 1) - 1;                   // none open; the next is segment + 1
 }
 
 void DiskTier::evict_oldest_locked() {

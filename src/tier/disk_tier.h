@@ -24,6 +24,7 @@ struct DiskTierConfig {
   uint64_t fingerprint = 0;                  // model + layout + compression + rank: other files are not read
   int64_t segment_bytes = int64_t{64} << 20; // a segment is closed once it holds this much
   int32_t queue_blocks = 256;                // blocks waiting to be written; a put beyond is dropped (counted)
+  int64_t queue_bytes = int64_t{64} << 20;   // and their bytes at most
 };
 
 struct DiskTierCounters {
@@ -60,7 +61,8 @@ class DiskTier {
   void scan();                                   // rebuilds index_ and segments_ from the directory
   int64_t scan_segment(int64_t id, const std::string& path);  // its valid bytes; indexes its records
   void writer_loop();
-  void append(uint64_t key, const std::vector<uint8_t>& payload);  // I/O thread, under io_mu_
+  void append(uint64_t key, const std::vector<uint8_t>& payload);  // the I/O thread
+  void close_segment_after_failure(int64_t segment, int64_t good_bytes);  // I/O thread, under mu_
   void evict_oldest_locked();
   std::string segment_path(int64_t id) const;
 
@@ -72,8 +74,10 @@ class DiskTier {
   std::deque<std::pair<uint64_t, std::vector<uint8_t>>> queue_;
   std::unordered_map<uint64_t, int32_t> queued_keys_;
   DiskTierCounters counters_;
-  int64_t open_segment_ = -1;          // the one being appended to (-1: none yet)
-  int fd_ = -1;                        // its file
+  int64_t open_segment_ = -1;          // the one being appended to (< 0: none; the next is -open_segment_ - 1)
+  int fd_ = -1;                        // its file (the I/O thread's)
+  int lock_fd_ = -1;                   // DIR/lock, flock()ed: one process per tier directory
+  int64_t queued_bytes_ = 0;
   bool writing_ = false, stop_ = false;
   std::thread io_;
 };

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <random>
 
+#include "core/check.h"
 #include "tier/disk_tier.h"
 
 namespace slimkv::test {
@@ -41,7 +42,9 @@ DiskTierConfig config(const std::string& dir, uint64_t fingerprint = 42) {
 
 std::vector<std::string> segment_files(const std::string& dir) {
   std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().string());
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().filename().string().rfind("segment-", 0) == 0) out.push_back(e.path().string());
+  }
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -138,6 +141,17 @@ TEST(DiskTier, TheByteLimitDeletesTheOldestSegments) {
   int64_t bytes = 0;
   for (const auto& f : segment_files(dir)) bytes += static_cast<int64_t>(fs::file_size(f));
   EXPECT_EQ(bytes, t.stored_bytes()) << "deleted segments are gone from the disk";
+}
+
+TEST(DiskTier, OneProcessPerDirectory) {
+  const std::string dir = fresh_dir("lock");
+  DiskTier first(config(dir));
+  try {
+    DiskTier second(config(dir));
+    ADD_FAILURE() << "two tiers share a directory";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("in use by another process"), std::string::npos) << e.what();
+  }
 }
 
 TEST(DiskTier, SigkillWhileWritingLeavesATierThatLoads) {
