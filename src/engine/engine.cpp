@@ -223,10 +223,10 @@ bool Engine::abort(RequestId id, FinishReason why) {
 
 std::vector<StepEvent> Engine::step() {
   const double start = now_ms();
-  if (offload_) {  // the disk tier's blocks for the requests admission looks at next
-    int32_t n = 0;
+  if (offload_) {  // the disk tier's blocks for the requests admission may take this step (not the whole queue)
+    int32_t seats = cfg_.sched.max_num_seqs - scheduler_.num_running();
     for (const Request* r : scheduler_.waiting()) {
-      if (n++ >= cfg_.sched.max_num_seqs) break;
+      if (seats-- <= 0) break;
       offload_->restore(*r);
     }
   }

@@ -17,6 +17,7 @@ DecoderForward::DecoderForward(const Model& model, ThreadPool* pool, std::unique
     : model_(model), family_(family_by_name(model.config.family)), pool_(pool),
       ops_(std::make_unique<LoraOps>(ops ? std::move(ops) : make_cpu_ops(pool, model.collectives.get()))),
       num_streams_(static_cast<int32_t>(kv_layer_specs(model.config).size())) {
+  lora_ops_ = static_cast<LoraOps*>(ops_.get());  // made so just above
   const ModelConfig& c = model.config;
   SLIMKV_CHECK(static_cast<int32_t>(c.layers.size()) == c.num_layers && !model.layers.empty(),
                "forward: model config has no per-layer values (finalize() not called)");
@@ -170,9 +171,8 @@ void DecoderForward::check_batch(const ForwardBatch& b, const KvStorage& kv) con
 
 // The step's LoRA rows (lora_ops.h): each token's adapter, and each logits row's (its token's).
 void DecoderForward::begin_lora_step(const ForwardBatch& b) {
-  LoraOps& lora = static_cast<LoraOps&>(*ops_);
   const int32_t T = b.num_tokens();
-  if (b.token_lora.empty()) return lora.clear_step();
+  if (b.token_lora.empty()) return lora_ops_->clear_step();
   SLIMKV_CHECK(b.token_lora.size() == static_cast<size_t>(T), "forward: {} LoRA entries for {} tokens",
                b.token_lora.size(), T);
   for (int32_t a : b.token_lora) {
@@ -181,7 +181,7 @@ void DecoderForward::begin_lora_step(const ForwardBatch& b) {
   }
   row_lora_.clear();
   for (int32_t t : b.logits_rows) row_lora_.push_back(t >= 0 && t < T ? b.token_lora[t] : -1);
-  lora.set_step(&step_loras_, b.token_lora.data(), T, row_lora_.data(), static_cast<int64_t>(row_lora_.size()));
+  lora_ops_->set_step(&step_loras_, b.token_lora.data(), T, row_lora_.data(), static_cast<int64_t>(row_lora_.size()));
 }
 
 // The final hidden states the batch asked to keep (embeddings), after the final norm.
@@ -221,7 +221,7 @@ void DecoderForward::forward(const ForwardBatch& b, KvStorage& kv, float* logits
   struct EndStep {     // on every way out: no adapter outside a forward
     LoraOps& ops;
     ~EndStep() { ops.clear_step(); }
-  } end_step{static_cast<LoraOps&>(*ops_)};
+  } end_step{*lora_ops_};
   for (int32_t l = 0; l < c.num_layers; ++l) family_.layer(*this, l);
   sum_importance_over_ranks(b);
   batch_ = nullptr;

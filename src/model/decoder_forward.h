@@ -29,6 +29,8 @@
 
 namespace slimkv {
 
+class LoraOps;
+
 // Biases of a gated MLP's three projections (experts that have them): [ffn], [ffn], [dim], each may be null.
 struct MlpBiases {
   const float *gate = nullptr, *up = nullptr, *down = nullptr;
@@ -145,6 +147,7 @@ class DecoderForward {
   int32_t T_ = 0;
   std::vector<float> x_;        // [T, dim] residual stream
   std::vector<float> hidden_;   // [hidden_rows, dim] final-normed states the batch asked to keep
+  LoraOps* lora_ops_ = nullptr;                 // ops_ itself: every backend runs through the LoRA decorator
   std::vector<const LoraAdapter*> step_loras_;  // what batch.token_lora indexes
   std::vector<int32_t> row_lora_;               // [logits rows] each row's token's adapter
   std::vector<float> xb_;       // [T, dim] normed input

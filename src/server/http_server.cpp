@@ -290,9 +290,7 @@ HttpResponse HttpServer::messages(const HttpRequest& req, HttpPeer& peer) {
 }
 
 HttpResponse HttpServer::generate(const HttpRequest& req, HttpPeer& peer, Api api) {
-  // Counted until the response is written: for a stream, until its last chunk.
-  ++active_;
-  std::shared_ptr<void> active(nullptr, [this](void*) { --active_; });
+  std::shared_ptr<void> active = count_active();
   // A large body (up to --max-body-bytes, and its parsed copy) goes back to the system afterwards instead of
   // staying in the allocator's arenas (hundreds of MB seen after large invalid bodies).
   struct TrimAfterLargeBody {
@@ -313,6 +311,7 @@ HttpResponse HttpServer::generate(const HttpRequest& req, HttpPeer& peer, Api ap
   auto lora = served_adapter(g.model);
   auto session = std::make_shared<GenerationSession>(ctx_, std::move(g), std::move(lora));
   HttpResponse r;
+  r.hold = active;  // the request counts until its answer (a stream: its last chunk) is written
   if (session->streaming()) {
     r.content_type = "text/event-stream";
     r.headers.emplace_back("Cache-Control", "no-cache");
@@ -335,14 +334,11 @@ HttpResponse HttpServer::generate(const HttpRequest& req, HttpPeer& peer, Api ap
       }
       done = session->done();
     };
-    r.stream.closed = [session, active](bool complete) {
+    r.stream.closed = [session](bool complete) {
       if (!complete) session->cancel();  // the client is gone: abort and free its KV blocks now
     };
     return r;
   }
-  // Counted until the body is written, not until it is made: a drain that saw 0 here shut the socket under a
-  // large answer still being sent (the client read a cut response).
-  r.hold = active;
   // A client that hangs up stops its generation, as a stream's does (issue R defect 7).
   r.body = session->run_to_completion([&peer] { return peer.client_gone(); });
   if (api == Api::kMessages) r.body = chat_completion_to_message(r.body);
@@ -358,9 +354,15 @@ HttpResponse HttpServer::generate(const HttpRequest& req, HttpPeer& peer, Api ap
   return r;
 }
 
+// One more request counted until the returned handle goes — held by its HttpResponse (`hold`) until the front has
+// written the answer (a drain that saw 0 as soon as the answer was made shut the socket under it).
+std::shared_ptr<void> HttpServer::count_active() {
+  ++active_;
+  return std::shared_ptr<void>(nullptr, [this](void*) { --active_; });
+}
+
 HttpResponse HttpServer::embeddings(const HttpRequest& req, HttpPeer& peer) {
-  ++active_;  // counted until its answer is written (r.hold), as generation's
-  std::shared_ptr<void> active(nullptr, [this](void*) { --active_; });
+  std::shared_ptr<void> active = count_active();
   if (draining_) throw service_unavailable("the server is shutting down (draining); retry on another replica");
   const EmbeddingsRequest e = parse_embeddings_request(parse_body(req.body, cfg_.json_limits()));
   const auto lora = served_adapter(e.model);

@@ -66,6 +66,7 @@ class HttpServer {
   HttpResponse load_lora(const HttpRequest& req, HttpPeer&);
   HttpResponse unload_lora(const HttpRequest& req, HttpPeer&);
   nlohmann::ordered_json adapter_route_body(const HttpRequest& req) const;  // 403 without an API key
+  std::shared_ptr<void> count_active();  // active_requests() + 1 until the handle is released
   // The adapter a request's `model` names: null for the base model (or none given); ApiError 404 otherwise.
   std::shared_ptr<const LoraAdapter> served_adapter(const std::string& model) const;
   HttpResponse tokenize(const HttpRequest& req, HttpPeer&);

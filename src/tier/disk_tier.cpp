@@ -129,13 +129,12 @@ void DiskTier::scan() {
   for (const auto& [id, path] : files) {
     const int64_t bytes = scan_segment(id, path);
     if (bytes >= 0) segments_[id] = bytes;
-    open_segment_ = std::max(open_segment_, id);  // new records go to a new segment: never after a torn tail
+    next_segment_ = std::max(next_segment_, id + 1);  // new records go to a new segment: never after a torn tail
   }
   if (counters_.ignored_files > 0) {
     std::fprintf(stderr, "slimkv: KV disk tier %s: ignoring %lld segment file(s) of another model or KV layout\n",
                  cfg_.dir.c_str(), static_cast<long long>(counters_.ignored_files));
   }
-  open_segment_ = -(open_segment_ + 2);  // "none open"; the next is -(value) - 1 = the highest id seen + 1
 }
 
 int64_t DiskTier::scan_segment(int64_t id, const std::string& path) {
@@ -285,7 +284,7 @@ void DiskTier::append(uint64_t key, const std::vector<uint8_t>& payload) {
     const bool full = open_segment_ >= 0 && segments_[open_segment_] >= cfg_.segment_bytes;
     if (open_segment_ < 0 || full) {  // a new segment: the next id
       if (fd_ >= 0) ::close(fd_);
-      open_segment_ = open_segment_ < 0 ? -open_segment_ - 1 : open_segment_ + 1;
+      open_segment_ = next_segment_++;
       fd_ = ::open(segment_path(open_segment_).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
       const auto sh = segment_header(cfg_.fingerprint);
       if (fd_ < 0 || !write_all(fd_, sh.data(), sh.size())) {
@@ -332,7 +331,7 @@ void DiskTier::close_segment_after_failure(int64_t segment, int64_t good_bytes) 
   fd_ = -1;
   if (good_bytes < 0) segments_.erase(segment);         // never written: removed
   else if (segments_[segment] < good_bytes) segments_[segment] = good_bytes;
-  open_segment_ = -(segment + 1) - 1;                   // none open; the next is segment + 1
+  open_segment_ = -1;                                   // none open: the next block starts the next segment
 }
 
 void DiskTier::evict_oldest_locked() {

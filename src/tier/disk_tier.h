@@ -74,7 +74,8 @@ class DiskTier {
   std::deque<std::pair<uint64_t, std::vector<uint8_t>>> queue_;
   std::unordered_map<uint64_t, int32_t> queued_keys_;
   DiskTierCounters counters_;
-  int64_t open_segment_ = -1;          // the one being appended to (< 0: none; the next is -open_segment_ - 1)
+  int64_t open_segment_ = -1;          // the one being appended to (-1: none)
+  int64_t next_segment_ = 0;           // the id the next segment takes (above every file found at start)
   int fd_ = -1;                        // its file (the I/O thread's)
   int lock_fd_ = -1;                   // DIR/lock, flock()ed: one process per tier directory
   int64_t queued_bytes_ = 0;

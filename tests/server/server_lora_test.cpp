@@ -34,7 +34,7 @@ TEST(ServerLora, AdaptersByNameConcurrentlyAndLoadUseUnload) {
   const std::string b = write_adapter(llama_f32(), "srv-b", 8, 0.0f, 22, 0.03f);
   ServerProcess s({"--lora", "ad-a=" + a, "--api-key", "sk-lora"}, llama_f32());
 
-  auto [ms, models] = std::pair<int, json>{0, json::parse(s.client().Get("/v1/models", kKey)->body)};
+  const json models = json::parse(s.client().Get("/v1/models", kKey)->body);
   ASSERT_EQ(models["data"].size(), 2u) << models.dump();
   EXPECT_EQ(models["data"][1]["id"], "ad-a");
   EXPECT_EQ(models["data"][1]["parent"], "llama-f32");

@@ -56,7 +56,7 @@ struct TurnsRun {
 };
 
 // The turns one after another (each to its end: a conversation), greedy 8 tokens each.
-TurnsRun run_turns(const Model& m, Engine& e, const std::vector<std::vector<int32_t>>& prompts) {
+TurnsRun run_turns(Engine& e, const std::vector<std::vector<int32_t>>& prompts) {
   TurnsRun out;
   RequestParams p;
   p.ignore_eos = true;
@@ -74,7 +74,6 @@ TurnsRun run_turns(const Model& m, Engine& e, const std::vector<std::vector<int3
   }
   out.hit_tokens = e.metrics().prefix_hit_tokens;
   if (e.offload()) out.offload = e.offload()->counters();
-  (void)m;
   return out;
 }
 
@@ -83,11 +82,11 @@ TEST(KvOffload, ASmallPoolWithTheTierEqualsALargePoolAndComputesLess) {
   auto m = load(k260);
   const auto prompts = turns();
   Engine large(*m, config(64, ""));  // all four prefixes fit
-  const TurnsRun want = run_turns(*m, large, prompts);
+  const TurnsRun want = run_turns(large, prompts);
   Engine small(*m, config(10, ""));  // one prefix (7 blocks) and a turn's tail
-  const TurnsRun without = run_turns(*m, small, prompts);
+  const TurnsRun without = run_turns(small, prompts);
   Engine tiered(*m, config(10, fresh_dir("small")));
-  const TurnsRun with = run_turns(*m, tiered, prompts);
+  const TurnsRun with = run_turns(tiered, prompts);
   EXPECT_EQ(without.tokens, want.tokens);
   EXPECT_EQ(with.tokens, want.tokens) << "restored blocks give the same outputs as computed ones";
   EXPECT_GT(with.offload.offered_blocks, 0);
@@ -108,11 +107,11 @@ TEST(KvOffload, ARestartFindsTheSavedPrefixAndCorruptOrForeignFilesAreMisses) {
   TurnsRun before;
   {
     Engine e(*m, config(64, dir));
-    before = run_turns(*m, e, first);
+    before = run_turns(e, first);
   }  // the pool's cached blocks are saved at the end
   {
     Engine e(*m, config(64, dir));
-    const TurnsRun after = run_turns(*m, e, first);
+    const TurnsRun after = run_turns(e, first);
     EXPECT_EQ(after.tokens, before.tokens);
     EXPECT_EQ(after.hit_tokens, 96) << "the whole prefix but the last block's rest came from disk";
     EXPECT_EQ(after.offload.restored_blocks, 6);
@@ -126,7 +125,7 @@ TEST(KvOffload, ARestartFindsTheSavedPrefixAndCorruptOrForeignFilesAreMisses) {
   }
   {
     Engine e(*m, config(64, dir));
-    const TurnsRun damaged = run_turns(*m, e, first);
+    const TurnsRun damaged = run_turns(e, first);
     EXPECT_EQ(damaged.tokens, before.tokens);
     EXPECT_EQ(damaged.hit_tokens, 0);
     EXPECT_GT(damaged.offload.tier.corrupt, 0);
@@ -135,7 +134,7 @@ TEST(KvOffload, ARestartFindsTheSavedPrefixAndCorruptOrForeignFilesAreMisses) {
   other.sched.max_model_len = 96 + 32;  // the same layout: still this tier
   other.cache.block_size = 8;           // another block size: another fingerprint
   Engine e(*m, other);
-  const TurnsRun foreign = run_turns(*m, e, first);
+  const TurnsRun foreign = run_turns(e, first);
   EXPECT_EQ(foreign.tokens, before.tokens);
   EXPECT_EQ(foreign.offload.restored_blocks, 0);
   EXPECT_GT(foreign.offload.tier.ignored_files, 0);
