@@ -115,6 +115,7 @@ int run_offline(OfflineFlags f) {
     if (progress) std::fprintf(stderr, "\r%zu/%zu requests done", done, work.size());
   }
   if (progress) std::fprintf(stderr, "\n");
+  engine.save_tier();  // a disk tier's cached blocks, every rank's part, before the other ranks stop
   release_followers(*model);
   const double secs = elapsed_ms() / 1000.0;
   const Metrics& m = engine.metrics();

@@ -190,9 +190,10 @@ int run_serve(ServeFlags f) {
   drain(http, service, f.server.shutdown_timeout_s, sigs, sig);
   http.stop();  // before the service and engine below go: no handler may run on them after this
   listener.thread.join();
-  if (model->collectives) {  // the other ranks stop following (under the engine lock: never beside a step)
-    service.inspect([&](Engine&) { release_followers(*model); });
-  }
+  service.inspect([&](Engine& e) {  // under the engine lock: never beside a step
+    e.save_tier();                   // the disk tier's cached blocks, every rank's part, for the next start
+    release_followers(*model);       // then the other ranks stop following
+  });
   std::fprintf(stderr, "slimkv serve: stopped\n");
   return 0;
 }

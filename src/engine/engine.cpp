@@ -75,11 +75,9 @@ Engine::Engine(const Model& model, EngineConfig cfg)
   logits_.resize(static_cast<size_t>(std::min(cfg_.sched.max_num_seqs, cfg_.sched.max_num_batched_tokens)) *
                  model.config.vocab_size);
   if (!cfg_.cache.kv_offload_dir.empty()) {
-    // rank 0 decides restores before its step; the other ranks would have to restore the same blocks alike
-    SLIMKV_CHECK(model.shard.ranks == 1, "--kv-offload-dir: not under tensor parallelism yet (every rank would have "
-                 "to restore the same blocks in the same step)");
     DiskTierConfig t;
-    t.dir = cfg_.cache.kv_offload_dir;
+    t.dir = cfg_.cache.kv_offload_dir;  // one directory per rank: each keeps its own heads' records
+    if (model.shard.ranks > 1) t.dir += fmt::format("/rank-{}-of-{}", model.shard.rank, model.shard.ranks);
     t.max_bytes = cfg_.cache.kv_offload_bytes;
     // another model, KV dtype, block size, compression config or rank: another tier (its files are ignored)
     // the model file's size and time too: a file replaced at the same path is another model
@@ -95,12 +93,41 @@ Engine::Engine(const Model& model, EngineConfig cfg)
 }
 
 Engine::~Engine() {
-  if (!offload_) return;
+  if (!offload_ || tier_saved_) return;
+  if (tier_sync_) {  // the other ranks may be gone: their parts would not be saved alongside
+    std::fprintf(stderr, "slimkv: KV disk tier: the cached blocks were not saved (save_tier was not called)\n");
+    return;
+  }
   try {
-    offload_->save_cached(cfg_.cache.kv_offload_bytes);
+    save_tier();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "slimkv: KV disk tier: saving the cached blocks failed: %s\n", e.what());
   }
+}
+
+void Engine::save_tier() {
+  if (!offload_ || tier_saved_) return;
+  tier_saved_ = true;
+  offload_->save_cached(cfg_.cache.kv_offload_bytes);
+  sync_tier();
+}
+
+void Engine::set_tier_sync(TierSync fn) {
+  tier_sync_ = std::move(fn);
+  if (offload_) offload_->record_ops(static_cast<bool>(tier_sync_));
+}
+
+void Engine::sync_tier() {
+  if (!offload_ || !tier_sync_) return;
+  const KvTierOps ops = offload_->take_ops();
+  if (ops.empty()) return;
+  const std::vector<double> failed = tier_sync_(ops);
+  offload_->settle(ops, failed);
+}
+
+std::vector<double> Engine::apply_tier_ops(const KvTierOps& ops) {
+  SLIMKV_CHECK(offload_ != nullptr, "tier ops for an engine without --kv-offload-dir");
+  return offload_->apply(ops);
 }
 
 double Engine::now_ms() const {
@@ -229,6 +256,7 @@ std::vector<StepEvent> Engine::step() {
       if (seats-- <= 0) break;
       offload_->restore(*r);
     }
+    sync_tier();  // every rank reads back the same blocks (or says it could not) before admission hits them
   }
   SchedOutput out = scheduler_.schedule(start);
   metrics_.num_preemptions += out.num_preempted;
@@ -255,6 +283,7 @@ std::vector<StepEvent> Engine::step() {
     pending_folds_.clear();
     const PooledRows pooled = plan_pooled_rows(out, scheduler_, batch_);  // embedding requests' rows to keep
     fwd_.set_step_loras(plan_adapter_rows(out, scheduler_, batch_));     // each token's LoRA adapter, if any
+    sync_tier();  // blocks this step's allocations reuse: every rank saves its part before the forward writes
     if (before_forward_) before_forward_(batch_);
     fwd_.forward(batch_, storage_, logits_.data());
     fold_pooled_rows(pooled, batch_, fwd_.hidden_states().data(), model_.config.dim);

@@ -41,6 +41,15 @@ class Engine {
   // slice and KV pool (the same block ids: the pools have the same geometry).
   void set_before_forward(std::function<void(const ForwardBatch&)> fn) { before_forward_ = std::move(fn); }
   void forward_only(const ForwardBatch& batch);
+  // ... and the disk tier (each rank keeps its own heads' records): rank 0 hands what its tier did to its pools
+  // (blocks saved, blocks read back) to `fn` after its restores and before each forward; `fn` returns, per read
+  // back, > 0 where another rank could not serve it (those blocks are forgotten). The other ranks apply them.
+  using TierSync = std::function<std::vector<double>(const KvTierOps&)>;
+  void set_tier_sync(TierSync fn);
+  std::vector<double> apply_tier_ops(const KvTierOps& ops);
+  // Saves the pool's cached blocks to the tier (and, under tensor parallelism, has every rank save its part):
+  // before a server lets its other ranks go. Once; the destructor does it when nobody did.
+  void save_tier();
   bool has_unfinished() const { return scheduler_.has_unfinished(); }
 
   const Metrics& metrics() const { return metrics_; }
@@ -73,6 +82,7 @@ class Engine {
  private:
   double now_ms() const;
   void refresh_gauges();
+  void sync_tier();  // rank 0 under tensor parallelism: the tier's ops since the last sync to the other ranks
 
   const Model& model_;
   EngineConfig cfg_;
@@ -94,6 +104,8 @@ class Engine {
   std::vector<SummaryFold> pending_folds_;  // a tensor-parallel leader's merges since the last step
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
   std::unique_ptr<KvOffload> offload_;  // after kv_manager_ and storage_, which it hooks into
+  TierSync tier_sync_;
+  bool tier_saved_ = false;
 };
 
 }  // namespace slimkv

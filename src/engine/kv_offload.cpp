@@ -9,13 +9,11 @@
 namespace slimkv {
 
 std::string offload_refusal(const KvLayout& layout) {
-  if (layout.num_groups() != 1) {
-    return fmt::format("the KV layout has {} groups (sliding windows, residual windows, select indexes, natively "
-                       "compressed or recurrent streams); the disk tier keeps single-group full-attention caches",
-                       layout.num_groups());
-  }
-  if (layout.groups[0].spec.kind != KvGroupKind::FullAttention) {
-    return "the KV group is not full attention (retention or windows free its blocks)";
+  for (const KvGroup& g : layout.groups) {
+    if (g.spec.prefill_evict_every() > 0) {
+      return "a KV group evicts by attention while the prompt is computed (--kv-dyn-prefill-evict): its blocks are "
+             "never prefix-cached, so there is nothing to keep";
+    }
   }
   return "";
 }
@@ -25,18 +23,24 @@ KvOffload::KvOffload(const KvLayout& layout, KvStorage& storage, KvCacheManager&
   const std::string why = offload_refusal(layout);
   SLIMKV_CHECK(why.empty(), "--kv-offload-dir: {}", why);
   tier_ = std::make_unique<DiskTier>(std::move(cfg));
-  kv_.set_drop_hook(0, [this](BlockId id, BlockHash key, std::span<const int32_t> tokens) { offer(id, key, tokens); });
+  for (int32_t p = 0; p < kv_.num_pools(); ++p) {
+    kv_.set_drop_hook(p, [this, p](BlockId id, BlockHash key, std::span<const int32_t> tokens) {
+      offer(p, id, key, tokens);
+    });
+  }
 }
 
-int64_t KvOffload::payload_bytes() const {
-  int64_t bytes = static_cast<int64_t>(layout_.block_size_tokens) * sizeof(int32_t);
-  for (const KvLayerGeometry& g : layout_.layers) bytes += g.bytes_per_token() * layout_.block_size_tokens;
-  return bytes;
+int64_t KvOffload::payload_bytes(int32_t pool) const {
+  return static_cast<int64_t>(layout_.block_size_tokens) * sizeof(int32_t) + layout_.bytes_per_block(pool);
 }
 
-void KvOffload::copy_out(BlockId id, uint8_t* out) const {
+// A block id of a pool reserves one block of records in each of the pool's storage tensors, whichever group holds
+// it: those are its stored form (a window's rows, compressed entries, a recurrent state's snapshot alike).
+void KvOffload::copy_out(int32_t pool, BlockId id, uint8_t* out) const {
   const int64_t slot0 = static_cast<int64_t>(id) * layout_.block_size_tokens;
-  for (int32_t l = 0; l < layout_.num_layers(); ++l) {
+  for (int32_t t = 0; t < layout_.num_tensors(); ++t) {
+    if (layout_.tensor_pool[t] != pool) continue;
+    const int32_t l = layout_.tensor_layer[t];
     const KvLayerGeometry& g = layout_.layers[l];
     const int64_t kb = g.k_head_bytes() * layout_.block_size_tokens, vb = g.v_head_bytes() * layout_.block_size_tokens;
     for (int32_t h = 0; h < g.num_kv_heads; ++h) {
@@ -48,9 +52,11 @@ void KvOffload::copy_out(BlockId id, uint8_t* out) const {
   }
 }
 
-void KvOffload::copy_in(BlockId id, const uint8_t* in) {
+void KvOffload::copy_in(int32_t pool, BlockId id, const uint8_t* in) {
   const int64_t slot0 = static_cast<int64_t>(id) * layout_.block_size_tokens;
-  for (int32_t l = 0; l < layout_.num_layers(); ++l) {
+  for (int32_t t = 0; t < layout_.num_tensors(); ++t) {
+    if (layout_.tensor_pool[t] != pool) continue;
+    const int32_t l = layout_.tensor_layer[t];
     const KvLayerGeometry& g = layout_.layers[l];
     const int64_t kb = g.k_head_bytes() * layout_.block_size_tokens, vb = g.v_head_bytes() * layout_.block_size_tokens;
     for (int32_t h = 0; h < g.num_kv_heads; ++h) {
@@ -64,14 +70,15 @@ void KvOffload::copy_in(BlockId id, const uint8_t* in) {
 
 // Called inside BlockPool::allocate on the engine thread: nothing may escape (the pool is mid-update), so a failure
 // only loses the block from the tier.
-void KvOffload::offer(BlockId id, BlockHash key, std::span<const int32_t> tokens) noexcept {
+void KvOffload::offer(int32_t pool, BlockId id, BlockHash key, std::span<const int32_t> tokens) noexcept {
   if (static_cast<int32_t>(tokens.size()) != layout_.block_size_tokens || tier_->contains(key)) return;
   try {
-    std::vector<uint8_t> payload(payload_bytes());  // [tokens | layers' records]
+    std::vector<uint8_t> payload(payload_bytes(pool));  // [tokens | the pool's tensors' records]
     std::memcpy(payload.data(), tokens.data(), tokens.size_bytes());
-    copy_out(id, payload.data() + tokens.size_bytes());
+    copy_out(pool, id, payload.data() + tokens.size_bytes());
     ++counters_.offered_blocks;
     tier_->put(key, std::move(payload));
+    if (recording_) log_op(false, pool, id, key, tokens);
   } catch (...) {
   }
 }
@@ -87,53 +94,131 @@ int32_t KvOffload::restore(const Request& r) {
   }
 }
 
+std::optional<BlockId> KvOffload::read_back(const KvCacheManager::NeededBlock& nb, std::span<const int32_t> blk) {
+  const int32_t pool = layout_.group_pool(nb.group);
+  const BlockHash key = KvCacheManager::group_hash(nb.chain_hash, nb.group);
+  auto payload = tier_->get(key);
+  const size_t token_bytes = blk.size_bytes();
+  if (!payload || static_cast<int64_t>(payload->size()) != payload_bytes(pool) ||
+      std::memcmp(payload->data(), blk.data(), token_bytes) != 0) {
+    return std::nullopt;  // a miss (counted by the tier) or another prefix under a colliding key: recomputed
+  }
+  const uint8_t* records = payload->data() + token_bytes;
+  auto id = kv_.adopt_cached_block(nb.group, nb.chain_hash, blk, [&](BlockId id) { copy_in(pool, id, records); });
+  if (id && recording_) log_op(true, pool, *id, key, blk);
+  return id;
+}
+
+// What the longest hit needs (each group's own rule: kv_cache_manager.h plan_prefix), in token-block order: the
+// blocks the pool has are held first, then the tier's are read back until one fails. Every block stays held until
+// the walk ends: adopting a block evicts the pool's oldest, which must not be a block this very hit needs.
 int32_t KvOffload::restore_chain(const Request& r) {
   const int32_t bs = layout_.block_size_tokens;
   const std::span<const int32_t> tokens(r.tokens);
-  const int64_t full = (static_cast<int64_t>(tokens.size()) - 1) / bs;  // the last token is always computed
-  const std::vector<BlockHash> hashes = kv_.chain_hashes(tokens, r.kv.hash_seed, full);
+  const auto needed = kv_.plan_prefix(tokens, r.kv.hash_seed, [&](BlockHash key) { return tier_->contains(key); });
+  std::vector<std::vector<BlockId>> held(kv_.num_groups());  // [group] in the order taken
+  std::vector<const KvCacheManager::NeededBlock*> absent;
+  for (const auto& nb : needed) {
+    if (auto id = kv_.hold_cached(nb.group, nb.chain_hash, tokens.subspan(nb.token_block * bs, bs))) {
+      held[nb.group].push_back(*id);
+    } else {
+      absent.push_back(&nb);
+    }
+  }
+  const int64_t hit_before = absent.empty() ? 0 : kv_.find_cached_prefix(tokens, r.kv.hash_seed).num_tokens;
   int32_t restored = 0;
-  // The chain's blocks are held while it is walked: adopting a block evicts the LRU's oldest, which must not be an
-  // earlier block of this very prefix (a hit needs the chain whole from its first block).
-  std::vector<BlockId> held;
-  for (int64_t b = 0; b < static_cast<int64_t>(hashes.size()); ++b) {
-    const auto blk = tokens.subspan(b * bs, bs);
-    if (auto id = kv_.hold_cached(0, hashes[b], blk)) {
-      held.push_back(*id);
-      continue;
-    }
-    const BlockHash key = KvCacheManager::group_hash(hashes[b], 0);
-    if (!tier_->contains(key)) break;
-    auto payload = tier_->get(key);
-    const size_t token_bytes = static_cast<size_t>(bs) * sizeof(int32_t);
-    if (!payload || static_cast<int64_t>(payload->size()) != payload_bytes() ||
-        std::memcmp(payload->data(), blk.data(), token_bytes) != 0) {
-      break;  // a miss (counted by the tier) or another prefix under a colliding key: recomputed
-    }
-    const uint8_t* records = payload->data() + token_bytes;
-    auto id = kv_.adopt_cached_block(0, hashes[b], blk, [&](BlockId id) { copy_in(id, records); });
+  for (const auto* nb : absent) {
+    auto id = read_back(*nb, tokens.subspan(nb->token_block * bs, bs));
     if (!id) break;
-    held.push_back(*id);
+    held[nb->group].push_back(*id);
     ++restored;
   }
-  std::reverse(held.begin(), held.end());  // the tail first: the prefix's head stays longest
-  kv_.release_held(0, held);
+  const int64_t hit_after = restored == 0 ? hit_before : kv_.find_cached_prefix(tokens, r.kv.hash_seed).num_tokens;
+  for (int32_t g = 0; g < kv_.num_groups(); ++g) {
+    std::reverse(held[g].begin(), held[g].end());  // the tail first: the prefix's head stays longest
+    kv_.release_held(g, held[g]);
+  }
   counters_.restored_blocks += restored;
-  counters_.restored_tokens += static_cast<int64_t>(restored) * bs;
+  counters_.restored_tokens += std::max<int64_t>(0, hit_after - hit_before);
   return restored;
 }
 
 void KvOffload::save_cached(int64_t max_bytes) {
   int64_t saved = 0;
-  kv_.pool(0).for_each_cached([&](BlockId id, BlockHash key, std::span<const int32_t> tokens) {
-    if (tier_->contains(key) || static_cast<int32_t>(tokens.size()) != layout_.block_size_tokens) return;
-    if ((saved += payload_bytes()) > max_bytes) return;  // no more than the tier keeps
-    std::vector<uint8_t> payload(payload_bytes());
-    std::memcpy(payload.data(), tokens.data(), tokens.size_bytes());
-    copy_out(id, payload.data() + tokens.size_bytes());
-    tier_->put(key, std::move(payload), /*wait=*/true);
-  });
+  for (int32_t p = 0; p < kv_.num_pools(); ++p) {
+    kv_.pool(p).for_each_cached([&](BlockId id, BlockHash key, std::span<const int32_t> tokens) {
+      if (tier_->contains(key) || static_cast<int32_t>(tokens.size()) != layout_.block_size_tokens) return;
+      if ((saved += payload_bytes(p)) > max_bytes) return;  // no more than the tier keeps
+      std::vector<uint8_t> payload(payload_bytes(p));
+      std::memcpy(payload.data(), tokens.data(), tokens.size_bytes());
+      copy_out(p, id, payload.data() + tokens.size_bytes());
+      tier_->put(key, std::move(payload), /*wait=*/true);
+      if (recording_) log_op(false, p, id, key, tokens);
+    });
+  }
+  log_.wait = 1;
   tier_->flush();
+}
+
+void KvOffload::log_op(bool restore, int32_t pool, BlockId id, BlockHash key, std::span<const int32_t> tokens) {
+  KvTierOp op;
+  op.restore = restore ? 1 : 0;
+  op.pool = pool;
+  op.block = id;
+  op.key = key;
+  log_.ops.push_back(op);
+  log_.tokens.insert(log_.tokens.end(), tokens.begin(), tokens.end());
+}
+
+KvTierOps KvOffload::take_ops() {
+  KvTierOps out;
+  std::swap(out, log_);
+  return out;
+}
+
+std::vector<double> KvOffload::apply(const KvTierOps& ops) {
+  const int32_t bs = layout_.block_size_tokens;
+  SLIMKV_CHECK(ops.tokens.size() == ops.ops.size() * bs, "KV tier ops: {} tokens for {} blocks of {}",
+               ops.tokens.size(), ops.ops.size(), bs);
+  std::vector<double> failed;
+  for (size_t i = 0; i < ops.ops.size(); ++i) {
+    const KvTierOp& op = ops.ops[i];
+    SLIMKV_CHECK(op.pool >= 0 && op.pool < kv_.num_pools() && op.block >= 0 && op.block < kv_.pool(op.pool).num_blocks(),
+                 "KV tier ops: block {} of pool {}", op.block, op.pool);
+    const std::span<const int32_t> blk(ops.tokens.data() + i * bs, bs);
+    const size_t token_bytes = blk.size_bytes();
+    if (!op.restore) {
+      if (tier_->contains(op.key)) continue;
+      std::vector<uint8_t> payload(payload_bytes(op.pool));
+      std::memcpy(payload.data(), blk.data(), token_bytes);
+      copy_out(op.pool, op.block, payload.data() + token_bytes);
+      ++counters_.offered_blocks;
+      tier_->put(op.key, std::move(payload), ops.wait != 0);
+      continue;
+    }
+    auto payload = tier_->get(op.key);
+    const bool ok = payload && static_cast<int64_t>(payload->size()) == payload_bytes(op.pool) &&
+                    std::memcmp(payload->data(), blk.data(), token_bytes) == 0;
+    if (ok) {
+      copy_in(op.pool, op.block, payload->data() + token_bytes);
+      ++counters_.restored_blocks;
+    }
+    failed.push_back(ok ? 0.0 : 1.0);
+  }
+  if (ops.wait) tier_->flush();
+  return failed;
+}
+
+void KvOffload::settle(const KvTierOps& ops, std::span<const double> failed) {
+  size_t r = 0;
+  for (const KvTierOp& op : ops.ops) {
+    if (!op.restore) continue;
+    if (r < failed.size() && failed[r] > 0) {
+      kv_.uncache(op.pool, op.block);
+      ++counters_.unshared_blocks;
+    }
+    ++r;
+  }
 }
 
 KvOffloadCounters KvOffload::counters() const {

@@ -1,10 +1,11 @@
-// The KV cache's disk tier in the engine (issue T, --kv-offload-dir): a prefix-cache block the pool is about to
-// reuse is copied, in its stored form (f16 / int8 / int4 / tq4 pages, latent rows: the bytes as they are), with its
-// tokens, to the tier's write queue (tier/disk_tier.h: written by its own thread); before each step, a waiting
-// request's full prompt blocks that the pool lacks and the tier has are read back, checked (tokens and checksum)
-// and adopted as cached blocks, so the step's admission hits them. For layouts of one full-attention group
-// (compressed pages included); others are refused at start with the reason. Keys: the prefix cache's chain hash
-// (adapters included) under a fingerprint of the model, the layout and the compression config.
+// The KV cache's disk tier in the engine (issue T, --kv-offload-dir): a prefix-cache block any pool is about to
+// reuse is copied, in its stored form (a block id's records in each of its pool's storage tensors: f16 / int8 /
+// int4 / tq4 pages, latent rows, compressed entries, a recurrent state's snapshot — the bytes as they are), with
+// its tokens, to the tier's write queue (tier/disk_tier.h: written by its own thread); before each step, the blocks
+// a waiting request's longest hit needs (each KV group's own rule: KvCacheManager::plan_prefix) that the pool lacks
+// and the tier has are read back, checked (tokens and checksum) and adopted as cached blocks, so the step's
+// admission hits them. Keys: the prefix cache's per-group keys (adapters included) under a fingerprint of the
+// model, the layout and the compression config.
 // Must not know: HTTP or requests' text.
 #pragma once
 #include <memory>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "kv/kv_cache_manager.h"
+#include "engine/kv_tier_ops.h"
 #include "kv/kv_storage.h"
 #include "sched/request.h"
 #include "tier/disk_tier.h"
@@ -22,6 +24,7 @@ struct KvOffloadCounters {
   int64_t offered_blocks = 0;   // blocks the pool dropped and the tier was given
   int64_t restored_blocks = 0;  // blocks read back into the pool
   int64_t restored_tokens = 0;
+  int64_t unshared_blocks = 0;  // read back by rank 0 but not by another rank (tensor parallelism): forgotten
   DiskTierCounters tier;
 };
 
@@ -38,18 +41,35 @@ class KvOffload {
   KvOffloadCounters counters() const;
   DiskTier& tier() { return *tier_; }
 
+  // ---- Tensor parallelism: each rank keeps a tier of its own heads; rank 0 decides, the others follow ----
+  // Rank 0: log every save and read back (take_ops: the log since the last take, in order).
+  void record_ops(bool on) { recording_ = on; }
+  KvTierOps take_ops();
+  // The other ranks: rank 0's ops on this rank's heads, in order; returns, per read back, 1 where this rank could
+  // not serve it (absent, short, corrupt or other tokens), else 0.
+  std::vector<double> apply(const KvTierOps& ops);
+  // Rank 0: forgets the blocks some rank could not read back (failed[i] > 0 for the i-th read back of ops).
+  void settle(const KvTierOps& ops, std::span<const double> failed);
+
  private:
-  void offer(BlockId id, BlockHash key, std::span<const int32_t> tokens) noexcept;  // the pool's drop hook
+  // the pools' drop hook
+  void offer(int32_t pool, BlockId id, BlockHash key, std::span<const int32_t> tokens) noexcept;
   int32_t restore_chain(const Request& r);
-  int64_t payload_bytes() const;
-  void copy_out(BlockId id, uint8_t* out) const;   // the block's records, every layer, K then V per head
-  void copy_in(BlockId id, const uint8_t* in);
+  // One needed block from the tier into a free block of its group, registered and held; nullopt on any miss.
+  std::optional<BlockId> read_back(const KvCacheManager::NeededBlock& nb, std::span<const int32_t> blk);
+  int64_t payload_bytes(int32_t pool) const;  // [tokens | records]
+  // A block id's records in each of the pool's storage tensors, in tensor order, K then V per head.
+  void copy_out(int32_t pool, BlockId id, uint8_t* out) const;
+  void copy_in(int32_t pool, BlockId id, const uint8_t* in);
 
   const KvLayout& layout_;
   KvStorage& storage_;
   KvCacheManager& kv_;
   std::unique_ptr<DiskTier> tier_;
   KvOffloadCounters counters_;
+  bool recording_ = false;
+  KvTierOps log_;
+  void log_op(bool restore, int32_t pool, BlockId id, BlockHash key, std::span<const int32_t> tokens);
 };
 
 // Why a layout cannot be offloaded ("" when it can).

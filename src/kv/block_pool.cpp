@@ -57,6 +57,15 @@ void BlockPool::drop_hash(BlockId id) {
   tokens_[id].clear();
 }
 
+void BlockPool::uncache(BlockId id) {
+  SLIMKV_CHECK(id >= 0 && id < num_blocks(), "uncache: bad block id {}", id);
+  drop_hash(id);
+  if (in_queue_[id]) {  // unreferenced: now holds nothing worth keeping, reused first
+    queue_remove(id);
+    queue_insert(id, /*at_front=*/true);
+  }
+}
+
 std::optional<std::vector<BlockId>> BlockPool::allocate(int32_t n) {
   SLIMKV_CHECK(n >= 0, "allocate: negative block count {}", n);
   if (n > num_free_) return std::nullopt;

@@ -38,6 +38,9 @@ class BlockPool {
   // Registers a full, computed block. If another block already holds this hash the call does nothing.
   void register_hash(BlockId id, BlockHash hash, std::span<const int32_t> tokens);
   bool is_cached(BlockId id) const { return has_hash_[id]; }
+  // Forgets a block's hash without the drop hook (its bytes are not what the hash says: a second tier's read that
+  // another rank could not serve); unreferenced, it is reused first.
+  void uncache(BlockId id);
   // Called with a cached block's id, hash and tokens just before allocate() reuses it (its bytes still intact):
   // a second tier keeps what the pool drops.
   using DropHook = std::function<void(BlockId, BlockHash, std::span<const int32_t> tokens)>;

@@ -81,7 +81,17 @@ class KvCacheManager {
   // Pure: the longest run of cached full blocks at the start of `tokens` that every group can resume from (a
   // windowed group needs only its sinks and the blocks the next query sees), leaving >= 1 token to compute.
   PrefixHit find_cached_prefix(std::span<const int32_t> tokens, BlockHash hash_seed = 0) const;
-  // ---- A second tier (engine/kv_offload.h), for single-group layouts: group 0's blocks by their pool key ----
+  // ---- A second tier (engine/kv_offload.h): blocks by their pool key (group_hash) ----
+  struct NeededBlock {
+    int32_t group;
+    int64_t token_block;  // the token block whose chain hash names it (a snapshot's: its prefix's last block)
+    BlockHash chain_hash;
+  };
+  // Pure: the blocks, over every group, that the longest hit would read were the blocks `in_tier` (by pool key)
+  // cached too — each group's own rule (a window's sinks and last blocks, entries on a block boundary, a recurrent
+  // state's snapshot at the hit's end), ordered by token block.
+  std::vector<NeededBlock> plan_prefix(std::span<const int32_t> tokens, BlockHash hash_seed,
+                                       const std::function<bool(BlockHash key)>& in_tier) const;
   // The chained hashes of the first num_blocks full blocks of tokens, from hash_seed.
   std::vector<BlockHash> chain_hashes(std::span<const int32_t> tokens, BlockHash hash_seed, int64_t num_blocks) const;
   // Group g's key in its pool for a chain hash (what the pool indexes, and what the drop hook is given).
@@ -95,6 +105,7 @@ class KvCacheManager {
   // Lets held blocks go, in this order (the last one released is the last one the LRU evicts).
   void release_held(int32_t g, std::span<const BlockId> ids) { gpool(g).release(ids); }
   void set_drop_hook(int32_t pool, BlockPool::DropHook hook) { pools_[pool].set_drop_hook(std::move(hook)); }
+  void uncache(int32_t pool, BlockId id) { pools_[pool].uncache(id); }
   // Gives every group of `seq` blocks for its first num_tokens tokens. With a hit (only for an empty seq) the hit
   // blocks become its first blocks. All or nothing over the groups: false (and no change) when the pool is short.
   // first_query_pos > 0 (an empty sequence declared computed up to there, benchmarks' synthetic fill): windowed
@@ -134,6 +145,15 @@ class KvCacheManager {
   }
 
  private:
+  // The walk behind both lookups: lookup(group, token block, pool key, tokens) gives a value >= 0 when the block is
+  // there (-1 when not); returns each group's hit table of those values (-1 where the hit reads nothing).
+  using Lookup = std::function<BlockId(int32_t g, int64_t b, BlockHash key, std::span<const int32_t> tokens)>;
+  struct Resolved {
+    int64_t num_blocks = 0;                   // the hit's token blocks
+    std::vector<BlockHash> hashes;            // [num_blocks]
+    std::vector<std::vector<BlockId>> tables; // [group] hit table of lookup's values (token blocks fit in 32 bits)
+  };
+  Resolved resolve_prefix(std::span<const int32_t> tokens, BlockHash hash_seed, const Lookup& lookup) const;
   BlockHash hash_block(BlockHash parent, std::span<const int32_t> tokens) const;
   // Recurrent-state groups: a spare block for the state after snapshot_tokens when this allocation reaches it.
   void plan_state_snapshots(SeqKv& seq, int32_t num_tokens, const std::vector<int32_t>& state_start,

@@ -141,7 +141,12 @@ void EngineService::dispatch(const std::vector<StepEvent>& events) {
     if (it == routes_.end()) continue;
     Job& job = *it->second.job;
     std::lock_guard jl(job.m_);
-    job.queue_.push_back({it->second.choice, e.token, e.logprob, e.top_logprobs, FinishReason::None});
+    ChoiceEvent ev;
+    ev.choice = it->second.choice;
+    ev.token = e.token;
+    ev.logprob = e.logprob;
+    ev.top_logprobs = e.top_logprobs;
+    job.queue_.push_back(std::move(ev));
     job.cv_.notify_all();
   }
 }
@@ -156,7 +161,9 @@ void EngineService::drain_finished() {
     Job& job = *it->second.job;
     {
       std::lock_guard jl(job.m_);
-      ChoiceEvent ev{it->second.choice, -1, 0.0f, {}, r->finish};
+      ChoiceEvent ev;
+      ev.choice = it->second.choice;
+      ev.finish = r->finish;
       ev.num_prompt_tokens = r->num_prompt_tokens;
       ev.num_cached_tokens = std::max(0, r->num_cached_tokens);
       ev.num_output_tokens = r->num_output_tokens();

@@ -121,6 +121,9 @@ void write_offload(PromWriter& w, const KvOffload& offload, const PromLabels& la
       static_cast<double>(c.tier.corrupt));
   one("slimkv:kv_offload_restored_tokens_total", "counter", "Prompt tokens restored instead of computed.",
       static_cast<double>(c.restored_tokens));
+  one("slimkv:kv_offload_unshared_total", "counter",
+      "Blocks rank 0 read back that another tensor-parallel rank could not (forgotten: computed instead).",
+      static_cast<double>(c.unshared_blocks));
   one("slimkv:kv_offload_write_bytes_total", "counter", "Bytes written to the tier.",
       static_cast<double>(c.tier.written_bytes));
   one("slimkv:kv_offload_read_bytes_total", "counter", "Bytes read from the tier.", static_cast<double>(c.tier.read_bytes));

@@ -8,8 +8,11 @@ greedy logprobs equal to one process's; 8 concurrent
 requests in a pool small enough to preempt (every one finishes with one process's text, and the parallel server
 did preempt); dynamic retention with merges (rank 0's merges replayed on rank 1) equal to one process; a stream
 the client drops mid-way (the server goes on, nothing left running); SIGTERM to rank 0 (it
-drains, tells rank 1 to stop; the job exits 0 within 30 s). Exit 0 pass, 1 fail, 77 skipped (no mpirun;
-under CI a failure)."""
+drains, tells rank 1 to stop; the job exits 0 within 30 s); the KV disk tier (issue T: each rank keeps its own
+heads' blocks, rank 0 decides, the others follow) in a pool too small for the prompts: greedy text equal to one
+process, blocks restored, and after a restart (SIGTERM: every rank saves its part) a hit with the same text; with
+rank 1's files deleted, rank 0's reads are forgotten (rank 1 says it could not) and the text is still the same.
+Exit 0 pass, 1 fail, 77 skipped (no mpirun; under CI a failure)."""
 import concurrent.futures
 import http.client
 import json
@@ -135,6 +138,94 @@ def check_retention(binary, model, tmp, failures):
                 s.proc.kill()
 
 
+def rank0_pid(tp):
+    for pid in subprocess.run(["pgrep", "-P", str(tp.proc.pid)], capture_output=True, text=True).stdout.split():
+        try:
+            env = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if b"OMPI_COMM_WORLD_RANK=0" in env:
+            return int(pid)
+    return None
+
+
+def stop_tp(tp):
+    """SIGTERM to rank 0 (it drains, saves, tells rank 1 to stop); the job's exit code, or None."""
+    pid = rank0_pid(tp)
+    if pid:
+        os.kill(pid, signal.SIGTERM)
+    else:
+        tp.proc.send_signal(signal.SIGTERM)
+    try:
+        return tp.proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        tp.proc.kill()
+        return None
+
+
+TIER_PROMPTS = [f"Once upon a time, in a town called {name}, there lived a little {animal} who loved to play in "
+                f"the park with a red ball. Every day the {animal} ran to the big tree and looked at the sky. One "
+                f"day, a kind old man came by and said hello. The {animal} was happy and wanted to be friends."
+                for name, animal in (("Oak", "dog"), ("Pine", "cat"), ("Elm", "bird"), ("Ash", "fish"),
+                                     ("Fir", "frog"), ("Yew", "bear"))]
+
+
+def check_tier(binary, model, tmp, failures):
+    """The disk tier under -np 2: six ~150-token prompts twice over in a pool that keeps fewer (blocks dropped,
+    each rank saves its heads' part; the second round reads them back on both ranks): greedy text equal to one
+    process's and blocks restored; after SIGTERM and a restart, the first prompt again: a hit, the same text."""
+    tier = os.path.join(tmp, "tier")
+    tp_cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2", binary, "serve", "-m", model,
+              "--port", "0", "--tensor-parallel-size", "2", "--kv-offload-dir", tier] + SERVE
+    one = Server([binary, "serve", "-m", model, "--port", "0"] + SERVE, os.path.join(tmp, "one-t.log"))
+    tp = Server(tp_cmd, os.path.join(tmp, "tp-t.log"))
+    try:
+        want = [complete(one, p, max_tokens=20) for p in TIER_PROMPTS]
+        got = [complete(tp, p, max_tokens=20) for p in TIER_PROMPTS + TIER_PROMPTS]
+        m = tp.metrics()
+        same = sum(g == want[i % len(want)] for i, g in enumerate(got))
+        print(f"disk tier: {same}/{len(got)} greedy completions equal to one process, "
+              f"{m.get('kv_offload_hits_total', 0):.0f} blocks read back, "
+              f"{m.get('kv_offload_write_bytes_total', 0):.0f} bytes written by rank 0")
+        if same != len(got):
+            failures.append(f"disk tier: {same}/{len(got)} equal: {[(a[:30], b[:30]) for a, b in zip(want * 2, got)]}")
+        if m.get("kv_offload_hits_total", 0) <= 0:
+            failures.append("disk tier: nothing was read back (the pool is not small enough)")
+        if m.get("kv_offload_unshared_total", -1) != 0:  # rank 1 read back every block rank 0 did
+            failures.append(f"disk tier: {m.get('kv_offload_unshared_total')} blocks rank 1 could not read back")
+    finally:
+        one.proc.send_signal(signal.SIGTERM)
+        one.proc.wait(timeout=30)
+        rc = stop_tp(tp)
+    if rc != 0:
+        failures.append(f"disk tier: the first -np 2 server exited {rc}")
+    ranks = sorted(os.listdir(tier)) if os.path.isdir(tier) else []
+    if ranks != ["rank-0-of-2", "rank-1-of-2"]:
+        failures.append(f"disk tier: per-rank directories {ranks}")
+    tp = Server(tp_cmd, os.path.join(tmp, "tp-t2.log"))
+    try:
+        again = complete(tp, TIER_PROMPTS[0], max_tokens=20)
+        m = tp.metrics()
+        hits = m.get("kv_offload_hits_total", 0) if m.get("kv_offload_unshared_total", -1) == 0 else 0
+        print(f"disk tier after a restart: {'same text' if again == want[0] else 'DIFFERS'}, {hits:.0f} blocks read")
+        if again != want[0] or hits <= 0:
+            failures.append(f"disk tier after a restart: {again!r} vs {want[0]!r}, {hits} blocks read")
+    finally:
+        stop_tp(tp)
+    # Rank 1's part lost: rank 0 reads its blocks back, rank 1 cannot, so they are forgotten and computed.
+    shutil.rmtree(os.path.join(tier, "rank-1-of-2"), ignore_errors=True)
+    tp = Server(tp_cmd, os.path.join(tmp, "tp-t3.log"))
+    try:
+        again = complete(tp, TIER_PROMPTS[0], max_tokens=20)
+        unshared = tp.metrics().get("kv_offload_unshared_total", 0)
+        print(f"disk tier without rank 1's files: {'same text' if again == want[0] else 'DIFFERS'}, "
+              f"{unshared:.0f} blocks forgotten")
+        if again != want[0] or unshared <= 0:
+            failures.append(f"disk tier without rank 1's files: {again!r} vs {want[0]!r}, {unshared} forgotten")
+    finally:
+        stop_tp(tp)
+
+
 def main():
     binary, model = sys.argv[1:3]
     ci = bool(os.environ.get("CI"))
@@ -187,24 +278,10 @@ def main():
                 failures.append(f"after a dropped stream: {g} = {m.get(g)}")
     finally:
         t0 = time.time()
-        rank0 = None  # SIGTERM goes to rank 0, as to a single server (mpirun would forward it to every rank)
-        for pid in subprocess.run(["pgrep", "-P", str(tp.proc.pid)], capture_output=True, text=True).stdout.split():
-            try:
-                env = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
-            except OSError:
-                continue
-            if b"OMPI_COMM_WORLD_RANK=0" in env:
-                rank0 = int(pid)
-        if rank0:
-            os.kill(rank0, signal.SIGTERM)
-        else:
+        # SIGTERM goes to rank 0, as to a single server (mpirun would forward it to every rank)
+        if not rank0_pid(tp):
             failures.append("no rank 0 process found under mpirun")
-            tp.proc.send_signal(signal.SIGTERM)
-        try:
-            rc = tp.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            tp.proc.kill()
-            rc = None
+        rc = stop_tp(tp)
         log = open(tp.log_path, errors="replace").read()
         print(f"SIGTERM to rank 0: mpirun exited {rc} after {time.time() - t0:.1f} s; "
               f"{[l for l in log.splitlines() if 'rank 1 of 2: stopped' in l][:1]}")
@@ -216,6 +293,10 @@ def main():
         check_retention(binary, model, tmp, failures)
     except RuntimeError as e:
         failures.append(f"dynamic retention: {e}")
+    try:
+        check_tier(binary, model, tmp, failures)
+    except RuntimeError as e:
+        failures.append(f"disk tier: {e}")
     shutil.rmtree(tmp, ignore_errors=True)
     for f in failures:
         print("FAIL:", f)

@@ -153,5 +153,39 @@ TEST(KvOffload, ALayoutItCannotKeepIsRefusedWithTheReason) {
   }
 }
 
+// What rank 0's tier did, for the other ranks of a tensor-parallel job: back as it went, and bytes that are not
+// ops are refused (a short message, lengths past the end, tokens that are not a whole block per op).
+TEST(KvTierOps, RoundTripAndBadBytesAreRefused) {
+  KvTierOps ops;
+  for (int i = 0; i < 3; ++i) {
+    KvTierOp op;
+    op.restore = i == 1;
+    op.pool = i;
+    op.block = 10 + i;
+    op.key = 0x1234567890abcdefull * (i + 1);
+    ops.ops.push_back(op);
+    for (int t = 0; t < 4; ++t) ops.tokens.push_back(100 * i + t);
+  }
+  ops.wait = 1;
+  std::vector<uint8_t> bytes;
+  encode_kv_tier_ops(ops, bytes);
+  const KvTierOps back = decode_kv_tier_ops(bytes);
+  ASSERT_EQ(back.ops.size(), 3u);
+  EXPECT_EQ(back.num_restores(), 1);
+  EXPECT_EQ(back.tokens, ops.tokens);
+  EXPECT_EQ(back.wait, 1);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(back.ops[i].key, ops.ops[i].key);
+    EXPECT_EQ(back.ops[i].block, ops.ops[i].block);
+    EXPECT_EQ(back.ops[i].pool, ops.ops[i].pool);
+  }
+  for (size_t cut : {size_t{0}, size_t{5}, bytes.size() - 1}) {
+    EXPECT_THROW(decode_kv_tier_ops(std::span<const uint8_t>(bytes.data(), cut)), Error) << cut;
+  }
+  std::vector<uint8_t> odd = bytes;
+  odd[8] = 11;  // 11 tokens for 3 blocks
+  EXPECT_THROW(decode_kv_tier_ops(odd), Error);
+}
+
 }  // namespace
 }  // namespace slimkv::test
