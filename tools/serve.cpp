@@ -191,8 +191,12 @@ int run_serve(ServeFlags f) {
   http.stop();  // before the service and engine below go: no handler may run on them after this
   listener.thread.join();
   service.inspect([&](Engine& e) {  // under the engine lock: never beside a step
-    e.save_tier();                   // the disk tier's cached blocks, every rank's part, for the next start
-    release_followers(*model);       // then the other ranks stop following
+    try {
+      e.save_tier();  // the disk tier's cached blocks, every rank's part, for the next start
+    } catch (const std::exception& err) {
+      std::fprintf(stderr, "slimkv serve: KV disk tier: saving the cached blocks failed: %s\n", err.what());
+    }
+    release_followers(*model);  // then the other ranks stop following, whatever the save did
   });
   std::fprintf(stderr, "slimkv serve: stopped\n");
   return 0;

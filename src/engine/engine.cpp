@@ -74,21 +74,7 @@ Engine::Engine(const Model& model, EngineConfig cfg)
   fwd_.reserve(cfg_.sched.max_num_batched_tokens, std::min(cfg_.sched.max_num_seqs, cfg_.sched.max_num_batched_tokens));
   logits_.resize(static_cast<size_t>(std::min(cfg_.sched.max_num_seqs, cfg_.sched.max_num_batched_tokens)) *
                  model.config.vocab_size);
-  if (!cfg_.cache.kv_offload_dir.empty()) {
-    DiskTierConfig t;
-    t.dir = cfg_.cache.kv_offload_dir;  // one directory per rank: each keeps its own heads' records
-    if (model.shard.ranks > 1) t.dir += fmt::format("/rank-{}-of-{}", model.shard.rank, model.shard.ranks);
-    t.max_bytes = cfg_.cache.kv_offload_bytes;
-    // another model, KV dtype, block size, compression config or rank: another tier (its files are ignored)
-    // the model file's size and time too: a file replaced at the same path is another model
-    std::error_code ec;
-    const auto bytes = std::filesystem::is_regular_file(model.path, ec) ? std::filesystem::file_size(model.path, ec) : 0;
-    const auto mtime = std::filesystem::last_write_time(model.path, ec).time_since_epoch().count();
-    t.fingerprint = (cache_salt(model, cfg_.compress) ^ (static_cast<uint64_t>(cfg_.cache.block_size) << 40) ^
-                     static_cast<uint64_t>(model.shard.rank) * 1099511628211ull ^ (bytes * 0x9e3779b97f4a7c15ull) ^
-                     static_cast<uint64_t>(mtime) * 0xc2b2ae3d27d4eb4full) | 1;
-    offload_ = std::make_unique<KvOffload>(layout_, storage_, kv_manager_, std::move(t));
-  }
+  open_tier();
   refresh_gauges();
 }
 
@@ -103,31 +89,6 @@ Engine::~Engine() {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "slimkv: KV disk tier: saving the cached blocks failed: %s\n", e.what());
   }
-}
-
-void Engine::save_tier() {
-  if (!offload_ || tier_saved_) return;
-  tier_saved_ = true;
-  offload_->save_cached(cfg_.cache.kv_offload_bytes);
-  sync_tier();
-}
-
-void Engine::set_tier_sync(TierSync fn) {
-  tier_sync_ = std::move(fn);
-  if (offload_) offload_->record_ops(static_cast<bool>(tier_sync_));
-}
-
-void Engine::sync_tier() {
-  if (!offload_ || !tier_sync_) return;
-  const KvTierOps ops = offload_->take_ops();
-  if (ops.empty()) return;
-  const std::vector<double> failed = tier_sync_(ops);
-  offload_->settle(ops, failed);
-}
-
-std::vector<double> Engine::apply_tier_ops(const KvTierOps& ops) {
-  SLIMKV_CHECK(offload_ != nullptr, "tier ops for an engine without --kv-offload-dir");
-  return offload_->apply(ops);
 }
 
 double Engine::now_ms() const {
@@ -250,14 +211,7 @@ bool Engine::abort(RequestId id, FinishReason why) {
 
 std::vector<StepEvent> Engine::step() {
   const double start = now_ms();
-  if (offload_) {  // the disk tier's blocks for the requests admission may take this step (not the whole queue)
-    int32_t seats = cfg_.sched.max_num_seqs - scheduler_.num_running();
-    for (const Request* r : scheduler_.waiting()) {
-      if (seats-- <= 0) break;
-      offload_->restore(*r);
-    }
-    sync_tier();  // every rank reads back the same blocks (or says it could not) before admission hits them
-  }
+  restore_for_admission();
   SchedOutput out = scheduler_.schedule(start);
   metrics_.num_preemptions += out.num_preempted;
   Profiler* prof = Profiler::active();

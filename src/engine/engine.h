@@ -82,6 +82,9 @@ class Engine {
  private:
   double now_ms() const;
   void refresh_gauges();
+  // The disk tier (engine_tier.cpp):
+  void open_tier();              // when --kv-offload-dir is given
+  void restore_for_admission();  // before a step: the waiting requests' blocks back from the tier, the next read ahead
   void sync_tier();  // rank 0 under tensor parallelism: the tier's ops since the last sync to the other ranks
 
   const Model& model_;

@@ -71,8 +71,12 @@ void KvOffload::copy_in(int32_t pool, BlockId id, const uint8_t* in) {
 // Called inside BlockPool::allocate on the engine thread: nothing may escape (the pool is mid-update), so a failure
 // only loses the block from the tier.
 void KvOffload::offer(int32_t pool, BlockId id, BlockHash key, std::span<const int32_t> tokens) noexcept {
-  if (static_cast<int32_t>(tokens.size()) != layout_.block_size_tokens || tier_->contains(key)) return;
+  if (static_cast<int32_t>(tokens.size()) != layout_.block_size_tokens) return;
   try {
+    if (tier_->contains(key)) {  // kept already; the other ranks are told still (their copy may have been dropped)
+      if (recording_) log_op(false, pool, id, key, tokens);
+      return;
+    }
     std::vector<uint8_t> payload(payload_bytes(pool));  // [tokens | the pool's tensors' records]
     std::memcpy(payload.data(), tokens.data(), tokens.size_bytes());
     copy_out(pool, id, payload.data() + tokens.size_bytes());
@@ -91,6 +95,25 @@ int32_t KvOffload::restore(const Request& r) {
     std::fprintf(stderr, "slimkv: KV disk tier: restoring for request %lld failed: %s\n",
                  static_cast<long long>(r.id), e.what());
     return 0;
+  }
+}
+
+void KvOffload::prefetch(const Request& r) {
+  if (pooling_reads_prefix(r.params.pooling)) return;
+  const int32_t bs = layout_.block_size_tokens;
+  const std::span<const int32_t> tokens(r.tokens);
+  try {
+    std::vector<uint64_t> keys;
+    for (const auto& nb : kv_.plan_prefix(tokens, r.kv.hash_seed, [&](BlockHash key) { return tier_->contains(key); })) {
+      const BlockHash key = KvCacheManager::group_hash(nb.chain_hash, nb.group);
+      if (!kv_.pool(layout_.group_pool(nb.group)).lookup(key, tokens.subspan(nb.token_block * bs, bs))) {
+        keys.push_back(key);
+      }
+    }
+    tier_->prefetch(keys);
+  } catch (const std::exception& e) {  // only a read ahead lost: restore() reads them itself
+    std::fprintf(stderr, "slimkv: KV disk tier: read-ahead for request %lld failed: %s\n",
+                 static_cast<long long>(r.id), e.what());
   }
 }
 
@@ -147,13 +170,14 @@ void KvOffload::save_cached(int64_t max_bytes) {
   int64_t saved = 0;
   for (int32_t p = 0; p < kv_.num_pools(); ++p) {
     kv_.pool(p).for_each_cached([&](BlockId id, BlockHash key, std::span<const int32_t> tokens) {
-      if (tier_->contains(key) || static_cast<int32_t>(tokens.size()) != layout_.block_size_tokens) return;
+      if (static_cast<int32_t>(tokens.size()) != layout_.block_size_tokens) return;
       if ((saved += payload_bytes(p)) > max_bytes) return;  // no more than the tier keeps
+      if (recording_) log_op(false, p, id, key, tokens);     // the other ranks save theirs (if they lack it)
+      if (tier_->contains(key)) return;
       std::vector<uint8_t> payload(payload_bytes(p));
       std::memcpy(payload.data(), tokens.data(), tokens.size_bytes());
       copy_out(p, id, payload.data() + tokens.size_bytes());
       tier_->put(key, std::move(payload), /*wait=*/true);
-      if (recording_) log_op(false, p, id, key, tokens);
     });
   }
   log_.wait = 1;

@@ -36,6 +36,8 @@ class KvOffload {
   // Reads back the full blocks of r's tokens that follow what the pool holds, while the tier has them and the pool
   // has free blocks; returns how many blocks it restored.
   int32_t restore(const Request& r);
+  // Has the tier read r's blocks as restore() would (absent from the pool) ahead, on its I/O thread.
+  void prefetch(const Request& r);
   // Offers the blocks the pool still caches, up to max_bytes (at shutdown: the next start finds them on disk).
   void save_cached(int64_t max_bytes);
   KvOffloadCounters counters() const;

@@ -64,6 +64,7 @@ class KvCacheManager {
                  uint64_t cache_salt, std::vector<KvGroupSpec> groups);
 
   int32_t block_size() const { return block_size_; }
+  uint64_t salt() const { return salt_; }  // the cache salt it was made with (what changes the stored bytes)
   int32_t num_groups() const { return static_cast<int32_t>(groups_.size()); }
   const KvGroupSpec& group_spec(int32_t g) const { return groups_[g]; }
   // Summed over the pools.

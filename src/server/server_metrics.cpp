@@ -131,8 +131,15 @@ void write_offload(PromWriter& w, const KvOffload& offload, const PromLabels& la
       static_cast<double>(c.tier.dropped));
   one("slimkv:kv_offload_write_seconds_total", "counter", "Time the tier's I/O thread spent writing.",
       c.tier.write_ms / 1000.0);
-  one("slimkv:kv_offload_read_seconds_total", "counter", "Time spent reading blocks back (engine thread).",
+  one("slimkv:kv_offload_read_seconds_total", "counter",
+      "Time the engine thread spent reading blocks back (its own reads, and waits for a read-ahead in flight).",
       c.tier.read_ms / 1000.0);
+  one("slimkv:kv_offload_prefetched_total", "counter", "Blocks read ahead by the tier's I/O thread for waiting requests.",
+      static_cast<double>(c.tier.prefetched));
+  one("slimkv:kv_offload_prefetch_used_total", "counter", "Read-ahead blocks a restore then took from memory.",
+      static_cast<double>(c.tier.prefetch_used));
+  one("slimkv:kv_offload_prefetch_seconds_total", "counter", "Time the tier's I/O thread spent reading ahead.",
+      c.tier.prefetch_ms / 1000.0);
 }
 
 }  // namespace

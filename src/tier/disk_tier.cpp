@@ -13,78 +13,11 @@
 #include <filesystem>
 
 #include "core/check.h"
+#include "tier/tier_format.h"
 
 namespace slimkv {
-namespace {
-
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
-
-constexpr char kSegmentMagic[8] = {'S', 'K', 'V', 'T', 'I', 'E', 'R', '1'};
-constexpr uint32_t kRecordMagic = 0x42564b53;  // "SKVB"
-constexpr size_t kSegmentHeaderBytes = 32;      // magic[8] fingerprint u64, reserved u64, version u32, crc u32
-constexpr size_t kRecordHeaderBytes = 32;       // magic u32, payload_bytes u32, key u64, fingerprint u64,
-                                                // payload crc u32, header crc u32 (over the 28 bytes before it)
-
-uint32_t crc(const void* p, size_t n) {
-  return static_cast<uint32_t>(crc32_z(0L, static_cast<const Bytef*>(p), n));
-}
-
-template <class T>
-void put_le(uint8_t* at, T v) { std::memcpy(at, &v, sizeof v); }  // x86: little-endian
-template <class T>
-T get_le(const uint8_t* at) {
-  T v;
-  std::memcpy(&v, at, sizeof v);
-  return v;
-}
-
-std::array<uint8_t, kSegmentHeaderBytes> segment_header(uint64_t fingerprint) {
-  std::array<uint8_t, kSegmentHeaderBytes> h{};
-  std::memcpy(h.data(), kSegmentMagic, 8);
-  put_le<uint64_t>(h.data() + 8, fingerprint);
-  put_le<uint32_t>(h.data() + 24, 1);
-  put_le<uint32_t>(h.data() + 28, crc(h.data(), 28));
-  return h;
-}
-
-std::array<uint8_t, kRecordHeaderBytes> record_header(uint64_t key, uint64_t fingerprint,
-                                                      const std::vector<uint8_t>& payload) {
-  std::array<uint8_t, kRecordHeaderBytes> h{};
-  put_le<uint32_t>(h.data(), kRecordMagic);
-  put_le<uint32_t>(h.data() + 4, static_cast<uint32_t>(payload.size()));
-  put_le<uint64_t>(h.data() + 8, key);
-  put_le<uint64_t>(h.data() + 16, fingerprint);
-  put_le<uint32_t>(h.data() + 24, crc(payload.data(), payload.size()));
-  put_le<uint32_t>(h.data() + 28, crc(h.data(), 28));
-  return h;
-}
-
-bool read_exact(int fd, void* buf, size_t n, int64_t offset) {
-  size_t done = 0;
-  while (done < n) {
-    const ssize_t r = ::pread(fd, static_cast<uint8_t*>(buf) + done, n - done, offset + static_cast<int64_t>(done));
-    if (r <= 0) return false;
-    done += static_cast<size_t>(r);
-  }
-  return true;
-}
-
-bool write_all(int fd, const void* buf, size_t n) {
-  size_t done = 0;
-  while (done < n) {
-    const ssize_t w = ::write(fd, static_cast<const uint8_t*>(buf) + done, n - done);
-    if (w <= 0) return false;
-    done += static_cast<size_t>(w);
-  }
-  return true;
-}
-
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
-}  // namespace
+using namespace tier_format;
 
 DiskTier::DiskTier(DiskTierConfig cfg) : cfg_(std::move(cfg)) {
   SLIMKV_CHECK(!cfg_.dir.empty(), "--kv-offload-dir: a directory is needed");
@@ -189,51 +122,6 @@ bool DiskTier::contains(uint64_t key) const {
   return index_.count(key) > 0 || queued_keys_.count(key) > 0;
 }
 
-std::optional<std::vector<uint8_t>> DiskTier::get(uint64_t key) {
-  const auto t0 = Clock::now();
-  Location loc;
-  {
-    std::lock_guard lock(mu_);
-    for (const auto& [k, payload] : queue_) {  // not written yet: the bytes are here
-      if (k == key) {
-        ++counters_.hits;
-        return payload;
-      }
-    }
-    auto it = index_.find(key);
-    if (it == index_.end()) {
-      ++counters_.misses;
-      return std::nullopt;
-    }
-    loc = it->second;
-  }
-  std::vector<uint8_t> payload(loc.payload_bytes);
-  std::array<uint8_t, kRecordHeaderBytes> h{};
-  const int fd = ::open(segment_path(loc.segment).c_str(), O_RDONLY | O_CLOEXEC);
-  const bool read = fd >= 0 && read_exact(fd, h.data(), h.size(), loc.offset) &&
-                    read_exact(fd, payload.data(), payload.size(), loc.offset + kRecordHeaderBytes);
-  if (fd >= 0) ::close(fd);
-  const bool ok = read && get_le<uint32_t>(h.data()) == kRecordMagic && get_le<uint64_t>(h.data() + 8) == key &&
-                  get_le<uint32_t>(h.data() + 4) == loc.payload_bytes &&
-                  get_le<uint32_t>(h.data() + 28) == crc(h.data(), 28) &&
-                  get_le<uint32_t>(h.data() + 24) == crc(payload.data(), payload.size());
-  std::lock_guard lock(mu_);
-  counters_.read_ms += ms_since(t0);
-  if (!ok) {  // a miss: the block is recomputed; the record is forgotten
-    if (counters_.corrupt++ < 8) {
-      std::fprintf(stderr, "slimkv: KV disk tier: block %016llx in %s failed its check (%s): recomputed\n",
-                   static_cast<unsigned long long>(key), segment_path(loc.segment).c_str(),
-                   read ? "checksum" : "short read");
-    }
-    ++counters_.misses;
-    index_.erase(key);
-    return std::nullopt;
-  }
-  ++counters_.hits;
-  counters_.read_bytes += static_cast<int64_t>(kRecordHeaderBytes + payload.size());
-  return payload;
-}
-
 void DiskTier::flush() {
   std::unique_lock lock(mu_);
   drained_.wait(lock, [&] { return queue_.empty() && !writing_; });
@@ -259,7 +147,15 @@ int64_t DiskTier::stored_blocks() const {
 void DiskTier::writer_loop() {
   std::unique_lock lock(mu_);
   while (true) {
-    queued_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    queued_.wait(lock, [&] { return stop_ || !queue_.empty() || !read_queue_.empty(); });
+    // a waiting request's prefix before writes, but alternating with them while writes are queued (a put that
+    // finds the queue full is dropped; flush waits)
+    if (!stop_ && !read_queue_.empty() && (queue_.empty() || !last_was_read_)) {
+      last_was_read_ = true;
+      read_ahead_one(lock);
+      continue;
+    }
+    last_was_read_ = false;
     if (queue_.empty()) return;  // stopping, everything written
     auto [key, payload] = std::move(queue_.front());
     queue_.pop_front();

@@ -49,6 +49,62 @@ std::vector<std::string> segment_files(const std::string& dir) {
   return out;
 }
 
+// The read-ahead: prefetched blocks are read and checked by the I/O thread, then get() takes them from memory (the
+// same bytes); a corrupted one is a miss there too; keys beyond the read-ahead's bytes are left to get().
+TEST(DiskTier, PrefetchedBlocksComeFromMemoryAndStillCheck) {
+  const std::string dir = fresh_dir("prefetch");
+  {
+    DiskTier t(config(dir));
+    for (uint64_t k = 1; k <= 12; ++k) EXPECT_TRUE(t.put(k, block(k)));
+    t.flush();
+  }
+  const std::string seg = segment_files(dir).front();
+  {
+    std::fstream f(seg, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(32 + 32 + 100);  // record 1's payload (the segment header, then the first record's header)
+    f.put('\x5a');
+  }
+  DiskTierConfig c = config(dir);
+  c.read_ahead_bytes = 8 * 4096;
+  DiskTier t(c);
+  std::vector<uint64_t> keys;
+  for (uint64_t k = 1; k <= 12; ++k) keys.push_back(k);
+  t.prefetch(keys);
+  for (int i = 0; i < 2000 && t.counters().prefetched + t.counters().corrupt < 8; ++i) ::usleep(1000);
+  EXPECT_EQ(t.counters().corrupt, 1) << "the damaged record fails its check on the I/O thread";
+  EXPECT_EQ(t.counters().prefetched, 7) << "8 blocks' bytes of read-ahead: 7 good, 1 corrupt, 4 left to get()";
+  EXPECT_FALSE(t.get(1).has_value());
+  for (uint64_t k = 2; k <= 12; ++k) EXPECT_EQ(*t.get(k), block(k)) << k;
+  EXPECT_EQ(t.counters().prefetch_used, 7);
+  EXPECT_EQ(t.counters().hits, 11);
+}
+
+// Read-ahead nobody takes (a request cancelled, its blocks computed after all) is let go for newer prefetches: the
+// read-ahead never fills up for good.
+TEST(DiskTier, ReadAheadNeverTakenMakesRoomForNewerPrefetches) {
+  const std::string dir = fresh_dir("prefetch-room");
+  DiskTierConfig c = config(dir);
+  c.read_ahead_bytes = 4 * 4096;
+  DiskTier t(c);
+  for (uint64_t k = 1; k <= 16; ++k) EXPECT_TRUE(t.put(k, block(k)));
+  t.flush();
+  auto wait_for = [&](int64_t n) {
+    for (int i = 0; i < 2000 && t.counters().prefetched < n; ++i) ::usleep(1000);
+  };
+  const std::vector<uint64_t> first = {1, 2, 3, 4}, second = {5, 6, 7, 8}, third = {9, 10};
+  t.prefetch(first);
+  wait_for(4);
+  t.prefetch(second);  // the first four are never taken: let go
+  wait_for(8);
+  EXPECT_EQ(t.counters().prefetched, 8);
+  for (uint64_t k : second) EXPECT_EQ(*t.get(k), block(k)) << k;
+  EXPECT_EQ(t.counters().prefetch_used, 4);
+  t.prefetch(third);
+  wait_for(10);
+  EXPECT_EQ(t.counters().prefetched, 10);
+  EXPECT_EQ(*t.get(1), block(1)) << "let go of, still on disk";
+}
+
 TEST(DiskTier, BlocksComeBackAlsoAfterARestart) {
   const std::string dir = fresh_dir("restart");
   {
