@@ -104,4 +104,33 @@ inline void expect_each_alone_equal(const Model& m, const EngineConfig& cfg, con
   }
 }
 
+// A conversation: the prompts one after another, each run to its end (greedy, max_tokens each, EOS ignored), the
+// pool checked after every step; the outputs, the prefix-hit tokens and the disk tier's counters (if any).
+struct TurnsRun {
+  std::vector<std::vector<int32_t>> tokens;
+  int64_t hit_tokens = 0;
+  KvOffloadCounters offload;
+};
+
+inline TurnsRun run_turns(Engine& e, const std::vector<std::vector<int32_t>>& prompts, int32_t max_tokens) {
+  TurnsRun out;
+  RequestParams p;
+  p.ignore_eos = true;
+  p.max_tokens = max_tokens;
+  for (const auto& prompt : prompts) {
+    const RequestId id = std::get<RequestId>(e.add_request(prompt, p));
+    std::vector<int32_t> toks;
+    while (e.has_unfinished()) {
+      for (const auto& ev : e.step()) {
+        if (ev.id == id && ev.token >= 0) toks.push_back(ev.token);
+      }
+      e.check_integrity();
+    }
+    out.tokens.push_back(std::move(toks));
+  }
+  out.hit_tokens = e.metrics().prefix_hit_tokens;
+  if (e.offload()) out.offload = e.offload()->counters();
+  return out;
+}
+
 }  // namespace slimkv::test

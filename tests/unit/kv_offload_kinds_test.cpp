@@ -83,32 +83,9 @@ double budget_gib(const KvLayout& layout, int32_t chunk, int32_t slack_seqs) {
   return static_cast<double>(bytes) / (1 << 30);
 }
 
-struct KindRun {
-  std::vector<std::vector<int32_t>> tokens;
-  int64_t hit_tokens = 0;
-  KvOffloadCounters offload;
-};
-
-KindRun run_kind(const Model& m, EngineConfig c, const std::vector<std::vector<int32_t>>& prompts) {
+TurnsRun run_kind(const Model& m, const EngineConfig& c, const std::vector<std::vector<int32_t>>& prompts) {
   Engine e(m, c);
-  KindRun out;
-  RequestParams p;
-  p.ignore_eos = true;
-  p.max_tokens = 6;
-  for (const auto& prompt : prompts) {
-    const RequestId id = std::get<RequestId>(e.add_request(prompt, p));
-    std::vector<int32_t> toks;
-    while (e.has_unfinished()) {
-      for (const auto& ev : e.step()) {
-        if (ev.id == id && ev.token >= 0) toks.push_back(ev.token);
-      }
-      e.check_integrity();
-    }
-    out.tokens.push_back(std::move(toks));
-  }
-  out.hit_tokens = e.metrics().prefix_hit_tokens;
-  if (e.offload()) out.offload = e.offload()->counters();
-  return out;
+  return run_turns(e, prompts, 6);
 }
 
 class KvOffloadKinds : public ::testing::TestWithParam<Kind> {};
@@ -128,9 +105,9 @@ TEST_P(KvOffloadKinds, TheTierGivesALargePoolsOutputsAndHitsAfterARestart) {
   EngineConfig large = kind_config(k, ""), small = kind_config(k, ""), tiered = kind_config(k, dir);
   large.cache.kv_cache_memory_gib = budget_gib(layout, 32, 8);
   small.cache.kv_cache_memory_gib = tiered.cache.kv_cache_memory_gib = budget_gib(layout, 32, 0);
-  const KindRun want = run_kind(*m, large, prompts);
-  const KindRun without = run_kind(*m, small, prompts);
-  const KindRun with = run_kind(*m, tiered, prompts);
+  const TurnsRun want = run_kind(*m, large, prompts);
+  const TurnsRun without = run_kind(*m, small, prompts);
+  const TurnsRun with = run_kind(*m, tiered, prompts);
   EXPECT_GT(want.hit_tokens, without.hit_tokens) << "the small pool must lose prefixes for the test to mean much";
   EXPECT_EQ(without.tokens, want.tokens);
   EXPECT_EQ(with.tokens, want.tokens) << "restored blocks give the same outputs as computed ones";
@@ -139,7 +116,7 @@ TEST_P(KvOffloadKinds, TheTierGivesALargePoolsOutputsAndHitsAfterARestart) {
   EXPECT_EQ(with.offload.tier.corrupt, 0);
   // A restart: the first prompt alone, on a fresh engine over the same directory (its pool saved at the end).
   const std::vector<std::vector<int32_t>> first(prompts.begin(), prompts.begin() + 1);
-  const KindRun again = run_kind(*m, tiered, first);
+  const TurnsRun again = run_kind(*m, tiered, first);
   EXPECT_EQ(again.tokens[0], want.tokens[0]);
   EXPECT_GT(again.hit_tokens, 0) << "the saved prefix is a hit after a restart";
   EXPECT_GT(again.offload.restored_blocks, 0);

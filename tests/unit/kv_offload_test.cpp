@@ -49,44 +49,16 @@ EngineConfig config(int32_t pool_blocks, const std::string& dir) {
   return c;
 }
 
-struct TurnsRun {
-  std::vector<std::vector<int32_t>> tokens;
-  int64_t hit_tokens = 0;
-  KvOffloadCounters offload;
-};
-
-// The turns one after another (each to its end: a conversation), greedy 8 tokens each.
-TurnsRun run_turns(Engine& e, const std::vector<std::vector<int32_t>>& prompts) {
-  TurnsRun out;
-  RequestParams p;
-  p.ignore_eos = true;
-  p.max_tokens = 8;
-  for (const auto& prompt : prompts) {
-    const RequestId id = std::get<RequestId>(e.add_request(prompt, p));
-    std::vector<int32_t> toks;
-    while (e.has_unfinished()) {
-      for (const auto& ev : e.step()) {
-        if (ev.id == id && ev.token >= 0) toks.push_back(ev.token);
-      }
-      e.check_integrity();
-    }
-    out.tokens.push_back(std::move(toks));
-  }
-  out.hit_tokens = e.metrics().prefix_hit_tokens;
-  if (e.offload()) out.offload = e.offload()->counters();
-  return out;
-}
-
 TEST(KvOffload, ASmallPoolWithTheTierEqualsALargePoolAndComputesLess) {
   SKIP_IF_MISSING(k260);
   auto m = load(k260);
   const auto prompts = turns();
   Engine large(*m, config(64, ""));  // all four prefixes fit
-  const TurnsRun want = run_turns(large, prompts);
+  const TurnsRun want = run_turns(large, prompts, 8);
   Engine small(*m, config(10, ""));  // one prefix (7 blocks) and a turn's tail
-  const TurnsRun without = run_turns(small, prompts);
+  const TurnsRun without = run_turns(small, prompts, 8);
   Engine tiered(*m, config(10, fresh_dir("small")));
-  const TurnsRun with = run_turns(tiered, prompts);
+  const TurnsRun with = run_turns(tiered, prompts, 8);
   EXPECT_EQ(without.tokens, want.tokens);
   EXPECT_EQ(with.tokens, want.tokens) << "restored blocks give the same outputs as computed ones";
   EXPECT_GT(with.offload.offered_blocks, 0);
@@ -107,11 +79,11 @@ TEST(KvOffload, ARestartFindsTheSavedPrefixAndCorruptOrForeignFilesAreMisses) {
   TurnsRun before;
   {
     Engine e(*m, config(64, dir));
-    before = run_turns(e, first);
+    before = run_turns(e, first, 8);
   }  // the pool's cached blocks are saved at the end
   {
     Engine e(*m, config(64, dir));
-    const TurnsRun after = run_turns(e, first);
+    const TurnsRun after = run_turns(e, first, 8);
     EXPECT_EQ(after.tokens, before.tokens);
     EXPECT_EQ(after.hit_tokens, 96) << "the whole prefix but the last block's rest came from disk";
     EXPECT_EQ(after.offload.restored_blocks, 6);
@@ -125,7 +97,7 @@ TEST(KvOffload, ARestartFindsTheSavedPrefixAndCorruptOrForeignFilesAreMisses) {
   }
   {
     Engine e(*m, config(64, dir));
-    const TurnsRun damaged = run_turns(e, first);
+    const TurnsRun damaged = run_turns(e, first, 8);
     EXPECT_EQ(damaged.tokens, before.tokens);
     EXPECT_EQ(damaged.hit_tokens, 0);
     EXPECT_GT(damaged.offload.tier.corrupt, 0);
@@ -134,7 +106,7 @@ TEST(KvOffload, ARestartFindsTheSavedPrefixAndCorruptOrForeignFilesAreMisses) {
   other.sched.max_model_len = 96 + 32;  // the same layout: still this tier
   other.cache.block_size = 8;           // another block size: another fingerprint
   Engine e(*m, other);
-  const TurnsRun foreign = run_turns(e, first);
+  const TurnsRun foreign = run_turns(e, first, 8);
   EXPECT_EQ(foreign.tokens, before.tokens);
   EXPECT_EQ(foreign.offload.restored_blocks, 0);
   EXPECT_GT(foreign.offload.tier.ignored_files, 0);
