@@ -62,8 +62,10 @@ void DiskTier::scan() {
   for (const auto& [id, path] : files) {
     const int64_t bytes = scan_segment(id, path);
     if (bytes >= 0) segments_[id] = bytes;
+    if (bytes >= 0) segment_used_[id] = static_cast<uint64_t>(id);  // older files: used less recently
     next_segment_ = std::max(next_segment_, id + 1);  // new records go to a new segment: never after a torn tail
   }
+  use_clock_ = static_cast<uint64_t>(next_segment_);
   if (counters_.ignored_files > 0) {
     std::fprintf(stderr, "slimkv: KV disk tier %s: ignoring %lld segment file(s) of another model or KV layout\n",
                  cfg_.dir.c_str(), static_cast<long long>(counters_.ignored_files));
@@ -197,6 +199,7 @@ void DiskTier::append(uint64_t key, const std::vector<uint8_t>& payload) {
     }
     segment = open_segment_;
     offset = segments_[segment];
+    touch_segment_locked(segment);
   }
   const bool ok = write_all(fd_, rh.data(), rh.size()) && write_all(fd_, payload.data(), payload.size());
   std::lock_guard lock(mu_);
@@ -216,10 +219,7 @@ void DiskTier::append(uint64_t key, const std::vector<uint8_t>& payload) {
   counters_.written_bytes += bytes;
   int64_t total = 0;
   for (const auto& [id, b] : segments_) total += b;
-  while (total > cfg_.max_bytes && segments_.size() > 1) {
-    total -= segments_.begin()->second;
-    evict_oldest_locked();
-  }
+  while (total > cfg_.max_bytes && segments_.size() > 1) total -= evict_least_recent_locked();
 }
 
 void DiskTier::close_segment_after_failure(int64_t segment, int64_t good_bytes) {
@@ -230,15 +230,25 @@ void DiskTier::close_segment_after_failure(int64_t segment, int64_t good_bytes) 
   open_segment_ = -1;                                   // none open: the next block starts the next segment
 }
 
-void DiskTier::evict_oldest_locked() {
-  const int64_t id = segments_.begin()->first;
-  segments_.erase(segments_.begin());
+void DiskTier::touch_segment_locked(int64_t segment) { segment_used_[segment] = ++use_clock_; }
+
+// LRU by segment: the segment whose blocks were read or written least recently (never the one being appended to).
+int64_t DiskTier::evict_least_recent_locked() {
+  int64_t id = -1;
+  for (const auto& [seg, bytes] : segments_) {
+    if (seg != open_segment_ && (id < 0 || segment_used_[seg] < segment_used_[id])) id = seg;
+  }
+  if (id < 0) id = segments_.begin()->first;
+  const int64_t bytes = segments_[id];
+  segments_.erase(id);
+  segment_used_.erase(id);
   for (auto it = index_.begin(); it != index_.end();) {
     it = it->second.segment == id ? index_.erase(it) : std::next(it);
   }
   std::error_code ec;
   fs::remove(segment_path(id), ec);
   ++counters_.evicted_segments;
+  return bytes;
 }
 
 }  // namespace slimkv

@@ -1,8 +1,9 @@
 // The disk tier's store (issue T): prefix-cache blocks kept on local disk in append-only segment files, keyed by
 // the prefix cache's chain hash, each record checked by CRC-32 (zlib) over its header and payload; a bounded
 // queue written by the tier's own I/O thread (never the engine's); an index rebuilt from the files at start (a torn
-// tail ignored, files of another model or layout — another fingerprint — ignored with one log line); the oldest
-// segments deleted past the byte limit. A read that fails, is short or does not check is a miss, counted.
+// tail ignored, files of another model or layout — another fingerprint — ignored with one log line); the least
+// recently used segments (read or written) deleted past the byte limit. A read that fails, is short or does not
+// check is a miss, counted.
 // Must not know: the KV layout, blocks' meaning or the engine (payloads are opaque bytes).
 #pragma once
 #include <condition_variable>
@@ -21,7 +22,7 @@ namespace slimkv {
 
 struct DiskTierConfig {
   std::string dir;                           // created if absent
-  int64_t max_bytes = int64_t{1} << 30;      // the tier's files in all; oldest segments go first beyond it
+  int64_t max_bytes = int64_t{1} << 30;      // the tier's files in all; least recently used segments go beyond it
   uint64_t fingerprint = 0;                  // model + layout + compression + rank: other files are not read
   int64_t segment_bytes = int64_t{64} << 20; // a segment is closed once it holds this much
   int32_t queue_blocks = 256;                // blocks waiting to be written; a put beyond is dropped (counted)
@@ -78,7 +79,8 @@ class DiskTier {
   std::optional<std::vector<uint8_t>> take_read_ahead_locked(uint64_t key, std::unique_lock<std::mutex>& lock);
   void append(uint64_t key, const std::vector<uint8_t>& payload);  // the I/O thread
   void close_segment_after_failure(int64_t segment, int64_t good_bytes);  // I/O thread, under mu_
-  void evict_oldest_locked();
+  int64_t evict_least_recent_locked();  // deletes one segment, returns its bytes
+  void touch_segment_locked(int64_t segment);  // a block of it was read or written: most recently used
   std::string segment_path(int64_t id) const;
 
   DiskTierConfig cfg_;
@@ -86,6 +88,8 @@ class DiskTier {
   std::condition_variable queued_, drained_;
   std::unordered_map<uint64_t, Location> index_;
   std::map<int64_t, int64_t> segments_;  // id -> bytes
+  std::unordered_map<int64_t, uint64_t> segment_used_;  // id -> use_clock_ at its last read or write (LRU)
+  uint64_t use_clock_ = 0;
   std::deque<std::pair<uint64_t, std::vector<uint8_t>>> queue_;
   std::unordered_map<uint64_t, int32_t> queued_keys_;
   DiskTierCounters counters_;

@@ -103,6 +103,7 @@ std::optional<std::vector<uint8_t>> DiskTier::get(uint64_t key) {
   }
   ++counters_.hits;
   counters_.read_bytes += static_cast<int64_t>(kRecordHeaderBytes + payload.size());
+  touch_segment_locked(loc.segment);
   return payload;
 }
 
@@ -150,6 +151,7 @@ void DiskTier::read_ahead_one(std::unique_lock<std::mutex>& lock) {
     forget_corrupt_locked(key, loc);
   } else {
     ++counters_.prefetched;
+    touch_segment_locked(loc.segment);
     counters_.read_bytes += static_cast<int64_t>(kRecordHeaderBytes + payload.size());
     const int64_t bytes = static_cast<int64_t>(payload.size());
     if (read_ahead_.emplace(key, std::move(payload)).second) {  // (never there: prefetch skips such keys)

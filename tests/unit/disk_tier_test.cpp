@@ -192,11 +192,30 @@ TEST(DiskTier, TheByteLimitDeletesTheOldestSegments) {
   t.flush();
   EXPECT_LE(t.stored_bytes(), c.max_bytes);
   EXPECT_GT(t.counters().evicted_segments, 0);
-  EXPECT_FALSE(t.get(1).has_value()) << "the oldest went first";
+  EXPECT_FALSE(t.get(1).has_value()) << "the oldest (none read since) went first";
   EXPECT_EQ(t.get(200), block(200)) << "the newest stays";
   int64_t bytes = 0;
   for (const auto& f : segment_files(dir)) bytes += static_cast<int64_t>(fs::file_size(f));
   EXPECT_EQ(bytes, t.stored_bytes()) << "deleted segments are gone from the disk";
+}
+
+// LRU by segment: a segment whose blocks keep being read outlives segments written after it and never read.
+TEST(DiskTier, ASegmentReadRecentlyOutlivesOlderUnreadOnes) {
+  const std::string dir = fresh_dir("lru");
+  DiskTierConfig c = config(dir);
+  c.max_bytes = 256 << 10;  // 4 segments of 64 KiB
+  DiskTier t(c);
+  for (uint64_t k = 1; k <= 200; ++k) {  // ~800 KiB written; block 1 (the first segment) read every 10 blocks
+    t.put(k, block(k));
+    if (k % 10 == 0) {
+      t.flush();
+      EXPECT_EQ(t.get(1), block(1)) << "after block " << k;
+    }
+  }
+  t.flush();
+  EXPECT_GT(t.counters().evicted_segments, 0);
+  EXPECT_FALSE(t.get(30).has_value()) << "a segment written after it, never read, went first";
+  EXPECT_EQ(t.get(200), block(200));
 }
 
 TEST(DiskTier, OneProcessPerDirectory) {
