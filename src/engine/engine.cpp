@@ -75,6 +75,12 @@ Engine::Engine(const Model& model, EngineConfig cfg)
   logits_.resize(static_cast<size_t>(std::min(cfg_.sched.max_num_seqs, cfg_.sched.max_num_batched_tokens)) *
                  model.config.vocab_size);
   open_tier();
+  spec_ = SpeculativeConfig::from_json(cfg_.speculative_config);
+  if (spec_.on()) {
+    const std::string why = speculation_refusal(layout_, model.shard.ranks);
+    spec_ok_ = why.empty();
+    if (!spec_ok_) std::fprintf(stderr, "slimkv: --speculative-config: requests decode without drafts: %s\n", why.c_str());
+  }
   refresh_gauges();
 }
 
@@ -212,6 +218,7 @@ bool Engine::abort(RequestId id, FinishReason why) {
 std::vector<StepEvent> Engine::step() {
   const double start = now_ms();
   restore_for_admission();
+  plan_drafts();
   SchedOutput out = scheduler_.schedule(start);
   metrics_.num_preemptions += out.num_preempted;
   Profiler* prof = Profiler::active();
@@ -221,7 +228,7 @@ std::vector<StepEvent> Engine::step() {
     prof->set_decode(decode);
     prof->add(ProfKind::Scheduling, (now_ms() - start) / 1000.0);
   }
-  std::vector<int32_t> sampled;
+  std::vector<int32_t> sampled, accepted;  // tokens of every sampling chunk in order; per verify chunk, drafts kept
   std::vector<TokenLogprobs>& logprobs = step_logprobs_;  // [sampled] (empty entries when not requested)
   logprobs.clear();
   if (!out.chunks.empty()) {
@@ -239,6 +246,8 @@ std::vector<StepEvent> Engine::step() {
     fwd_.set_step_loras(plan_adapter_rows(out, scheduler_, batch_));     // each token's LoRA adapter, if any
     sync_tier();  // blocks this step's allocations reuse: every rank saves its part before the forward writes
     if (before_forward_) before_forward_(batch_);
+    const size_t rows_floats = batch_.logits_rows.size() * static_cast<size_t>(model_.config.vocab_size);
+    if (rows_floats > logits_.size()) logits_.resize(rows_floats);  // verify chunks: a row per draft too
     fwd_.forward(batch_, storage_, logits_.data());
     fold_pooled_rows(pooled, batch_, fwd_.hidden_states().data(), model_.config.dim);
     for (int32_t g = 0; g < layout_.num_groups(); ++g) {  // attention mass per page -> per-block importance
@@ -253,6 +262,12 @@ std::vector<StepEvent> Engine::step() {
     const int32_t vocab = model_.config.vocab_size;
     for (const auto& c : out.chunks) {
       if (!c.samples) continue;
+      if (c.num_drafts > 0) {  // a verify chunk: its rows into the accepted drafts and the token after them
+        verify_chunk(c, logits_.data() + row * vocab, sampled, accepted);
+        logprobs.emplace_back();
+        row += c.num_drafts + 1;
+        continue;
+      }
       Request* r = scheduler_.find(c.id);
       float* logits = logits_.data() + row * vocab;  // [vocab] this request's next-token logits
       const RequestParams& p = r->params;
@@ -280,11 +295,14 @@ std::vector<StepEvent> Engine::step() {
   }
   const double now = now_ms();
   bool decode_only = !out.chunks.empty();
-  for (const auto& c : out.chunks) decode_only = decode_only && c.samples && c.token_ids.size() == 1;
+  for (const auto& c : out.chunks) {
+    decode_only = decode_only && c.samples && c.token_ids.size() == static_cast<size_t>(1 + c.num_drafts);
+  }
   if (decode_only) {
     ++metrics_.decode_steps;
-    metrics_.decode_tokens += static_cast<int64_t>(out.chunks.size());
+    metrics_.decode_tokens += static_cast<int64_t>(sampled.size());
     metrics_.decode_step_ms += now - start;
+    if (spec_.on()) spec_governor_.record(static_cast<int64_t>(sampled.size()), now - start);
   }
   for (const auto& c : out.chunks) {  // inter-token latency: gap since the request's previous token
     if (!c.samples) continue;
@@ -293,16 +311,19 @@ std::vector<StepEvent> Engine::step() {
   }
   const double update_start = now_ms();
   const double sel_before = prof ? prof->current_seconds(ProfKind::SparseSelection) : 0.0;
-  std::vector<StepEvent> events = scheduler_.update(out, sampled, now);
+  std::vector<StepEvent> events = scheduler_.update(out, sampled, accepted, now);
   if (prof) {  // update's own time, less the eviction it timed itself
     const double sel = prof->current_seconds(ProfKind::SparseSelection);
     prof->add(ProfKind::Scheduling, (now_ms() - update_start) / 1000.0 - (sel - sel_before));
   }
-  SLIMKV_CHECK(events.size() == sampled.size(), "step: {} events for {} sampled tokens", events.size(),
+  SLIMKV_CHECK(events.size() <= sampled.size(), "step: {} events for {} sampled tokens", events.size(),
                sampled.size());
-  for (size_t i = 0; i < events.size(); ++i) {  // one event per sampling chunk, in the same order
-    events[i].logprob = logprobs[i].logprob;
-    events[i].top_logprobs.swap(logprobs[i].top);
+  // a sampling chunk's events are contiguous (a verify chunk's several, none with logprobs): one logprobs entry each
+  for (size_t i = 0, k = 0; i < events.size(); ++i) {
+    if (i > 0 && events[i].id != events[i - 1].id) ++k;
+    SLIMKV_CHECK(k < logprobs.size(), "step: events of more chunks than sampled");
+    events[i].logprob = logprobs[k].logprob;
+    events[i].top_logprobs.swap(logprobs[k].top);
   }
   for (auto& r : scheduler_.take_finished()) {
     metrics_.record_finished(*r);

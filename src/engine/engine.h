@@ -12,12 +12,17 @@
 #include "core/thread_pool.h"
 #include "engine/engine_config.h"
 #include "engine/kv_offload.h"
+#include "sched/spec_governor.h"
+#include "sched/speculative_config.h"
 #include "engine/metrics.h"
 #include "model/decoder_forward.h"
 #include "sampling/logprobs.h"
 #include "sched/scheduler.h"
 
 namespace slimkv {
+
+// Why requests of this layout cannot speculate ("" when they can): engine_spec.cpp.
+std::string speculation_refusal(const KvLayout& layout, int32_t ranks);
 
 class Engine {
  public:
@@ -86,6 +91,10 @@ class Engine {
   void open_tier();              // when --kv-offload-dir is given
   void restore_for_admission();  // before a step: the waiting requests' blocks back from the tier, the next read ahead
   void sync_tier();  // rank 0 under tensor parallelism: the tier's ops since the last sync to the other ranks
+  // Speculative decoding (engine_spec.cpp):
+  void plan_drafts();  // before a step: drafts for the running requests that may speculate
+  void verify_chunk(const ScheduledChunk& c, const float* rows, std::vector<int32_t>& sampled,
+                    std::vector<int32_t>& accepted);  // after the forward: a verify chunk's tokens
 
   const Model& model_;
   EngineConfig cfg_;
@@ -109,6 +118,9 @@ class Engine {
   std::unique_ptr<KvOffload> offload_;  // after kv_manager_ and storage_, which it hooks into
   TierSync tier_sync_;
   bool tier_saved_ = false;
+  SpeculativeConfig spec_;  // --speculative-config
+  bool spec_ok_ = false;    // the layout (and rank count) lets requests speculate
+  SpecGovernor spec_governor_;  // adaptive: drafts only while they measure faster
 };
 
 }  // namespace slimkv

@@ -15,6 +15,7 @@ struct EngineConfig {
   CompressionConfig compress;
   std::string kv_config_file;  // --kv-config: JSON CompressionConfig; replaces the individual compression flags
   int32_t threads = 0;  // 0 = number of cores
+  std::string speculative_config;  // --speculative-config: JSON (sched/speculative_config.h); "" = off
   std::string mla_attention = "auto";  // --mla-attention absorbed|decompressed|auto (MLA models; auto: per step, the
                                        // cheaper by a multiply-add count)
 };

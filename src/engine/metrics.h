@@ -2,6 +2,7 @@
 // names). Summaries give mean / median / p90 / p99. Must not know: how requests are scheduled or run.
 #pragma once
 #include <cstdint>
+#include <array>
 #include <vector>
 
 #include "sched/request.h"
@@ -29,6 +30,10 @@ struct Metrics {
   int64_t prefix_query_tokens = 0, prefix_hit_tokens = 0;
   int64_t prompt_tokens = 0, generation_tokens = 0;
   int64_t num_finished = 0, num_aborted = 0, num_rejected = 0;
+  // Speculative decoding (vLLM's spec-decode counters): verify chunks, drafted tokens, accepted tokens, and
+  // accepted tokens by draft position (the first 16).
+  int64_t spec_drafts = 0, spec_draft_tokens = 0, spec_accepted_tokens = 0;
+  std::array<int64_t, 16> spec_accepted_per_pos{};
 
   void record_token_gap(double gap_ms) { itl_ms.push_back(gap_ms); }
   // A long-running consumer (the server's histograms) takes the samples and clears them so they do not grow.

@@ -29,6 +29,9 @@ struct PagedBatchMeta {                // plain data, built once per step
   // (log of the tokens each stands for, -inf for empty rows).
   std::vector<uint8_t> seq_has_summary;  // [S]
   std::vector<float> seq_summary_bias;   // [S * block_size]
+  // [S] (or empty) 1: the sequence's queries attend one by one, never in tiles — a speculative verify chunk, whose
+  // rows must sum as decode's walk does (greedy output identical to plain decoding)
+  std::vector<uint8_t> seq_query_by_query;
 };
 
 struct AttentionDims {          // one layer's

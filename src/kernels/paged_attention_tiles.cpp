@@ -30,7 +30,9 @@ void PagedAttention::plan_tiles(const LayerKv& layer, const AttentionDims& dims,
   for (int32_t t = 0; t < T;) {
     int32_t e = t + 1;  // a run: one sequence's consecutive positions
     while (e < T && m.token_seq[e] == m.token_seq[t] && m.token_pos[e] == m.token_pos[e - 1] + 1) ++e;
-    if (tiles_on && e - t >= min_tile_tokens_) {
+    const size_t seq = static_cast<size_t>(m.token_seq[t]);
+    const bool one_by_one = seq < m.seq_query_by_query.size() && m.seq_query_by_query[seq];
+    if (tiles_on && !one_by_one && e - t >= min_tile_tokens_) {
       for (int32_t a = t; a < e; a += tile_tokens) tiles_.push_back({a, std::min(tile_tokens, e - a)});
     } else {
       for (int32_t a = t; a < e; ++a) single_tokens_.push_back(a);

@@ -23,6 +23,7 @@ void ForwardBatch::clear(int32_t num_groups) {
     a.kv_page_logical.clear();
     a.seq_has_summary.clear();
     a.seq_summary_bias.clear();
+    a.seq_query_by_query.clear();
   }
   logits_rows.clear();
   hidden_rows.clear();

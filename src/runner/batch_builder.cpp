@@ -130,8 +130,11 @@ void build_forward_batch(const SchedOutput& out, int32_t block_size, const std::
       }
       a.kv_indptr.push_back(static_cast<int32_t>(a.kv_indices.size()));
       a.kv_last_page_len.push_back(end - (pages - 1) * block_size);
+      a.seq_query_by_query.push_back(c.num_drafts > 0 ? 1 : 0);
     }
-    if (c.samples) b.logits_rows.push_back(b.num_tokens() - 1);
+    if (c.samples) {  // the last row, or a verify chunk's last num_drafts + 1 rows (each position's next token)
+      for (int32_t j = c.num_drafts; j >= 0; --j) b.logits_rows.push_back(b.num_tokens() - 1 - j);
+    }
   }
 }
 

@@ -63,9 +63,13 @@ struct Request {
   RequestTimes times;
   std::vector<float> embedding;     // [dim] params.pooling's result once the prompt is computed (else empty)
   int32_t pooled_tokens = 0;        // hidden rows folded into `embedding` so far (none is folded twice)
+  // Speculative decoding (issue SD): this step's verify chunk, [the last token, drafted tokens...] (empty: none).
+  // Its KV is written for every position; only the accepted ones count as computed.
+  std::vector<int32_t> spec_tokens;
 
   int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }
   int32_t num_output_tokens() const { return num_tokens() - num_prompt_tokens; }
+  int32_t num_drafts() const { return spec_tokens.empty() ? 0 : static_cast<int32_t>(spec_tokens.size()) - 1; }
 };
 
 }  // namespace slimkv

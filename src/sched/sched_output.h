@@ -20,6 +20,8 @@ struct ScheduledChunk {
                                          // freed or evicted) and the merge policy's summary block
   bool samples = false;                  // the chunk reaches the end of the request: sample one token
   int32_t num_prompt_tokens = 0;
+  int32_t num_drafts = 0;                // > 0: a speculative verify chunk (token_ids = the last token + drafts):
+                                         // logits at its last num_drafts + 1 rows, verified into 1..n+1 tokens
 };
 
 struct SchedOutput {

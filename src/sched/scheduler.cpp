@@ -43,10 +43,18 @@ Request* Scheduler::find(RequestId id) {
   return it == requests_.end() ? nullptr : it->second.get();
 }
 
-ScheduledChunk Scheduler::make_chunk(Request* r, int32_t n) const {
+ScheduledChunk Scheduler::make_chunk(Request* r, int32_t n, bool speculative) const {
   ScheduledChunk c;
   c.id = r->id;
   c.start_pos = r->num_computed_tokens;
+  if (speculative) {  // the last token, then the drafts: verified in one forward
+    c.token_ids = std::span<const int32_t>(r->spec_tokens);
+    c.samples = true;
+    c.num_drafts = r->num_drafts();
+    c.groups = std::span<const GroupKv>(r->kv.groups);
+    c.num_prompt_tokens = r->num_prompt_tokens;
+    return c;
+  }
   c.token_ids = std::span<const int32_t>(r->tokens).subspan(c.start_pos, n);
   c.groups = std::span<const GroupKv>(r->kv.groups);
   c.samples = c.start_pos + n == r->num_tokens();
@@ -60,6 +68,7 @@ int32_t Scheduler::state_snapshot_tokens(const Request& r) const {
 
 void Scheduler::preempt(Request* r) {
   kv_.free(r->kv);
+  r->spec_tokens.clear();
   r->num_computed_tokens = 0;
   ++r->num_preemptions;
   ++counters_.num_preemptions;
@@ -76,6 +85,15 @@ SchedOutput Scheduler::schedule(double now_ms) {
     const int32_t n = std::min({r->num_tokens() - r->num_computed_tokens, budget,
                                 kv_.prefill_chunk_limit(r->num_computed_tokens, r->num_prompt_tokens)});
     if (n <= 0) continue;
+    if (!r->spec_tokens.empty()) {  // drafts only where the step has the tokens and the pool the slots, else plain
+      const int32_t ns = static_cast<int32_t>(r->spec_tokens.size());
+      if (n == 1 && ns <= budget && kv_.allocate_slots(r->kv, r->num_computed_tokens + ns)) {
+        out.chunks.push_back(make_chunk(r, ns, true));
+        budget -= ns;
+        continue;
+      }
+      r->spec_tokens.clear();
+    }
     bool ok = false;
     while (!(ok = kv_.allocate_slots(r->kv, r->num_computed_tokens + n, nullptr, 0, state_snapshot_tokens(*r)))) {
       Request* victim = running_.back();  // the most recently admitted
@@ -84,7 +102,7 @@ SchedOutput Scheduler::schedule(double now_ms) {
       if (victim == r) break;
     }
     if (!ok) break;  // r itself was preempted: it is the last running request
-    out.chunks.push_back(make_chunk(r, n));
+    out.chunks.push_back(make_chunk(r, n, false));
     budget -= n;
   }
   // 2. Admit waiting requests (not in a step that had to preempt: memory is short).
@@ -101,7 +119,7 @@ SchedOutput Scheduler::schedule(double now_ms) {
     if (r->times.first_scheduled_ms < 0) r->times.first_scheduled_ms = now_ms;
     waiting_.pop_front();
     running_.push_back(r);
-    out.chunks.push_back(make_chunk(r, n));
+    out.chunks.push_back(make_chunk(r, n, false));
     budget -= n;
   }
   for (const auto& c : out.chunks) out.num_tokens += static_cast<int32_t>(c.token_ids.size());
@@ -123,42 +141,60 @@ void Scheduler::finish(Request* r, FinishReason why, double now_ms) {
   requests_.erase(node);
 }
 
-std::vector<StepEvent> Scheduler::update(const SchedOutput& out, const std::vector<int32_t>& sampled, double now_ms) {
+std::vector<StepEvent> Scheduler::update(const SchedOutput& out, const std::vector<int32_t>& sampled,
+                                        const std::vector<int32_t>& accepted, double now_ms) {
   std::vector<StepEvent> events;
-  size_t next_sample = 0;
+  size_t next_sample = 0, next_verdict = 0;
   for (const auto& c : out.chunks) {
     Request* r = find(c.id);
     SLIMKV_CHECK(r != nullptr, "update: request {} vanished during the step", c.id);
-    r->num_computed_tokens += static_cast<int32_t>(c.token_ids.size());
+    int32_t emitted = 1;  // tokens this chunk gives (a verify chunk: its accepted drafts and the token after them)
+    if (c.num_drafts > 0) {
+      SLIMKV_CHECK(next_verdict < accepted.size(), "update: a verify chunk without its verdict");
+      const int32_t kept = accepted[next_verdict++];
+      r->num_computed_tokens += 1 + kept;  // the rejected drafts' rows are rewritten before they are ever read
+      emitted = kept + 1;
+      r->spec_tokens.clear();
+    } else {
+      r->num_computed_tokens += static_cast<int32_t>(c.token_ids.size());
+    }
     kv_.cache_full_blocks(r->kv, r->tokens, r->num_computed_tokens);
     {
       ProfScope ps(ProfKind::SparseSelection);
       kv_.evict_least_attended(r->kv, r->num_computed_tokens, r->num_prompt_tokens);
     }
     if (!c.samples) continue;
-    SLIMKV_CHECK(next_sample < sampled.size(), "update: fewer sampled tokens than sampling chunks");
-    const int32_t tok = sampled[next_sample++];
+    SLIMKV_CHECK(next_sample + emitted <= sampled.size(), "update: fewer sampled tokens than sampling chunks");
     if (r->times.first_token_ms < 0) {
       r->times.first_token_ms = now_ms;
       r->times.prefill_ms = now_ms - r->times.first_scheduled_ms;
     }
     r->times.last_token_ms = now_ms;
-    const auto& stops = r->params.stop_token_ids;
-    if ((!r->params.ignore_eos && tok == r->params.eos_id) || std::find(stops.begin(), stops.end(), tok) != stops.end()) {
-      events.push_back({r->id, -1, FinishReason::Stop, 0.0f, {}});
-      finish(r, FinishReason::Stop, now_ms);
-      continue;
+    const size_t first = next_sample;
+    next_sample += emitted;
+    for (size_t i = first; i < next_sample; ++i) {  // each token as if sampled alone: a finish ends the rest
+      if (append_sampled(r, sampled[i], now_ms, events)) break;
     }
-    r->tokens.push_back(tok);
-    ++counters_.generated_tokens;
-    FinishReason why = FinishReason::None;
-    if (r->num_output_tokens() >= r->params.max_tokens || r->num_tokens() >= cfg_.max_model_len) {
-      why = FinishReason::Length;
-    }
-    events.push_back({r->id, tok, why, 0.0f, {}});
-    if (why != FinishReason::None) finish(r, why, now_ms);
   }
   return events;
+}
+
+bool Scheduler::append_sampled(Request* r, int32_t tok, double now_ms, std::vector<StepEvent>& events) {
+  const auto& stops = r->params.stop_token_ids;
+  if ((!r->params.ignore_eos && tok == r->params.eos_id) || std::find(stops.begin(), stops.end(), tok) != stops.end()) {
+    events.push_back({r->id, -1, FinishReason::Stop, 0.0f, {}});
+    finish(r, FinishReason::Stop, now_ms);
+    return true;
+  }
+  r->tokens.push_back(tok);
+  ++counters_.generated_tokens;
+  FinishReason why = FinishReason::None;
+  if (r->num_output_tokens() >= r->params.max_tokens || r->num_tokens() >= cfg_.max_model_len) {
+    why = FinishReason::Length;
+  }
+  events.push_back({r->id, tok, why, 0.0f, {}});
+  if (why != FinishReason::None) finish(r, why, now_ms);
+  return why != FinishReason::None;
 }
 
 bool Scheduler::admit_prefilled(RequestId id, int32_t num_tokens, double now_ms) {

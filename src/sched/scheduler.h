@@ -39,7 +39,10 @@ class Scheduler {
 
   SchedOutput schedule(double now_ms);
   // Applies one step's results: `sampled` has one token per chunk with samples=true, in chunk order.
-  std::vector<StepEvent> update(const SchedOutput& out, const std::vector<int32_t>& sampled, double now_ms);
+  // sampled: the tokens of every sampling chunk, in order (a verify chunk: its accepted drafts, then the token after
+  // them); accepted: per verify chunk (num_drafts > 0), how many of its drafts were kept.
+  std::vector<StepEvent> update(const SchedOutput& out, const std::vector<int32_t>& sampled,
+                                const std::vector<int32_t>& accepted, double now_ms);
 
   Request* find(RequestId id);
   int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
@@ -58,7 +61,9 @@ class Scheduler {
   // blocks, leaving one token — the longest prefix a later request with the same prompt can hit.
   int32_t state_snapshot_tokens(const Request& r) const;
   void finish(Request* r, FinishReason why, double now_ms);
-  ScheduledChunk make_chunk(Request* r, int32_t n) const;
+  ScheduledChunk make_chunk(Request* r, int32_t n, bool speculative) const;
+  // One sampled token onto r (or its finish: EOS / a stop token, max_tokens, max_model_len); true when r finished.
+  bool append_sampled(Request* r, int32_t tok, double now_ms, std::vector<StepEvent>& events);
 
   SchedulerConfig cfg_;
   KvCacheManager& kv_;

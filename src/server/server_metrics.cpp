@@ -60,6 +60,18 @@ void ServerMetrics::write(PromWriter& w, const std::string& p, const Engine& eng
       static_cast<double>(m.prefix_hit_tokens));
   one("num_preemptions_total", "counter", "Cumulative number of preemptions from the engine.",
       static_cast<double>(m.num_preemptions));
+  // speculative decoding, vLLM's counter names (under the same prefix)
+  one("spec_decode_num_drafts_total", "counter", "Verify chunks (one per request and step that drafted).",
+      static_cast<double>(m.spec_drafts));
+  one("spec_decode_num_draft_tokens_total", "counter", "Drafted tokens.", static_cast<double>(m.spec_draft_tokens));
+  one("spec_decode_num_accepted_tokens_total", "counter", "Drafted tokens the target accepted.",
+      static_cast<double>(m.spec_accepted_tokens));
+  w.family(p + "spec_decode_num_accepted_tokens_per_pos_total", "counter", "Accepted tokens by draft position.");
+  for (size_t i = 0; i < m.spec_accepted_per_pos.size(); ++i) {
+    PromLabels pl = labels;
+    pl.emplace_back("position", std::to_string(i));
+    w.sample(p + "spec_decode_num_accepted_tokens_per_pos_total", pl, static_cast<double>(m.spec_accepted_per_pos[i]));
+  }
   one("prompt_tokens_total", "counter", "Number of prefill tokens processed.", static_cast<double>(m.prompt_tokens));
   one("generation_tokens_total", "counter", "Number of generation tokens processed.",
       static_cast<double>(m.generation_tokens));

@@ -1,0 +1,61 @@
+// Engine's speculative decoding (issue SD, n-gram lookup, greedy): before a step, each running request that may
+// speculate gets its drafts (sampling/ngram_proposer.h) as a verify chunk — the scheduler schedules the last token
+// and the drafts together; after the forward, the chunk's rows are verified (sampling/speculative_verify.h) into
+// the accepted drafts and the token after them, the plain greedy tokens exactly. Only layouts of full-attention
+// groups speculate (a rejected draft's rows are simply rewritten); others, and tensor parallelism, decode as before.
+#include <algorithm>
+
+#include "core/check.h"
+#include "engine/engine.h"
+#include "sampling/speculative_verify.h"
+
+namespace slimkv {
+
+std::string speculation_refusal(const KvLayout& layout, int32_t ranks) {
+  if (ranks > 1) return "not under tensor parallelism yet";
+  for (const KvGroup& g : layout.groups) {
+    if (g.spec.kind != KvGroupKind::FullAttention) {
+      return fmt::format("a KV group of kind {} (only full-attention caches roll back a rejected draft yet)",
+                         g.spec.describe());
+    }
+  }
+  return "";
+}
+
+void Engine::plan_drafts() {
+  if (!spec_.on() || !spec_ok_) return;
+  const bool now = !spec_.adaptive || spec_governor_.speculate_now();
+  for (Request* r : scheduler_.running()) {
+    r->spec_tokens.clear();
+    if (!now || !may_speculate(*r)) continue;
+    // every emitted token counts against max_tokens and the context: k drafts emit up to k + 1
+    const int32_t room = std::min(r->params.max_tokens - r->num_output_tokens(),
+                                  cfg_.sched.max_model_len - r->num_tokens()) - 1;
+    if (room <= 0) continue;
+    NgramProposerConfig c = spec_.ngram;
+    c.num_speculative_tokens = std::min(c.num_speculative_tokens, room);
+    const std::vector<int32_t> drafts = propose_ngram(r->tokens, c);
+    if (drafts.empty()) continue;
+    r->spec_tokens.reserve(drafts.size() + 1);
+    r->spec_tokens.push_back(r->tokens.back());
+    r->spec_tokens.insert(r->spec_tokens.end(), drafts.begin(), drafts.end());
+  }
+}
+
+void Engine::verify_chunk(const ScheduledChunk& c, const float* rows, std::vector<int32_t>& sampled,
+                          std::vector<int32_t>& accepted) {
+  const int32_t vocab = model_.config.vocab_size;
+  const std::span<const int32_t> drafts = c.token_ids.subspan(1);
+  const SpecVerdict v = verify_greedy(drafts, std::span<const float>(rows, (drafts.size() + 1) * vocab), vocab);
+  sampled.insert(sampled.end(), drafts.begin(), drafts.begin() + v.num_accepted);
+  sampled.push_back(v.next_token);
+  accepted.push_back(v.num_accepted);
+  metrics_.spec_drafts += 1;
+  metrics_.spec_draft_tokens += static_cast<int64_t>(drafts.size());
+  metrics_.spec_accepted_tokens += v.num_accepted;
+  for (int32_t i = 0; i < v.num_accepted && i < static_cast<int32_t>(metrics_.spec_accepted_per_pos.size()); ++i) {
+    ++metrics_.spec_accepted_per_pos[i];
+  }
+}
+
+}  // namespace slimkv

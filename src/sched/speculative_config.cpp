@@ -1,0 +1,51 @@
+#include "sched/speculative_config.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/check.h"
+#include "sched/request.h"
+
+namespace slimkv {
+
+SpeculativeConfig SpeculativeConfig::from_json(const std::string& json) {
+  SpeculativeConfig c;
+  if (json.empty()) return c;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(json);
+  } catch (const std::exception& e) {
+    fail("--speculative-config: not JSON: {}", e.what());
+  }
+  SLIMKV_CHECK(j.is_object(), "--speculative-config: a JSON object is needed");
+  for (const auto& [key, v] : j.items()) {
+    if (key == "method") {
+      SLIMKV_CHECK(v.is_string() && (v == "ngram"), "--speculative-config: method must be \"ngram\" (a draft model "
+                   "and MTP heads are not built yet)");
+      c.method = v.get<std::string>();
+    } else if (key == "adaptive") {
+      SLIMKV_CHECK(v.is_boolean(), "--speculative-config: adaptive must be true or false");
+      c.adaptive = v.get<bool>();
+    } else if (key == "num_speculative_tokens" || key == "prompt_lookup_min" || key == "prompt_lookup_max") {
+      SLIMKV_CHECK(v.is_number_integer(), "--speculative-config: {} must be an integer", key);
+      const int32_t n = v.get<int32_t>();
+      if (key == "num_speculative_tokens") c.ngram.num_speculative_tokens = n;
+      else if (key == "prompt_lookup_min") c.ngram.min_n = n;
+      else c.ngram.max_n = n;
+    } else {
+      fail("--speculative-config: unknown field \"{}\" (method, num_speculative_tokens, prompt_lookup_min, "
+           "prompt_lookup_max, adaptive)", key);
+    }
+  }
+  SLIMKV_CHECK(c.on(), "--speculative-config: \"method\" is needed");
+  c.ngram.validate();
+  return c;
+}
+
+bool may_speculate(const Request& r) {
+  const RequestParams& p = r.params;
+  return p.sampling.temperature == 0.0f && !p.sampling.has_penalties() && !r.constraint && p.logprobs < 0 &&
+         p.pooling == Pooling::None && r.num_output_tokens() >= std::max(1, p.min_tokens) &&
+         r.num_computed_tokens == r.num_tokens() - 1;
+}
+
+}  // namespace slimkv

@@ -1,0 +1,27 @@
+// Speculative decoding's configuration (issue SD; vLLM's `--speculative-config` JSON: `method`,
+// `num_speculative_tokens`, `prompt_lookup_min`, `prompt_lookup_max`), parsed once; and which requests may
+// speculate this step. Must not know: models or the cache's bytes.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "sampling/ngram_proposer.h"
+
+namespace slimkv {
+
+struct Request;
+
+struct SpeculativeConfig {
+  std::string method;                  // "" (off) or "ngram"
+  NgramProposerConfig ngram;           // num_speculative_tokens, prompt_lookup_min / _max
+  bool adaptive = true;                // "adaptive": drafts only while they measure faster (spec_governor.h)
+  bool on() const { return !method.empty(); }
+  // From --speculative-config's JSON ("" = off); throws Error naming the field.
+  static SpeculativeConfig from_json(const std::string& json);
+};
+
+// Whether r may speculate now: greedy, unconstrained, no penalties, logprobs, pooling or min_tokens, decoding (its
+// prompt computed and a token sampled). The engine also requires a layout speculation may roll back.
+bool may_speculate(const Request& r);
+
+}  // namespace slimkv
