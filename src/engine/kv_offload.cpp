@@ -35,8 +35,10 @@ int64_t KvOffload::payload_bytes(int32_t pool) const {
 }
 
 // A block id of a pool reserves one block of records in each of the pool's storage tensors, whichever group holds
-// it: those are its stored form (a window's rows, compressed entries, a recurrent state's snapshot alike).
-void KvOffload::copy_out(int32_t pool, BlockId id, uint8_t* out) const {
+// it: those are its stored form (a window's rows, compressed entries, a recurrent state's snapshot alike). fn gets
+// each run of the block's bytes in the storage, in payload order (tensor order, K then V per head).
+template <class Fn>
+void KvOffload::for_each_record(int32_t pool, BlockId id, Fn&& fn) const {
   const int64_t slot0 = static_cast<int64_t>(id) * layout_.block_size_tokens;
   for (int32_t t = 0; t < layout_.num_tensors(); ++t) {
     if (layout_.tensor_pool[t] != pool) continue;
@@ -44,28 +46,35 @@ void KvOffload::copy_out(int32_t pool, BlockId id, uint8_t* out) const {
     const KvLayerGeometry& g = layout_.layers[l];
     const int64_t kb = g.k_head_bytes() * layout_.block_size_tokens, vb = g.v_head_bytes() * layout_.block_size_tokens;
     for (int32_t h = 0; h < g.num_kv_heads; ++h) {
-      std::memcpy(out, storage_.k_head(l, slot0, h), kb);
-      out += kb;
-      if (vb > 0) std::memcpy(out, storage_.v_head(l, slot0, h), vb);
-      out += vb;
+      fn(storage_.k_head(l, slot0, h), kb);  // storage_ is a reference: writable here too
+      if (vb > 0) fn(storage_.v_head(l, slot0, h), vb);
     }
   }
 }
 
-void KvOffload::copy_in(int32_t pool, BlockId id, const uint8_t* in) {
-  const int64_t slot0 = static_cast<int64_t>(id) * layout_.block_size_tokens;
-  for (int32_t t = 0; t < layout_.num_tensors(); ++t) {
-    if (layout_.tensor_pool[t] != pool) continue;
-    const int32_t l = layout_.tensor_layer[t];
-    const KvLayerGeometry& g = layout_.layers[l];
-    const int64_t kb = g.k_head_bytes() * layout_.block_size_tokens, vb = g.v_head_bytes() * layout_.block_size_tokens;
-    for (int32_t h = 0; h < g.num_kv_heads; ++h) {
-      std::memcpy(storage_.k_head(l, slot0, h), in, kb);
-      in += kb;
-      if (vb > 0) std::memcpy(storage_.v_head(l, slot0, h), in, vb);
-      in += vb;
-    }
-  }
+std::vector<uint8_t> KvOffload::make_payload(int32_t pool, BlockId id, std::span<const int32_t> tokens) const {
+  std::vector<uint8_t> payload(payload_bytes(pool));  // [tokens | the pool's tensors' records]
+  std::memcpy(payload.data(), tokens.data(), tokens.size_bytes());
+  uint8_t* out = payload.data() + tokens.size_bytes();
+  for_each_record(pool, id, [&](const uint8_t* at, int64_t n) {
+    std::memcpy(out, at, n);
+    out += n;
+  });
+  return payload;
+}
+
+bool KvOffload::payload_matches(int32_t pool, std::span<const int32_t> tokens,
+                                const std::vector<uint8_t>& payload) const {
+  return static_cast<int64_t>(payload.size()) == payload_bytes(pool) &&
+         std::memcmp(payload.data(), tokens.data(), tokens.size_bytes()) == 0;  // else another prefix's key
+}
+
+void KvOffload::fill_from_payload(int32_t pool, BlockId id, const std::vector<uint8_t>& payload) {
+  const uint8_t* in = payload.data() + static_cast<size_t>(layout_.block_size_tokens) * sizeof(int32_t);
+  for_each_record(pool, id, [&](uint8_t* at, int64_t n) {
+    std::memcpy(at, in, n);
+    in += n;
+  });
 }
 
 // Called inside BlockPool::allocate on the engine thread: nothing may escape (the pool is mid-update), so a failure
@@ -77,11 +86,8 @@ void KvOffload::offer(int32_t pool, BlockId id, BlockHash key, std::span<const i
       if (recording_) log_op(false, pool, id, key, tokens);
       return;
     }
-    std::vector<uint8_t> payload(payload_bytes(pool));  // [tokens | the pool's tensors' records]
-    std::memcpy(payload.data(), tokens.data(), tokens.size_bytes());
-    copy_out(pool, id, payload.data() + tokens.size_bytes());
     ++counters_.offered_blocks;
-    tier_->put(key, std::move(payload));
+    tier_->put(key, make_payload(pool, id, tokens));
     if (recording_) log_op(false, pool, id, key, tokens);
   } catch (...) {
   }
@@ -121,13 +127,8 @@ std::optional<BlockId> KvOffload::read_back(const KvCacheManager::NeededBlock& n
   const int32_t pool = layout_.group_pool(nb.group);
   const BlockHash key = KvCacheManager::group_hash(nb.chain_hash, nb.group);
   auto payload = tier_->get(key);
-  const size_t token_bytes = blk.size_bytes();
-  if (!payload || static_cast<int64_t>(payload->size()) != payload_bytes(pool) ||
-      std::memcmp(payload->data(), blk.data(), token_bytes) != 0) {
-    return std::nullopt;  // a miss (counted by the tier) or another prefix under a colliding key: recomputed
-  }
-  const uint8_t* records = payload->data() + token_bytes;
-  auto id = kv_.adopt_cached_block(nb.group, nb.chain_hash, blk, [&](BlockId id) { copy_in(pool, id, records); });
+  if (!payload || !payload_matches(pool, blk, *payload)) return std::nullopt;  // a miss: recomputed
+  auto id = kv_.adopt_cached_block(nb.group, nb.chain_hash, blk, [&](BlockId id) { fill_from_payload(pool, id, *payload); });
   if (id && recording_) log_op(true, pool, *id, key, blk);
   return id;
 }
@@ -174,10 +175,7 @@ void KvOffload::save_cached(int64_t max_bytes) {
       if ((saved += payload_bytes(p)) > max_bytes) return;  // no more than the tier keeps
       if (recording_) log_op(false, p, id, key, tokens);     // the other ranks save theirs (if they lack it)
       if (tier_->contains(key)) return;
-      std::vector<uint8_t> payload(payload_bytes(p));
-      std::memcpy(payload.data(), tokens.data(), tokens.size_bytes());
-      copy_out(p, id, payload.data() + tokens.size_bytes());
-      tier_->put(key, std::move(payload), /*wait=*/true);
+      tier_->put(key, make_payload(p, id, tokens), /*wait=*/true);
     });
   }
   log_.wait = 1;
@@ -210,21 +208,16 @@ std::vector<double> KvOffload::apply(const KvTierOps& ops) {
     SLIMKV_CHECK(op.pool >= 0 && op.pool < kv_.num_pools() && op.block >= 0 && op.block < kv_.pool(op.pool).num_blocks(),
                  "KV tier ops: block {} of pool {}", op.block, op.pool);
     const std::span<const int32_t> blk(ops.tokens.data() + i * bs, bs);
-    const size_t token_bytes = blk.size_bytes();
     if (!op.restore) {
       if (tier_->contains(op.key)) continue;
-      std::vector<uint8_t> payload(payload_bytes(op.pool));
-      std::memcpy(payload.data(), blk.data(), token_bytes);
-      copy_out(op.pool, op.block, payload.data() + token_bytes);
       ++counters_.offered_blocks;
-      tier_->put(op.key, std::move(payload), ops.wait != 0);
+      tier_->put(op.key, make_payload(op.pool, op.block, blk), ops.wait != 0);
       continue;
     }
     auto payload = tier_->get(op.key);
-    const bool ok = payload && static_cast<int64_t>(payload->size()) == payload_bytes(op.pool) &&
-                    std::memcmp(payload->data(), blk.data(), token_bytes) == 0;
+    const bool ok = payload && payload_matches(op.pool, blk, *payload);
     if (ok) {
-      copy_in(op.pool, op.block, payload->data() + token_bytes);
+      fill_from_payload(op.pool, op.block, *payload);
       ++counters_.restored_blocks;
     }
     failed.push_back(ok ? 0.0 : 1.0);

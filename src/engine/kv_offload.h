@@ -61,8 +61,12 @@ class KvOffload {
   std::optional<BlockId> read_back(const KvCacheManager::NeededBlock& nb, std::span<const int32_t> blk);
   int64_t payload_bytes(int32_t pool) const;  // [tokens | records]
   // A block id's records in each of the pool's storage tensors, in tensor order, K then V per head.
-  void copy_out(int32_t pool, BlockId id, uint8_t* out) const;
-  void copy_in(int32_t pool, BlockId id, const uint8_t* in);
+  template <class Fn>
+  void for_each_record(int32_t pool, BlockId id, Fn&& fn) const;
+  std::vector<uint8_t> make_payload(int32_t pool, BlockId id, std::span<const int32_t> tokens) const;
+  // A payload of the pool's size whose tokens are these (else a miss, or another prefix under a colliding key).
+  bool payload_matches(int32_t pool, std::span<const int32_t> tokens, const std::vector<uint8_t>& payload) const;
+  void fill_from_payload(int32_t pool, BlockId id, const std::vector<uint8_t>& payload);
 
   const KvLayout& layout_;
   KvStorage& storage_;

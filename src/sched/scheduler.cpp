@@ -47,17 +47,12 @@ ScheduledChunk Scheduler::make_chunk(Request* r, int32_t n, bool speculative) co
   ScheduledChunk c;
   c.id = r->id;
   c.start_pos = r->num_computed_tokens;
-  if (speculative) {  // the last token, then the drafts: verified in one forward
-    c.token_ids = std::span<const int32_t>(r->spec_tokens);
-    c.samples = true;
-    c.num_drafts = r->num_drafts();
-    c.groups = std::span<const GroupKv>(r->kv.groups);
-    c.num_prompt_tokens = r->num_prompt_tokens;
-    return c;
-  }
-  c.token_ids = std::span<const int32_t>(r->tokens).subspan(c.start_pos, n);
+  // a verify chunk: the last token, then the drafts (in their own buffer), verified in one forward
+  c.token_ids = speculative ? std::span<const int32_t>(r->spec_tokens)
+                            : std::span<const int32_t>(r->tokens).subspan(c.start_pos, n);
+  c.num_drafts = speculative ? r->num_drafts() : 0;
   c.groups = std::span<const GroupKv>(r->kv.groups);
-  c.samples = c.start_pos + n == r->num_tokens();
+  c.samples = speculative || c.start_pos + n == r->num_tokens();
   c.num_prompt_tokens = r->num_prompt_tokens;
   return c;
 }
