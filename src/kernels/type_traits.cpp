@@ -38,6 +38,16 @@ void gemm_dotk(const void* w, int64_t rows, int64_t cols, const void* x, int64_t
   SLIMKV_CHECK(dot_kernels(Isa::Avx512).gemm(kT, w, rows, cols, x, T, y, ldy), "gemm: {} not handled", dtype_name(kT));
 }
 
+}  // namespace
+
+// cpu_avx2/dot_avx2.cpp: blocked matmuls, bit for bit one AVX2 dot per (row, token).
+void gemm_f32_avx2(const void* w, int64_t rows, int64_t cols, const void* x, int64_t T, float* y, int64_t ldy);
+void gemm_f16_avx2(const void* w, int64_t rows, int64_t cols, const void* x, int64_t T, float* y, int64_t ldy);
+void gemm_q8_0_avx2(const void* w, int64_t rows, int64_t cols, const void* x, int64_t T, float* y, int64_t ldy);
+void gemm_q4_0_avx2(const void* w, int64_t rows, int64_t cols, const void* x, int64_t T, float* y, int64_t ldy);
+
+namespace {
+
 void f32_to_float(const void* w, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = static_cast<const float*>(w)[i];
 }
@@ -117,11 +127,11 @@ struct Row {
 constexpr int S = 0, A2 = 1, A5 = 2;
 // clang-format off
 const Row kRows[kNumDTypes] = {
-  {DType::F32,    f32_to_float,   f32_from_float,  {dot_f32_row<S>, dot_f32_row<A2>, dot_f32_row<A5>}, {nullptr, nullptr, gemm_dotk<DType::F32>}},
-  {DType::F16,    f16_to_float,   f16_from_float,  {dot_f16_row<S>, dot_f16_row<A2>, dot_f16_row<A5>}, {nullptr, nullptr, gemm_dotk<DType::F16>}},
+  {DType::F32,    f32_to_float,   f32_from_float,  {dot_f32_row<S>, dot_f32_row<A2>, dot_f32_row<A5>}, {nullptr, gemm_f32_avx2, gemm_dotk<DType::F32>}},
+  {DType::F16,    f16_to_float,   f16_from_float,  {dot_f16_row<S>, dot_f16_row<A2>, dot_f16_row<A5>}, {nullptr, gemm_f16_avx2, gemm_dotk<DType::F16>}},
   {DType::BF16,   bf16_to_float,  bf16_from_float, {}, {}},
-  {DType::Q8_0,   q8_0_to_float,  q8_0_from_float, {dot_q8_0_row<S>, dot_q8_0_row<A2>, dot_q8_0_row<A5>}, {nullptr, nullptr, gemm_dotk<DType::Q8_0>}},
-  {DType::Q4_0,   q4_0_to_float,  q4_0_from_float, {dot_q4_0_row<S>, dot_q4_0_row<A2>, dot_q4_0_row<A5>}, {nullptr, nullptr, gemm_dotk<DType::Q4_0>}},
+  {DType::Q8_0,   q8_0_to_float,  q8_0_from_float, {dot_q8_0_row<S>, dot_q8_0_row<A2>, dot_q8_0_row<A5>}, {nullptr, gemm_q8_0_avx2, gemm_dotk<DType::Q8_0>}},
+  {DType::Q4_0,   q4_0_to_float,  q4_0_from_float, {dot_q4_0_row<S>, dot_q4_0_row<A2>, dot_q4_0_row<A5>}, {nullptr, gemm_q4_0_avx2, gemm_dotk<DType::Q4_0>}},
   {DType::I32,    i32_to_float,   nullptr,         {}, {}},
   {DType::Q4_1,   dequant_q4_1,   quantize_q4_1,   {dot_q4_1}, {}},
   {DType::Q5_0,   dequant_q5_0,   quantize_q5_0,   {dot_q5_0}, {}},

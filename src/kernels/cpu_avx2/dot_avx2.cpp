@@ -1,78 +1,77 @@
 // AVX2 + FMA + F16C dot kernels (compiled with -mavx2 -mfma -mf16c, used only when the CPU has them).
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "core/half.h"
+#include "kernels/cpu_avx2/dot_tiles_avx2.h"
 #include "kernels/cpu_avx2/simd_avx2.h"
 #include "kernels/dot.h"
 
 namespace slimkv {
 namespace {
 
-using simd::hsum;
+using namespace avx2;
 
+// The dot products are the one-token tiles (dot_tiles_avx2.h).
 float dot_f32(const float* a, const float* b, int64_t n) {
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(),
-         acc3 = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
-    acc2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), acc2);
-    acc3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), acc3);
-  }
-  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-  float s = hsum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
-  for (; i < n; ++i) s += a[i] * b[i];
+  float s;
+  tile_f32<1>(a, b, n, n, &s);
   return s;
 }
-
 float dot_f16_f32(const uint16_t* a, const float* b, int64_t n) {
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    __m256 a0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i)));
-    __m256 a1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i + 8)));
-    acc0 = _mm256_fmadd_ps(a0, _mm256_loadu_ps(b + i), acc0);
-    acc1 = _mm256_fmadd_ps(a1, _mm256_loadu_ps(b + i + 8), acc1);
-  }
-  float s = hsum(_mm256_add_ps(acc0, acc1));
-  for (; i < n; ++i) s += fp16_to_fp32(a[i]) * b[i];
+  float s;
+  tile_f16<1>(a, b, n, n, &s);
+  return s;
+}
+float dot_q8_0_q8_0(const Q8_0Block* a, const Q8_0Block* b, int64_t nb) {
+  float s;
+  tile_q8<1, false>(a, b, nb, nb, &s);
+  return s;
+}
+float dot_q4_0_q8_0(const Q4_0Block* a, const Q8_0Block* b, int64_t nb) {
+  float s;
+  tile_q8<1, true>(a, b, nb, nb, &s);
   return s;
 }
 
-// sum of products of 32 signed int8 pairs, as 8 int32 lanes (sign trick: |x| * sign(y, x)).
-inline __m256i dot_i8x32(__m256i x, __m256i y) {
-  __m256i ax = _mm256_sign_epi8(x, x);
-  __m256i sy = _mm256_sign_epi8(y, x);
-  __m256i p16 = _mm256_maddubs_epi16(ax, sy);
-  return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+// run(t0, integral_constant<TT>) over tokens [0, T) in tiles of kMax, then one tile of the rest.
+template <int N, typename Run>
+void run_rest(int64_t t0, int64_t rest, Run& run) {
+  if constexpr (N > 0) {
+    if (rest == N) run(t0, std::integral_constant<int, N>{});
+    else run_rest<N - 1>(t0, rest, run);
+  }
+}
+template <int kMax, typename Run>
+void for_token_tiles(int64_t T, Run run) {
+  int64_t t0 = 0;
+  for (; t0 + kMax <= T; t0 += kMax) run(t0, std::integral_constant<int, kMax>{});
+  run_rest<kMax - 1>(t0, T - t0, run);
 }
 
-inline float half(uint16_t h) { return _cvtsh_ss(h); }
-
-float dot_q8_0_q8_0(const Q8_0Block* a, const Q8_0Block* b, int64_t nb) {
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t k = 0; k < nb; ++k) {
-    __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[k].qs));
-    __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[k].qs));
-    __m256 d = _mm256_set1_ps(half(a[k].d) * half(b[k].d));
-    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8x32(x, y)), acc);
+// y[t * ldy + r] = W row r . token t, for rows [0, rows) of a row-major W (W_t: its element type; Act: the
+// tokens' row element; kMax tokens a tile). Tokens in blocks of 64, so a block's activations stay in cache while
+// every row passes over them.
+template <typename W_t, typename Act, int kMax, typename Tile>
+void gemm_tiles(const void* w, int64_t rows, int64_t row_elems, int64_t x_elems, const void* x, int64_t T, float* y,
+                int64_t ldy, Tile tile) {
+  constexpr int64_t kTokenBlock = 64;
+  const auto* wr = static_cast<const W_t*>(w);
+  const auto* xb = static_cast<const Act*>(x);
+  for (int64_t tb = 0; tb < T; tb += kTokenBlock) {
+    const int64_t nt = std::min(kTokenBlock, T - tb);
+    for (int64_t r = 0; r < rows; ++r) {
+      for_token_tiles<kMax>(nt, [&](int64_t t0, auto tt) {
+        constexpr int TT = decltype(tt)::value;
+        float out[TT];
+        tile.template operator()<TT>(wr + r * row_elems, xb + (tb + t0) * x_elems, x_elems, out);
+        for (int t = 0; t < TT; ++t) y[(tb + t0 + t) * ldy + r] = out[t];
+      });
+    }
   }
-  return hsum(acc);
-}
-
-
-float dot_q4_0_q8_0(const Q4_0Block* a, const Q8_0Block* b, int64_t nb) {
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t k = 0; k < nb; ++k) {
-    __m256i x = simd::unpack_q4_0(a[k].qs);
-    __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[k].qs));
-    __m256 d = _mm256_set1_ps(half(a[k].d) * half(b[k].d));
-    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8x32(x, y)), acc);
-  }
-  return hsum(acc);
 }
 
 void quantize_q8_0(const float* x, Q8_0Block* out, int64_t n) {
@@ -117,6 +116,36 @@ void attend_avx2(const float* q, const PagedKv& kv, int64_t num_ctx, float scale
                  float* out);  // attention_avx2.cpp
 void attend_group_avx2(const float* q, int32_t num_q, int64_t q_stride, const PagedKv& kv, int64_t num_ctx,
                        float scale, float* scores, int64_t s_stride, float* out, int64_t o_stride);
+
+// Blocked matmuls of row-major weights (the type traits' AVX2 gemm column): bit for bit one dot per (row, token).
+void gemm_f32_avx2(const void* w, int64_t rows, int64_t cols, const void* x, int64_t T, float* y, int64_t ldy) {
+  gemm_tiles<float, float, 3>(w, rows, cols, cols, x, T, y, ldy, []<int TT>(const float* a, const float* b,
+                                                                              int64_t ld, float* out) {
+    tile_f32<TT>(a, b, ld, ld, out);
+  });
+}
+void gemm_f16_avx2(const void* w, int64_t rows, int64_t cols, const void* x, int64_t T, float* y, int64_t ldy) {
+  gemm_tiles<uint16_t, float, 6>(w, rows, cols, cols, x, T, y, ldy, []<int TT>(const uint16_t* a, const float* b,
+                                                                               int64_t ld, float* out) {
+    tile_f16<TT>(a, b, ld, ld, out);
+  });
+}
+void gemm_q8_0_avx2(const void* w, int64_t rows, int64_t cols, const void* x, int64_t T, float* y, int64_t ldy) {
+  const int64_t nb = cols / kQuantBlock;
+  gemm_tiles<Q8_0Block, Q8_0Block, 8>(w, rows, nb, nb, x, T, y, ldy, []<int TT>(const Q8_0Block* a,
+                                                                               const Q8_0Block* b, int64_t ld,
+                                                                               float* out) {
+    tile_q8<TT, false>(a, b, ld, ld, out);
+  });
+}
+void gemm_q4_0_avx2(const void* w, int64_t rows, int64_t cols, const void* x, int64_t T, float* y, int64_t ldy) {
+  const int64_t nb = cols / kQuantBlock;
+  gemm_tiles<Q4_0Block, Q8_0Block, 8>(w, rows, nb, nb, x, T, y, ldy, []<int TT>(const Q4_0Block* a,
+                                                                               const Q8_0Block* b, int64_t ld,
+                                                                               float* out) {
+    tile_q8<TT, true>(a, b, ld, ld, out);
+  });
+}
 
 const DotKernels kAvx2Dot = {dot_f32, dot_f16_f32,       dot_q8_0_q8_0, dot_q4_0_q8_0, quantize_q8_0, axpy,
                              attend_avx2, attend_group_avx2, nullptr,    nullptr};
