@@ -14,6 +14,8 @@ const char* prof_kind_name(ProfKind k) {
     case ProfKind::Collective: return "collectives (all-reduce between ranks)";
     case ProfKind::Sampling: return "sampling";
     case ProfKind::Scheduling: return "scheduling";
+    case ProfKind::SpecPropose: return "speculative: proposing drafts";
+    case ProfKind::SpecVerify: return "speculative: verifying drafts";
     case ProfKind::Other: return "other (norms, SwiGLU, residuals)";
     case ProfKind::kCount: break;
   }

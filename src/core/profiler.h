@@ -20,6 +20,9 @@ enum class ProfKind : int {
   Collective,       // tensor / expert parallelism: all-reduces between ranks (waiting for the slowest included)
   Sampling,
   Scheduling,
+  SpecPropose,      // speculative decoding: proposing drafts (n-gram lookup)
+  SpecVerify,       // speculative decoding: verifying a verify chunk's rows into accepted drafts (its forward is
+                    // counted under matmul, attention, ... like any step's)
   Other,            // norms, SwiGLU, residuals, embedding, bookkeeping
   kCount
 };
@@ -57,8 +60,13 @@ class ProfScope {
   explicit ProfScope(ProfKind k) : p_(Profiler::active()), k_(k) {
     if (p_) t0_ = std::chrono::steady_clock::now();
   }
+  // Inside an open scope of `outer`: the time counts as k, not also as outer.
+  ProfScope(ProfKind k, ProfKind outer) : ProfScope(k) { outer_ = outer; }
   ~ProfScope() {
-    if (p_) p_->add(k_, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count());
+    if (!p_) return;
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    p_->add(k_, s);
+    if (outer_ != ProfKind::kCount) p_->add(outer_, -s);
   }
   ProfScope(const ProfScope&) = delete;
   ProfScope& operator=(const ProfScope&) = delete;
@@ -66,6 +74,7 @@ class ProfScope {
  private:
   Profiler* p_;
   ProfKind k_;
+  ProfKind outer_ = ProfKind::kCount;  // kCount: none
   std::chrono::steady_clock::time_point t0_;
 };
 

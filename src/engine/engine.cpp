@@ -218,15 +218,18 @@ bool Engine::abort(RequestId id, FinishReason why) {
 std::vector<StepEvent> Engine::step() {
   const double start = now_ms();
   restore_for_admission();
+  const double propose_start = now_ms();
   plan_drafts();
+  const double propose_ms = now_ms() - propose_start;
   SchedOutput out = scheduler_.schedule(start);
   metrics_.num_preemptions += out.num_preempted;
   Profiler* prof = Profiler::active();
   if (prof) {  // the step's phase: decode when every chunk is one sampled token
     bool decode = !out.chunks.empty();
-    for (const auto& c : out.chunks) decode = decode && c.samples && c.token_ids.size() == 1;
+    for (const auto& c : out.chunks) decode = decode && c.samples && c.token_ids.size() == 1u + c.num_drafts;
     prof->set_decode(decode);
-    prof->add(ProfKind::Scheduling, (now_ms() - start) / 1000.0);
+    prof->add(ProfKind::SpecPropose, propose_ms / 1000.0);
+    prof->add(ProfKind::Scheduling, (now_ms() - start - propose_ms) / 1000.0);
   }
   std::vector<int32_t> sampled, accepted;  // tokens of every sampling chunk in order; per verify chunk, drafts kept
   std::vector<TokenLogprobs>& logprobs = step_logprobs_;  // [sampled] (empty entries when not requested)

@@ -121,6 +121,7 @@ class Engine {
   SpeculativeConfig spec_;  // --speculative-config
   bool spec_ok_ = false;    // the layout (and rank count) lets requests speculate
   SpecGovernor spec_governor_;  // adaptive: drafts only while they measure faster
+  std::vector<float> spec_probs_;  // [k + 1, vocab] a sampled verify chunk's target probabilities
 };
 
 }  // namespace slimkv

@@ -1,7 +1,9 @@
-// Engine's speculative decoding (issue SD, n-gram lookup, greedy): before a step, each running request that may
-// speculate gets its drafts (sampling/ngram_proposer.h) as a verify chunk — the scheduler schedules the last token
-// and the drafts together; after the forward, the chunk's rows are verified (sampling/speculative_verify.h) into
-// the accepted drafts and the token after them, the plain greedy tokens exactly. Only layouts of full-attention
+// Engine's speculative decoding (issue SD, n-gram lookup): before a step, each running request that may speculate
+// gets its drafts (sampling/ngram_proposer.h) as a verify chunk — the scheduler schedules the last token and the
+// drafts together; after the forward, the chunk's rows are verified (sampling/speculative_verify.h) into the
+// accepted drafts and the token after them: greedy, the plain greedy tokens exactly; sampled, by rejection sampling
+// against the request's own sampling distribution (temperature, top-k, top-p, min-p), so the output's distribution
+// is the target's. Only layouts of full-attention
 // groups speculate (a rejected draft's rows are simply rewritten); others, and tensor parallelism, decode as before.
 #include <algorithm>
 
@@ -44,9 +46,19 @@ void Engine::plan_drafts() {
 
 void Engine::verify_chunk(const ScheduledChunk& c, const float* rows, std::vector<int32_t>& sampled,
                           std::vector<int32_t>& accepted) {
+  ProfScope ps(ProfKind::SpecVerify, ProfKind::Sampling);  // called inside the step's sampling scope
   const int32_t vocab = model_.config.vocab_size;
   const std::span<const int32_t> drafts = c.token_ids.subspan(1);
-  const SpecVerdict v = verify_greedy(drafts, std::span<const float>(rows, (drafts.size() + 1) * vocab), vocab);
+  const size_t n = (drafts.size() + 1) * static_cast<size_t>(vocab);
+  Request* r = scheduler_.find(c.id);
+  SpecVerdict v;
+  if (r->params.sampling.temperature == 0.0f) {
+    v = verify_greedy(drafts, std::span<const float>(rows, n), vocab);
+  } else {  // the target's probabilities at each position, as its sampler would draw; n-gram drafts are one-hot
+    if (spec_probs_.size() < n) spec_probs_.resize(n);
+    for (size_t i = 0; i <= drafts.size(); ++i) r->sampler.distribution(rows + i * vocab, vocab, &spec_probs_[i * vocab]);
+    v = verify_sampled(drafts, std::span<const float>(spec_probs_.data(), n), {}, vocab, r->spec_rng);
+  }
   sampled.insert(sampled.end(), drafts.begin(), drafts.begin() + v.num_accepted);
   sampled.push_back(v.next_token);
   accepted.push_back(v.num_accepted);

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <random>
 #include <vector>
 
 #include "core/pooling.h"
@@ -38,6 +39,7 @@ struct RequestParams {
   // Engine::add_request from it) roots the request's prefix-cache chain: blocks of one adapter serve no other.
   std::shared_ptr<const LoraAdapter> lora;
   uint64_t lora_id = 0;
+  bool speculative = true;  // false: this request never drafts under --speculative-config (per-request opt-out)
 };
 
 struct RequestTimes {        // milliseconds on the engine's clock; -1 = not yet
@@ -66,6 +68,7 @@ struct Request {
   // Speculative decoding (issue SD): this step's verify chunk, [the last token, drafted tokens...] (empty: none).
   // Its KV is written for every position; only the accepted ones count as computed.
   std::vector<int32_t> spec_tokens;
+  std::mt19937_64 spec_rng;  // sampled speculation's acceptance draws (seeded from params.sampling.seed)
 
   int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }
   int32_t num_output_tokens() const { return num_tokens() - num_prompt_tokens; }

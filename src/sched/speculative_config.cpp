@@ -43,7 +43,7 @@ SpeculativeConfig SpeculativeConfig::from_json(const std::string& json) {
 
 bool may_speculate(const Request& r) {
   const RequestParams& p = r.params;
-  return p.sampling.temperature == 0.0f && !p.sampling.has_penalties() && !r.constraint && p.logprobs < 0 &&
+  return p.speculative && !p.sampling.has_penalties() && !r.constraint && p.logprobs < 0 &&
          p.pooling == Pooling::None && r.num_output_tokens() >= std::max(1, p.min_tokens) &&
          r.num_computed_tokens == r.num_tokens() - 1;
 }

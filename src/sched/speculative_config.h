@@ -20,8 +20,9 @@ struct SpeculativeConfig {
   static SpeculativeConfig from_json(const std::string& json);
 };
 
-// Whether r may speculate now: greedy, unconstrained, no penalties, logprobs, pooling or min_tokens, decoding (its
-// prompt computed and a token sampled). The engine also requires a layout speculation may roll back.
+// Whether r may speculate now: not opted out, unconstrained, no penalties, logprobs, pooling or min_tokens, decoding
+// (its prompt computed and a token sampled); greedy or sampled. The engine also requires a layout speculation may
+// roll back.
 bool may_speculate(const Request& r);
 
 }  // namespace slimkv

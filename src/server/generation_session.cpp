@@ -185,6 +185,7 @@ GenerationSession::GenerationSession(const ServeContext& ctx, GenerationRequest 
       rp.max_tokens = static_cast<int32_t>(max_tokens);
       rp.eos_id = tok.eos_id();
       rp.ignore_eos = req_.ignore_eos;
+      rp.speculative = req_.speculative;
       rp.min_tokens = req_.min_tokens;
       rp.logprobs = req_.logprobs;
       rp.sampling.temperature = static_cast<float>(req_.temperature);

@@ -252,6 +252,7 @@ void parse_common(const ojson& body, GenerationRequest& r) {
   }
   r.logit_bias = parse_logit_bias(body);
   r.ignore_eos = get_bool(body, "ignore_eos", false);
+  r.speculative = get_bool(body, "speculative", true);
   r.min_tokens = static_cast<int32_t>(get_int(body, "min_tokens", 0, 1 << 30, 0));
   if (r.max_tokens && r.min_tokens > *r.max_tokens) {
     throw invalid_request(fmt::format("min_tokens ({}) must not exceed max_tokens ({})", r.min_tokens, *r.max_tokens),

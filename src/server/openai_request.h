@@ -54,6 +54,7 @@ struct GenerationRequest {
   bool stream = false;
   bool include_usage = false;            // stream_options.include_usage
   bool ignore_eos = false;
+  bool speculative = true;  // false: no drafts for this request under --speculative-config (slimkv's field)
   int32_t min_tokens = 0;
   double presence_penalty = 0.0;         // [-2, 2]
   double frequency_penalty = 0.0;        // [-2, 2]

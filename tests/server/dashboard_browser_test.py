@@ -139,6 +139,9 @@ def expected_from(samples, thresholds):
          "kv_ratio": value(samples, "kv_cache_total_compression_ratio")}
     hits, queries = value(samples, "prefix_cache_hits_total"), value(samples, "prefix_cache_queries_total")
     e["prefix_hit_pct"] = 100 * hits / queries if queries > 0 else None
+    drafted = value(samples, "spec_decode_num_draft_tokens_total")
+    e["spec_accept_pct"] = 100 * value(samples, "spec_decode_num_accepted_tokens_total") / drafted if drafted else None
+    e["spec_drafts"] = value(samples, "spec_decode_num_drafts_total")
     for r in ("stop", "length", "abort"):
         e["finished_" + r] = value(samples, "request_success_total", finished_reason=r)
     e["finished"] = e["finished_stop"] + e["finished_length"] + e["finished_abort"]
@@ -186,7 +189,8 @@ def main():
         return 77
     log = tempfile.NamedTemporaryFile(prefix="slimkv-dashboard-", suffix=".log", delete=False)
     server = subprocess.Popen([binary, "serve", "-m", model, "--port", "0", "--threads", "1", "--max-num-seqs", "4",
-                               "--kv-cache-dtype", "int8"],
+                               "--kv-cache-dtype", "int8", "--speculative-config",
+                               '{"method": "ngram", "num_speculative_tokens": 3, "adaptive": false}'],
                               stdout=log, stderr=log)
     failures = []
     try:
