@@ -25,6 +25,7 @@ struct OfflineFlags {
   double request_rate = 0;  // requests/s, Poisson; 0 = all at once
   std::string prompts_file;
   uint64_t seed = 0;
+  float temperature = 0;  // 0: greedy; else each request sampled with its index as seed
   bool json = false;
 };
 
@@ -100,6 +101,8 @@ int run_offline(OfflineFlags f) {
   while (next < work.size() || engine.has_unfinished()) {
     while (next < work.size() && work[next].at_ms <= elapsed_ms()) {
       params.max_tokens = work[next].max_tokens;
+      params.sampling.temperature = f.temperature;
+      params.sampling.seed = next;
       auto r = engine.add_request(work[next].prompt, params);
       if (std::holds_alternative<std::string>(r)) {
         std::fprintf(stderr, "request %zu refused: %s\n", next, std::get<std::string>(r).c_str());
@@ -131,7 +134,11 @@ int run_offline(OfflineFlags f) {
       {"itl_ms", summary_json(summarize(m.itl_ms))}, {"e2e_ms", summary_json(summarize(m.e2e_ms))},
       {"kv_usage_peak", m.kv_usage_peak}, {"kv_blocks", m.blocks_total}, {"kv_bytes", engine.kv_bytes()},
       {"kv_bytes_per_token", engine.kv_layout().bytes_per_token()}, {"peak_concurrent_seqs", m.num_running_peak},
-      {"prefix_hit_rate", m.prefix_hit_rate()}, {"preemptions", m.num_preemptions}};
+      {"prefix_hit_rate", m.prefix_hit_rate()}, {"preemptions", m.num_preemptions},
+      {"spec_drafts", m.spec_drafts}, {"spec_draft_tokens", m.spec_draft_tokens},
+      {"spec_accepted_tokens", m.spec_accepted_tokens},
+      {"spec_acceptance", m.spec_draft_tokens > 0 ? static_cast<double>(m.spec_accepted_tokens) / m.spec_draft_tokens
+                                                  : 0.0}};
   if (f.json) {
     std::printf("%s\n", j.dump().c_str());
     return 0;
@@ -150,6 +157,12 @@ int run_offline(OfflineFlags f) {
   std::printf("KV: peak usage %.1f%% of %d blocks (block size %d), prefix hit rate %.1f%%, preemptions %lld\n",
               100 * m.kv_usage_peak, m.blocks_total, engine.config().cache.block_size, 100 * m.prefix_hit_rate(),
               static_cast<long long>(m.num_preemptions));
+  if (m.spec_drafts > 0) {
+    std::printf("speculative: %lld verify chunks, %lld tokens drafted, %lld accepted (%.2f)\n",
+                static_cast<long long>(m.spec_drafts), static_cast<long long>(m.spec_draft_tokens),
+                static_cast<long long>(m.spec_accepted_tokens),
+                static_cast<double>(m.spec_accepted_tokens) / static_cast<double>(m.spec_draft_tokens));
+  }
   return 0;
 }
 
@@ -170,6 +183,8 @@ void add_bench_offline_command(CLI::App& bench, std::vector<Command>& out) {
       ->check(CLI::Range(0.0, 1e9));
   sub->add_option("--prompts-file", f->prompts_file, "Prompts: one per line, or JSONL with prompt/max_tokens");
   sub->add_option("--seed", f->seed, "Workload seed");
+  sub->add_option("--temperature", f->temperature, "Sampling temperature (0: greedy; request i seeded with i)")
+      ->check(CLI::Range(0.0, 100.0));
   sub->add_option("--context-len", f->long_ctx.context_len, "Long-context mode: tokens already in each sequence")
       ->check(CLI::Range(0, 1 << 24));
   sub->add_option("--batch", f->long_ctx.batch, "Long-context mode: sequences decoding together")

@@ -3,8 +3,9 @@
 // drafts together; after the forward, the chunk's rows are verified (sampling/speculative_verify.h) into the
 // accepted drafts and the token after them: greedy, the plain greedy tokens exactly; sampled, by rejection sampling
 // against the request's own sampling distribution (temperature, top-k, top-p, min-p), so the output's distribution
-// is the target's. Only layouts of full-attention
-// groups speculate (a rejected draft's rows are simply rewritten); others, and tensor parallelism, decode as before.
+// is the target's. Only layouts of full-attention and window groups speculate (tables paged by position: a rejected
+// draft's rows are simply rewritten, and windows free by the accepted count); others, and tensor parallelism, decode
+// as before.
 #include <algorithm>
 
 #include "core/check.h"
@@ -15,10 +16,10 @@ namespace slimkv {
 
 std::string speculation_refusal(const KvLayout& layout, int32_t ranks) {
   if (ranks > 1) return "not under tensor parallelism yet";
-  for (const KvGroup& g : layout.groups) {
-    if (g.spec.kind != KvGroupKind::FullAttention) {
-      return fmt::format("a KV group of kind {} (only full-attention caches roll back a rejected draft yet)",
-                         g.spec.describe());
+  for (const KvGroup& g : layout.groups) {  // windows free only what no query from the accepted position sees
+    if (g.spec.kind != KvGroupKind::FullAttention && g.spec.kind != KvGroupKind::Window) {
+      return fmt::format("a KV group of kind {} (only full-attention and window caches roll back a rejected draft "
+                         "yet)", g.spec.describe());
     }
   }
   return "";

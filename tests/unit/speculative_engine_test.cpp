@@ -1,8 +1,9 @@
-// Speculative decoding in the engine (issue SD, n-gram, greedy): the same requests with --speculative-config give
+// Speculative decoding in the engine (issue SD, n-gram): the same requests with --speculative-config give
 // byte-identical greedy tokens to plain decoding, batched, with chunked prefill and under preemption, on every
 // family's synthetic file whose cache rolls back (full attention: Llama, Qwen2/3, Qwen3-MoE, Phi-3, DeepSeek-V3's
-// latent cache, stories260K with int8 and tq4 pages) — with drafts accepted; layouts that do not (windows,
-// recurrent state, DeepSeek-V4's streams) decode plainly and still give the same tokens.
+// latent cache, stories260K with int8 and tq4 pages; windows: Gemma 3's sliding window of 16, static retention's
+// sinks + window, a tq4 cache's residual window; select mode's index) — with drafts accepted; layouts that do not
+// (DeepSeek-V4's streams) decode plainly and still give the same tokens. Sampled requests: their distribution.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -35,6 +36,8 @@ std::vector<TestRequest> quoting_jobs(int32_t vocab) {
 struct SpecCase {
   std::string name, path, dtype;
   bool rolls_back;
+  std::string sparse = "";  // static (sinks 4 + window 32) | select (oracle rows: 24 of them, sinks 4, window 16)
+  int32_t residual_tokens = 0;  // a residual window of this many tokens (int8)
 };
 
 class SpeculativeEngine : public ::testing::TestWithParam<SpecCase> {};
@@ -47,6 +50,18 @@ TEST_P(SpeculativeEngine, GreedyTokensEqualPlainDecodingBatchedChunkedAndPreempt
   for (bool tight : {false, true}) {
     EngineConfig c = small_engine_config();
     c.compress.kv_cache_dtype = sc.dtype;
+    c.compress.kv_residual_tokens = sc.residual_tokens;
+    if (sc.sparse == "static") {
+      c.compress.kv_sparse_mode = "static";
+      c.compress.kv_sink_tokens = 4;
+      c.compress.kv_recent_window = 32;
+    } else if (sc.sparse == "select") {
+      c.compress.kv_sparse_mode = "select";
+      c.compress.kv_select_index = "oracle";
+      c.compress.kv_sparse_topk = 24;
+      c.compress.kv_sink_tokens = 4;
+      c.compress.kv_recent_window = 16;
+    }
     c.sched.max_num_batched_tokens = 16;  // chunked prefill beside the verify chunks
     c.sched.max_model_len = 128;
     if (tight) {  // about two sequences' blocks: preemption
@@ -90,6 +105,9 @@ INSTANTIATE_TEST_SUITE_P(
     Families, SpeculativeEngine,
     ::testing::Values(SpecCase{"stories260K_f32", k260, "f32", true}, SpecCase{"stories260K_int8", k260, "int8", true},
                       SpecCase{"stories260K_tq4", k260, "tq4", true},
+                      SpecCase{"stories260K_static_window", k260, "f32", true, "static"},
+                      SpecCase{"stories260K_tq4_residual", k260, "tq4", true, "", 16},
+                      SpecCase{"stories260K_select", k260, "f32", true, "select"},
                       SpecCase{"llama", kSyn + "llama/llama-f32.gguf", "f32", true},
                       SpecCase{"llama_f16", kSyn + "llama/llama-f16.gguf", "f32", true},
                       SpecCase{"llama_q8_0", kSyn + "llama/llama-q8_0.gguf", "f32", true},
@@ -99,7 +117,7 @@ INSTANTIATE_TEST_SUITE_P(
                       SpecCase{"qwen3moe", kSyn + "qwen3moe/qwen3moe-f32.gguf", "f32", true},
                       SpecCase{"phi3", kSyn + "phi3/phi3-f32.gguf", "f32", true},
                       SpecCase{"deepseek3_latent", kSyn + "deepseek2/deepseek2-v3-F32.gguf", "f32", true},
-                      SpecCase{"gemma3_windows", kSyn + "gemma3/gemma3-f32.gguf", "f32", false},
+                      SpecCase{"gemma3_windows", kSyn + "gemma3/gemma3-f32.gguf", "f32", true},
                       SpecCase{"deepseek4_streams", kSyn + "deepseek4/deepseek4-F32.gguf", "f32", false}),
     [](const auto& info) { return info.param.name; });
 
