@@ -2,8 +2,11 @@
 // depends on the machine, the model and the text (a model whose weights sit in cache pays per row; one bound by
 // reading its weights pays little). So the engine measures: it alternates a window of decode steps with drafts and
 // one without, compares their tokens per second, and keeps the faster for a longer stretch before measuring again.
+// Each time plain decoding wins again the stretch doubles (up to 16x): a probe with drafts that lose costs its steps'
+// slowdown, so it is paid ever more rarely while they keep losing; a win resets the stretch.
 // Pure: the caller reports each decode step's tokens and time. Must not know: requests or the model.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 
 namespace slimkv {
@@ -19,12 +22,15 @@ class SpecGovernor {
       tokens_[i] += static_cast<double>(tokens);
       ms_[i] += step_ms;
     }
-    if (++steps_ < (phase_ == Phase::Keep ? keep_ : probe_)) return;
+    if (++steps_ < (phase_ == Phase::Keep ? keep_ * keep_scale_ : probe_)) return;
     steps_ = 0;
     if (phase_ == Phase::ProbeSpec) {
       phase_ = Phase::ProbePlain;
     } else if (phase_ == Phase::ProbePlain) {
+      const bool was_plain = !keep_spec_ && kept_once_;
       keep_spec_ = rate(0) > 1.05 * rate(1);  // tokens per ms with drafts against without (by a margin: noise)
+      keep_scale_ = keep_spec_ ? 1 : (was_plain ? std::min(keep_scale_ * 2, 16) : 1);
+      kept_once_ = true;
       phase_ = Phase::Keep;
     } else {
       phase_ = Phase::ProbeSpec;
@@ -32,6 +38,7 @@ class SpecGovernor {
     }
   }
   bool keeping_spec() const { return keep_spec_; }
+  int32_t keep_steps() const { return keep_ * keep_scale_; }  // the current (or next) stretch
 
  private:
   enum class Phase { ProbeSpec, ProbePlain, Keep };
@@ -40,6 +47,8 @@ class SpecGovernor {
   Phase phase_ = Phase::ProbeSpec;
   int32_t steps_ = 0;
   bool keep_spec_ = true;
+  bool kept_once_ = false;  // a stretch was decided before
+  int32_t keep_scale_ = 1;  // doubles while plain decoding keeps winning
   double tokens_[2] = {0, 0}, ms_[2] = {0, 0};  // [with drafts, without]
 };
 

@@ -226,6 +226,18 @@ TEST(SpecGovernor, KeepsWhicheverMeasuredFaster) {
     EXPECT_EQ(g.keeping_spec(), spec_faster);
     EXPECT_TRUE(g.speculate_now()) << "measured again after the kept stretch";
   }
+  // While plain decoding keeps winning, each stretch without drafts is twice the last (up to 16x); a win resets it.
+  SpecGovernor g(4, 10);
+  std::vector<int32_t> stretches;
+  for (int round = 0; round < 7; ++round) {
+    for (int step = 0; step < 8; ++step) g.record(g.speculate_now() ? 1 : 3, 1.0);  // the two probes: plain wins
+    stretches.push_back(g.keep_steps());
+    for (int step = 0; step < g.keep_steps(); ++step) g.record(3, 1.0);
+  }
+  EXPECT_EQ(stretches, (std::vector<int32_t>{10, 20, 40, 80, 160, 160, 160}));
+  for (int step = 0; step < 8; ++step) g.record(g.speculate_now() ? 3 : 1, 1.0);  // drafts win
+  EXPECT_TRUE(g.keeping_spec());
+  EXPECT_EQ(g.keep_steps(), 10);
 }
 
 TEST(SpeculativeConfigJson, FieldsAreVllmsAndBadOnesAreRefusedByName) {
