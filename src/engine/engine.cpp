@@ -7,6 +7,7 @@
 #include <random>
 
 #include "core/profiler.h"
+#include "engine/draft_proposer.h"
 #include "engine/embedding_pool.h"
 #include "engine/step_adapters.h"
 #include "model/kv_projection.h"
@@ -80,6 +81,9 @@ Engine::Engine(const Model& model, EngineConfig cfg)
     const std::string why = speculation_refusal(layout_, model.shard.ranks);
     spec_ok_ = why.empty();
     if (!spec_ok_) std::fprintf(stderr, "slimkv: --speculative-config: requests decode without drafts: %s\n", why.c_str());
+    if (spec_ok_ && spec_.method == "draft_model") {
+      draft_ = std::make_unique<DraftProposer>(spec_.draft_model, model, cfg_.sched.max_model_len, cfg_.cache.block_size);
+    }
   }
   refresh_gauges();
 }

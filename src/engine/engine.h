@@ -21,6 +21,8 @@
 
 namespace slimkv {
 
+class DraftProposer;  // engine/draft_proposer.h
+
 // Why requests of this layout cannot speculate ("" when they can): engine_spec.cpp.
 std::string speculation_refusal(const KvLayout& layout, int32_t ranks);
 
@@ -122,6 +124,7 @@ class Engine {
   bool spec_ok_ = false;    // the layout (and rank count) lets requests speculate
   SpecGovernor spec_governor_;  // adaptive: drafts only while they measure faster
   std::vector<float> spec_probs_;  // [k + 1, vocab] a sampled verify chunk's target probabilities
+  std::unique_ptr<DraftProposer> draft_;  // "method": "draft_model" (engine/draft_proposer.h)
 };
 
 }  // namespace slimkv

@@ -28,6 +28,8 @@ std::string speculation_refusal(const KvLayout& layout, int32_t ranks) {
 void Engine::plan_drafts() {
   if (!spec_.on() || !spec_ok_) return;
   const bool now = !spec_.adaptive || spec_governor_.speculate_now();
+  std::vector<Request*> who;  // requests that draft this step, and how many tokens each may
+  std::vector<int32_t> ks;
   for (Request* r : scheduler_.running()) {
     r->spec_tokens.clear();
     if (!now || !may_speculate(*r)) continue;
@@ -35,13 +37,27 @@ void Engine::plan_drafts() {
     const int32_t room = std::min(r->params.max_tokens - r->num_output_tokens(),
                                   cfg_.sched.max_model_len - r->num_tokens()) - 1;
     if (room <= 0) continue;
-    NgramProposerConfig c = spec_.ngram;
-    c.num_speculative_tokens = std::min(c.num_speculative_tokens, room);
-    const std::vector<int32_t> drafts = propose_ngram(r->tokens, c);
-    if (drafts.empty()) continue;
-    r->spec_tokens.reserve(drafts.size() + 1);
+    who.push_back(r);
+    ks.push_back(std::min(spec_.ngram.num_speculative_tokens, room));
+  }
+  std::vector<std::vector<int32_t>> drafts(who.size());
+  if (draft_) {  // one batched draft step per token for all of them
+    std::vector<std::span<const int32_t>> seqs;
+    for (Request* r : who) seqs.emplace_back(r->tokens);
+    drafts = draft_->propose(seqs, ks);
+  } else {
+    for (size_t i = 0; i < who.size(); ++i) {
+      NgramProposerConfig c = spec_.ngram;
+      c.num_speculative_tokens = ks[i];
+      drafts[i] = propose_ngram(who[i]->tokens, c);
+    }
+  }
+  for (size_t i = 0; i < who.size(); ++i) {
+    if (drafts[i].empty()) continue;
+    Request* r = who[i];
+    r->spec_tokens.reserve(drafts[i].size() + 1);
     r->spec_tokens.push_back(r->tokens.back());
-    r->spec_tokens.insert(r->spec_tokens.end(), drafts.begin(), drafts.end());
+    r->spec_tokens.insert(r->spec_tokens.end(), drafts[i].begin(), drafts[i].end());
   }
 }
 

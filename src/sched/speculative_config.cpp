@@ -19,9 +19,12 @@ SpeculativeConfig SpeculativeConfig::from_json(const std::string& json) {
   SLIMKV_CHECK(j.is_object(), "--speculative-config: a JSON object is needed");
   for (const auto& [key, v] : j.items()) {
     if (key == "method") {
-      SLIMKV_CHECK(v.is_string() && (v == "ngram"), "--speculative-config: method must be \"ngram\" (a draft model "
-                   "and MTP heads are not built yet)");
+      SLIMKV_CHECK(v.is_string() && (v == "ngram" || v == "draft_model"), "--speculative-config: method must be "
+                   "\"ngram\" or \"draft_model\" (MTP heads are not built yet)");
       c.method = v.get<std::string>();
+    } else if (key == "model") {
+      SLIMKV_CHECK(v.is_string() && !v.get<std::string>().empty(), "--speculative-config: model must be a path");
+      c.draft_model = v.get<std::string>();
     } else if (key == "adaptive") {
       SLIMKV_CHECK(v.is_boolean(), "--speculative-config: adaptive must be true or false");
       c.adaptive = v.get<bool>();
@@ -32,11 +35,14 @@ SpeculativeConfig SpeculativeConfig::from_json(const std::string& json) {
       else if (key == "prompt_lookup_min") c.ngram.min_n = n;
       else c.ngram.max_n = n;
     } else {
-      fail("--speculative-config: unknown field \"{}\" (method, num_speculative_tokens, prompt_lookup_min, "
+      fail("--speculative-config: unknown field \"{}\" (method, model, num_speculative_tokens, prompt_lookup_min, "
            "prompt_lookup_max, adaptive)", key);
     }
   }
+  if (c.method.empty() && !c.draft_model.empty()) c.method = "draft_model";  // vLLM: a model implies its method
   SLIMKV_CHECK(c.on(), "--speculative-config: \"method\" is needed");
+  SLIMKV_CHECK((c.method == "draft_model") == !c.draft_model.empty(), "--speculative-config: \"model\" (a draft "
+               "model's path) goes with method \"draft_model\", and only with it");
   c.ngram.validate();
   return c;
 }

@@ -73,15 +73,23 @@ TEST_P(SpeculativeEngine, GreedyTokensEqualPlainDecodingBatchedChunkedAndPreempt
       c.cache.kv_cache_memory_gib = static_cast<double>(bytes) / (1 << 30);
     }
     const EngineRun plain = run_requests(*m, c, jobs);
-    for (int32_t k : {2, 4, 8}) {
+    for (int32_t k : {2, 4, 8, -4}) {  // -4: the draft-model method, k = 4, the model its own draft
       EngineConfig s = c;
-      s.speculative_config = fmt::format(R"({{"method": "ngram", "num_speculative_tokens": {}, "adaptive": false}})", k);
+      s.speculative_config =
+          k > 0 ? fmt::format(R"({{"method": "ngram", "num_speculative_tokens": {}, "adaptive": false}})", k)
+                : fmt::format(R"({{"method": "draft_model", "model": "{}", "num_speculative_tokens": {}, )"
+                              R"("adaptive": false}})", sc.path, -k);
       const EngineRun spec = run_requests(*m, s, jobs);
       for (size_t i = 0; i < jobs.size(); ++i) {
         EXPECT_EQ(spec.tokens[i], plain.tokens[i]) << sc.name << " k " << k << (tight ? " tight" : "") << " job " << i;
       }
       const Metrics& sm = spec.metrics;
-      if (sc.rolls_back) {
+      if (sc.rolls_back && k < 0) {
+        EXPECT_GT(sm.spec_drafts, 0) << sc.name;
+        if (sc.dtype == "f32" && sc.sparse.empty()) {  // the draft's own cache is full-precision and dense
+          EXPECT_GE(sm.spec_accepted_tokens * 10, sm.spec_draft_tokens * 9) << sc.name << ": its own draft agrees";
+        }
+      } else if (sc.rolls_back) {
         EXPECT_GT(sm.spec_drafts, 0) << sc.name;
         EXPECT_GT(sm.spec_accepted_tokens, 0) << sc.name << ": quoting prompts accept drafts";
         EXPECT_LE(sm.spec_accepted_tokens, sm.spec_draft_tokens);
@@ -211,6 +219,23 @@ TEST(SpeculativeSampling, SampledOutputFollowsThePlainDistribution) {
   EXPECT_EQ(off_m.spec_drafts, 0) << "requests that opt out never draft";
 }
 
+// A draft model must share the target's vocabulary: refused by name otherwise.
+TEST(SpeculativeDraftModel, AnotherVocabularyIsRefused) {
+  SKIP_IF_MISSING(k260);
+  const std::string other = models_dir() + "/synthetic/llama/llama-f32.gguf";
+  SKIP_IF_MISSING(other);
+  auto m = load(k260);
+  EngineConfig c = small_engine_config();
+  c.speculative_config = R"({"method": "draft_model", "model": ")" + other + R"(", "num_speculative_tokens": 2})";
+  try {
+    Engine e(*m, c);
+    ADD_FAILURE() << "a draft of another vocabulary was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the draft model"), std::string::npos) << e.what();
+    std::printf("refused: %s\n", e.what());
+  }
+}
+
 // The adaptive switch: windows of decode steps with and without drafts are compared; the faster is kept, then
 // measured again.
 TEST(SpecGovernor, KeepsWhicheverMeasuredFaster) {
@@ -250,9 +275,13 @@ TEST(SpeculativeConfigJson, FieldsAreVllmsAndBadOnesAreRefusedByName) {
   EXPECT_TRUE(c.adaptive);
   EXPECT_FALSE(SpeculativeConfig::from_json(R"({"method": "ngram", "adaptive": false})").adaptive);
   EXPECT_FALSE(SpeculativeConfig::from_json("").on());
+  const SpeculativeConfig d = SpeculativeConfig::from_json(R"({"model": "draft.gguf", "num_speculative_tokens": 3})");
+  EXPECT_EQ(d.method, "draft_model") << "a model implies the method, as in vLLM";
+  EXPECT_EQ(d.draft_model, "draft.gguf");
   for (const char* bad : {R"({"method": "eagle"})", R"({"method": "ngram", "k": 2})", R"([1])", "{",
                           R"({"num_speculative_tokens": 2})", R"({"method": "ngram", "num_speculative_tokens": 0})",
-                          R"({"method": "ngram", "adaptive": 1})"}) {
+                          R"({"method": "ngram", "adaptive": 1})", R"({"method": "draft_model"})",
+                          R"({"method": "ngram", "model": "x.gguf"})", R"({"model": ""})"}) {
     EXPECT_THROW(SpeculativeConfig::from_json(bad), Error) << bad;
   }
 }

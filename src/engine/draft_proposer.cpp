@@ -1,0 +1,60 @@
+#include "engine/draft_proposer.h"
+
+#include <map>
+#include <variant>
+
+#include "core/check.h"
+#include "engine/engine.h"
+#include "model/model.h"
+
+namespace slimkv {
+
+DraftProposer::DraftProposer(const std::string& path, const Model& target, int32_t max_model_len,
+                             int32_t block_size) {
+  ModelLoadOptions o;
+  o.model_path = path;
+  model_ = load_model(o);
+  SLIMKV_CHECK(model_->config.vocab_size == target.config.vocab_size,
+               "--speculative-config: the draft model {} has a vocabulary of {} tokens, the target {} (they must "
+               "share one)", path, model_->config.vocab_size, target.config.vocab_size);
+  if (model_->tokenizer && target.tokenizer) {  // same ids for the same pieces, where both files name them
+    for (int32_t id = 0; id < target.config.vocab_size; ++id) {
+      SLIMKV_CHECK(model_->tokenizer->token_text(id) == target.tokenizer->token_text(id),
+                   "--speculative-config: the draft model {} and the target differ at token {} (\"{}\" vs \"{}\")",
+                   path, id, model_->tokenizer->token_text(id), target.tokenizer->token_text(id));
+    }
+  }
+  EngineConfig c;
+  c.threads = 1;  // beside the target's pool on the same cores: the draft is small
+  c.cache.block_size = block_size;
+  c.cache.enable_prefix_caching = true;  // a proposal's prompt hits the blocks the last one computed
+  max_model_len_ = std::min(max_model_len, model_->config.max_seq_len > 0 ? model_->config.max_seq_len : max_model_len);
+  c.sched.max_model_len = max_model_len_;
+  engine_ = std::make_unique<Engine>(*model_, c);
+}
+
+DraftProposer::~DraftProposer() = default;
+
+std::vector<std::vector<int32_t>> DraftProposer::propose(const std::vector<std::span<const int32_t>>& seqs,
+                                                         const std::vector<int32_t>& ks) {
+  std::vector<std::vector<int32_t>> out(seqs.size());
+  std::map<RequestId, size_t> index;
+  RequestParams p;
+  p.ignore_eos = true;  // an EOS is a draft like any token: the target decides
+  p.speculative = false;
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    if (ks[i] <= 0 || seqs[i].empty() || static_cast<int64_t>(seqs[i].size()) + ks[i] > max_model_len_) continue;
+    p.max_tokens = ks[i];
+    auto id = engine_->add_request(std::vector<int32_t>(seqs[i].begin(), seqs[i].end()), p);
+    if (const RequestId* rid = std::get_if<RequestId>(&id)) index[*rid] = i;
+  }
+  while (engine_->has_unfinished()) {
+    ++steps_;
+    for (const StepEvent& ev : engine_->step()) {
+      if (ev.token >= 0) out[index.at(ev.id)].push_back(ev.token);
+    }
+  }
+  return out;
+}
+
+}  // namespace slimkv

@@ -1,0 +1,40 @@
+// Speculative decoding's draft model (issue SD, `"method": "draft_model"`): a second, smaller model with the
+// target's vocabulary proposes each speculating request's next k tokens greedily. It runs in an engine of its own
+// (its own paged KV pool, one thread, prefix caching on): each proposal is a short request whose prompt is the
+// target request's tokens — the blocks the last proposal computed are prefix hits, so only the tail past the last
+// full block and the k new tokens are computed — finished and let go at once, so a rejected draft leaves nothing to
+// roll back. Owns: the draft model and its engine. Must not know: the target's cache or scheduler.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace slimkv {
+
+struct Model;
+class Engine;
+
+class DraftProposer {
+ public:
+  // Loads the draft at path; refuses (Error naming both) a vocabulary other than the target's.
+  DraftProposer(const std::string& path, const Model& target, int32_t max_model_len, int32_t block_size);
+  ~DraftProposer();
+  DraftProposer(const DraftProposer&) = delete;
+  DraftProposer& operator=(const DraftProposer&) = delete;
+
+  // drafts[i]: up to ks[i] greedy tokens of the draft model after seqs[i] (empty when seqs[i] + ks[i] passes the
+  // draft's context). All sequences advance together, one batched draft step per token.
+  std::vector<std::vector<int32_t>> propose(const std::vector<std::span<const int32_t>>& seqs,
+                                            const std::vector<int32_t>& ks);
+  int64_t steps() const { return steps_; }  // draft engine steps so far
+
+ private:
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<Engine> engine_;
+  int32_t max_model_len_ = 0;
+  int64_t steps_ = 0;
+};
+
+}  // namespace slimkv
