@@ -4,6 +4,7 @@
 #include <variant>
 
 #include "core/check.h"
+#include "core/profiler.h"
 #include "engine/engine.h"
 #include "model/model.h"
 
@@ -48,6 +49,13 @@ std::vector<std::vector<int32_t>> DraftProposer::propose(const std::vector<std::
     auto id = engine_->add_request(std::vector<int32_t>(seqs[i].begin(), seqs[i].end()), p);
     if (const RequestId* rid = std::get_if<RequestId>(&id)) index[*rid] = i;
   }
+  // The draft's steps count as proposing (the caller's scope), not as the target's matmul, attention, phase, ...
+  Profiler* prof = Profiler::active();
+  Profiler::install(nullptr);
+  struct Reinstall {
+    Profiler* p;
+    ~Reinstall() { Profiler::install(p); }
+  } reinstall{prof};
   while (engine_->has_unfinished()) {
     ++steps_;
     for (const StepEvent& ev : engine_->step()) {

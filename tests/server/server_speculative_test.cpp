@@ -58,6 +58,22 @@ TEST(ServerSpeculative, GreedyTextEqualsThePlainServersStreamedOrNotAndTheCounte
   EXPECT_EQ(metric_sum(s.get("/metrics"), "slimkv:spec_decode_num_drafts_total"), drafts);
 }
 
+// The draft-model method on the real binary: stories260K as its own draft, the plain server's text.
+TEST(ServerSpeculative, ADraftModelGivesThePlainServersText) {
+  SKIP_IF_MISSING(default_model());
+  const json body = {{"prompt", kQuoting}, {"max_tokens", 32}, {"temperature", 0}, {"ignore_eos", true}};
+  std::string plain_text;
+  {
+    ServerProcess plain;
+    plain_text = plain.post("/v1/completions", body).second["choices"][0]["text"];
+  }
+  ServerProcess s({"--speculative-config", R"({"method": "draft_model", "model": ")" + default_model() +
+                                               R"(", "num_speculative_tokens": 3, "adaptive": false})"});
+  EXPECT_EQ(expect_streaming_equals_plain(s, body)["choices"][0]["text"], plain_text);
+  const std::string m = s.get("/metrics");
+  EXPECT_GT(metric_sum(m, "slimkv:spec_decode_num_accepted_tokens_total"), 0) << m;
+}
+
 TEST(ServerSpeculative, SeededSampledRequestsSpeculateAndRepeatStreamedOrNot) {
   SKIP_IF_MISSING(default_model());
   ServerProcess s(kSpec);
