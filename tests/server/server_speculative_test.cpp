@@ -30,14 +30,16 @@ double metric_sum(const std::string& text, const std::string& name) {
   return sum;
 }
 
+// A server without --speculative-config: its text for body.
+std::string plain_servers_text(const json& body) {
+  ServerProcess plain;
+  return plain.post("/v1/completions", body).second["choices"][0]["text"];
+}
+
 TEST(ServerSpeculative, GreedyTextEqualsThePlainServersStreamedOrNotAndTheCountersBalance) {
   SKIP_IF_MISSING(default_model());
   const json body = {{"prompt", kQuoting}, {"max_tokens", 48}, {"temperature", 0}, {"ignore_eos", true}};
-  std::string plain_text;
-  {
-    ServerProcess plain;
-    plain_text = plain.post("/v1/completions", body).second["choices"][0]["text"];
-  }
+  const std::string plain_text = plain_servers_text(body);
   ServerProcess s(kSpec);
   const json r = expect_streaming_equals_plain(s, body);
   EXPECT_EQ(r["choices"][0]["text"], plain_text);
@@ -62,11 +64,7 @@ TEST(ServerSpeculative, GreedyTextEqualsThePlainServersStreamedOrNotAndTheCounte
 TEST(ServerSpeculative, ADraftModelGivesThePlainServersText) {
   SKIP_IF_MISSING(default_model());
   const json body = {{"prompt", kQuoting}, {"max_tokens", 32}, {"temperature", 0}, {"ignore_eos", true}};
-  std::string plain_text;
-  {
-    ServerProcess plain;
-    plain_text = plain.post("/v1/completions", body).second["choices"][0]["text"];
-  }
+  const std::string plain_text = plain_servers_text(body);
   ServerProcess s({"--speculative-config", R"({"method": "draft_model", "model": ")" + default_model() +
                                                R"(", "num_speculative_tokens": 3, "adaptive": false})"});
   EXPECT_EQ(expect_streaming_equals_plain(s, body)["choices"][0]["text"], plain_text);

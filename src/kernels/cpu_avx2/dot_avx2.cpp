@@ -130,21 +130,19 @@ void gemm_f16_avx2(const void* w, int64_t rows, int64_t cols, const void* x, int
     tile_f16<TT>(a, b, ld, ld, out);
   });
 }
-void gemm_q8_0_avx2(const void* w, int64_t rows, int64_t cols, const void* x, int64_t T, float* y, int64_t ldy) {
+template <typename Block, bool kQ4>  // Q8_0 / Q4_0 weights, Q8_0 tokens: rows of cols / 32 blocks
+void gemm_q8_tiles(const void* w, int64_t rows, int64_t cols, const void* x, int64_t T, float* y, int64_t ldy) {
   const int64_t nb = cols / kQuantBlock;
-  gemm_tiles<Q8_0Block, Q8_0Block, 8>(w, rows, nb, nb, x, T, y, ldy, []<int TT>(const Q8_0Block* a,
-                                                                               const Q8_0Block* b, int64_t ld,
-                                                                               float* out) {
-    tile_q8<TT, false>(a, b, ld, ld, out);
+  gemm_tiles<Block, Q8_0Block, 8>(w, rows, nb, nb, x, T, y, ldy, []<int TT>(const Block* a, const Q8_0Block* b,
+                                                                           int64_t ld, float* out) {
+    tile_q8<TT, kQ4>(a, b, ld, ld, out);
   });
 }
+void gemm_q8_0_avx2(const void* w, int64_t rows, int64_t cols, const void* x, int64_t T, float* y, int64_t ldy) {
+  gemm_q8_tiles<Q8_0Block, false>(w, rows, cols, x, T, y, ldy);
+}
 void gemm_q4_0_avx2(const void* w, int64_t rows, int64_t cols, const void* x, int64_t T, float* y, int64_t ldy) {
-  const int64_t nb = cols / kQuantBlock;
-  gemm_tiles<Q4_0Block, Q8_0Block, 8>(w, rows, nb, nb, x, T, y, ldy, []<int TT>(const Q4_0Block* a,
-                                                                               const Q8_0Block* b, int64_t ld,
-                                                                               float* out) {
-    tile_q8<TT, true>(a, b, ld, ld, out);
-  });
+  gemm_q8_tiles<Q4_0Block, true>(w, rows, cols, x, T, y, ldy);
 }
 
 const DotKernels kAvx2Dot = {dot_f32, dot_f16_f32,       dot_q8_0_q8_0, dot_q4_0_q8_0, quantize_q8_0, axpy,
