@@ -10,8 +10,7 @@
 
 namespace slimkv {
 
-DraftProposer::DraftProposer(const std::string& path, const Model& target, int32_t max_model_len,
-                             int32_t block_size) {
+DraftProposer::DraftProposer(const std::string& path, const Model& target, const EngineConfig& target_cfg) {
   ModelLoadOptions o;
   o.model_path = path;
   model_ = load_model(o);
@@ -27,10 +26,15 @@ DraftProposer::DraftProposer(const std::string& path, const Model& target, int32
   }
   EngineConfig c;
   c.threads = 1;  // beside the target's pool on the same cores: the draft is small
-  c.cache.block_size = block_size;
+  c.cache.block_size = target_cfg.cache.block_size;
   c.cache.enable_prefix_caching = true;  // a proposal's prompt hits the blocks the last one computed
-  max_model_len_ = std::min(max_model_len, model_->config.max_seq_len > 0 ? model_->config.max_seq_len : max_model_len);
+  const int32_t target_len = target_cfg.sched.max_model_len;
+  max_model_len_ = std::min(target_len, model_->config.max_seq_len > 0 ? model_->config.max_seq_len : target_len);
   c.sched.max_model_len = max_model_len_;
+  // As many sequences and tokens a step as the target's; the pool holds at most that many full sequences
+  // (KvCacheConfig's cap), sized by the draft's own (smaller) bytes per token.
+  c.sched.max_num_seqs = target_cfg.sched.max_num_seqs;
+  c.sched.max_num_batched_tokens = target_cfg.sched.max_num_batched_tokens;
   engine_ = std::make_unique<Engine>(*model_, c);
 }
 
@@ -56,12 +60,20 @@ std::vector<std::vector<int32_t>> DraftProposer::propose(const std::vector<std::
     Profiler* p;
     ~Reinstall() { Profiler::install(p); }
   } reinstall{prof};
-  while (engine_->has_unfinished()) {
-    ++steps_;
-    for (const StepEvent& ev : engine_->step()) {
-      if (ev.token >= 0) out[index.at(ev.id)].push_back(ev.token);
+  try {
+    while (engine_->has_unfinished()) {
+      ++steps_;
+      for (const StepEvent& ev : engine_->step()) {
+        if (ev.token >= 0) out[index.at(ev.id)].push_back(ev.token);
+      }
     }
+  } catch (...) {  // leave the draft engine empty for the next proposal
+    for (const auto& [id, i] : index) engine_->abort(id, FinishReason::Abort);
+    engine_->take_finished();
+    throw;
   }
+  engine_->take_finished();  // the proposals are done with: nothing of them is kept
+  engine_->clear_metric_samples();
   return out;
 }
 

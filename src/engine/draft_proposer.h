@@ -14,12 +14,14 @@
 namespace slimkv {
 
 struct Model;
+struct EngineConfig;
 class Engine;
 
 class DraftProposer {
  public:
   // Loads the draft at path; refuses (Error naming both) a vocabulary other than the target's.
-  DraftProposer(const std::string& path, const Model& target, int32_t max_model_len, int32_t block_size);
+  // Its engine takes the target's block size, context (or the draft's, if shorter), sequences and tokens a step.
+  DraftProposer(const std::string& path, const Model& target, const EngineConfig& target_cfg);
   ~DraftProposer();
   DraftProposer(const DraftProposer&) = delete;
   DraftProposer& operator=(const DraftProposer&) = delete;

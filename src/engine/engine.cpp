@@ -82,7 +82,7 @@ Engine::Engine(const Model& model, EngineConfig cfg)
     spec_ok_ = why.empty();
     if (!spec_ok_) std::fprintf(stderr, "slimkv: --speculative-config: requests decode without drafts: %s\n", why.c_str());
     if (spec_ok_ && spec_.method == "draft_model") {
-      draft_ = std::make_unique<DraftProposer>(spec_.draft_model, model, cfg_.sched.max_model_len, cfg_.cache.block_size);
+      draft_ = std::make_unique<DraftProposer>(spec_.draft_model, model, cfg_);
     }
   }
   refresh_gauges();

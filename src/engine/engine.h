@@ -123,7 +123,6 @@ class Engine {
   SpeculativeConfig spec_;  // --speculative-config
   bool spec_ok_ = false;    // the layout (and rank count) lets requests speculate
   SpecGovernor spec_governor_;  // adaptive: drafts only while they measure faster
-  std::vector<float> spec_probs_;  // [k + 1, vocab] a sampled verify chunk's target probabilities
   std::unique_ptr<DraftProposer> draft_;  // "method": "draft_model" (engine/draft_proposer.h)
 };
 

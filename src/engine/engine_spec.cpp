@@ -1,9 +1,8 @@
 // Engine's speculative decoding (issue SD, n-gram lookup): before a step, each running request that may speculate
 // gets its drafts (sampling/ngram_proposer.h) as a verify chunk — the scheduler schedules the last token and the
 // drafts together; after the forward, the chunk's rows are verified (sampling/speculative_verify.h) into the
-// accepted drafts and the token after them: greedy, the plain greedy tokens exactly; sampled, by rejection sampling
-// against the request's own sampling distribution (temperature, top-k, top-p, min-p), so the output's distribution
-// is the target's. Only layouts of full-attention and window groups speculate (tables paged by position: a rejected
+// accepted drafts and the token after them — sampled row by row by the request's own sampler, so greedy or sampled
+// (temperature, top-k, top-p, min-p), the tokens are plain decoding's exactly, draw for draw. Only layouts of full-attention and window groups speculate (tables paged by position: a rejected
 // draft's rows are simply rewritten, and windows free by the accepted count); others, and tensor parallelism, decode
 // as before.
 #include <algorithm>
@@ -66,15 +65,17 @@ void Engine::verify_chunk(const ScheduledChunk& c, const float* rows, std::vecto
   ProfScope ps(ProfKind::SpecVerify, ProfKind::Sampling);  // called inside the step's sampling scope
   const int32_t vocab = model_.config.vocab_size;
   const std::span<const int32_t> drafts = c.token_ids.subspan(1);
-  const size_t n = (drafts.size() + 1) * static_cast<size_t>(vocab);
   Request* r = scheduler_.find(c.id);
+  // Each row sampled as plain decoding samples it (one draw of the request's own sampler a token) while the draws
+  // equal the drafts; the first that differs (or the row after the last draft) is the next token. For a proposer
+  // whose drafts are one-hot (n-gram lookup, a greedy draft) this *is* Leviathan et al.'s rejection sampling —
+  // a draft x kept with probability p(x), else a token from p without x (speculative_verify.h) — and greedy
+  // acceptance at temperature 0; and the tokens are plain decoding's own, draw for draw.
   SpecVerdict v;
-  if (r->params.sampling.temperature == 0.0f) {
-    v = verify_greedy(drafts, std::span<const float>(rows, n), vocab);
-  } else {  // the target's probabilities at each position, as its sampler would draw; n-gram drafts are one-hot
-    if (spec_probs_.size() < n) spec_probs_.resize(n);
-    for (size_t i = 0; i <= drafts.size(); ++i) r->sampler.distribution(rows + i * vocab, vocab, &spec_probs_[i * vocab]);
-    v = verify_sampled(drafts, std::span<const float>(spec_probs_.data(), n), {}, vocab, r->spec_rng);
+  for (size_t i = 0; i <= drafts.size(); ++i) {
+    v.next_token = r->sampler.sample(rows + i * vocab, vocab);
+    if (i == drafts.size() || v.next_token != drafts[i]) break;
+    ++v.num_accepted;
   }
   sampled.insert(sampled.end(), drafts.begin(), drafts.begin() + v.num_accepted);
   sampled.push_back(v.next_token);

@@ -54,18 +54,6 @@ int32_t Sampler::sample(const float* logits, int32_t vocab_size) {
   return cand_[keep - 1].second;
 }
 
-void Sampler::distribution(const float* logits, int32_t vocab_size, float* p) {
-  std::fill(p, p + vocab_size, 0.0f);
-  if (params_.temperature == 0.0f) {
-    p[argmax(logits, vocab_size)] = 1.0f;
-    return;
-  }
-  const size_t keep = kept_candidates(logits, vocab_size);
-  float mass = 0;
-  for (size_t i = 0; i < keep; ++i) mass += cand_[i].first;
-  for (size_t i = 0; i < keep; ++i) p[cand_[i].second] = cand_[i].first / mass;
-}
-
 size_t Sampler::kept_candidates(const float* logits, int32_t vocab_size) {
   cand_.resize(vocab_size);
   for (int32_t i = 0; i < vocab_size; ++i) cand_[i] = {logits[i] / params_.temperature, i};

@@ -56,9 +56,6 @@ class Sampler {
  public:
   explicit Sampler(const SamplingParams& params);
   int32_t sample(const float* logits, int32_t vocab_size);
-  // p[vocab] = the distribution sample() draws from (temperature, top-k, top-p, min-p; one-hot at the argmax when
-  // greedy): speculative decoding's target probabilities. Draws nothing.
-  void distribution(const float* logits, int32_t vocab_size, float* p);
 
  private:
   size_t kept_candidates(const float* logits, int32_t vocab_size);  // cand_[0, n): sorted unnormalised weights

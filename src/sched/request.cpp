@@ -13,7 +13,7 @@ const char* finish_reason_name(FinishReason r) {
 
 Request::Request(RequestId id_, std::vector<int32_t> prompt, const RequestParams& p, double now_ms)
     : id(id_), tokens(std::move(prompt)), num_prompt_tokens(static_cast<int32_t>(tokens.size())), params(p),
-      sampler(p.sampling), spec_rng(p.sampling.seed ^ 0x5DEECE66Dull) {
+      sampler(p.sampling) {
   times.arrival_ms = now_ms;
   kv.hash_seed = p.lora_id;
   if (p.constraint) constraint = p.constraint();

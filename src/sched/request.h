@@ -4,7 +4,6 @@
 #pragma once
 #include <cstdint>
 #include <memory>
-#include <random>
 #include <vector>
 
 #include "core/pooling.h"
@@ -68,7 +67,6 @@ struct Request {
   // Speculative decoding (issue SD): this step's verify chunk, [the last token, drafted tokens...] (empty: none).
   // Its KV is written for every position; only the accepted ones count as computed.
   std::vector<int32_t> spec_tokens;
-  std::mt19937_64 spec_rng;  // sampled speculation's acceptance draws (seeded from params.sampling.seed)
 
   int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }
   int32_t num_output_tokens() const { return num_tokens() - num_prompt_tokens; }

@@ -185,6 +185,35 @@ TEST_P(DotKernelTest, BatchedMatmulRowsAreBitIdenticalToSingleTokenRows) {
   }
 }
 
+// Row-major tiles (AVX2: up to 3 F32 / 6 F16 / 8 Q8_0 or Q4_0 tokens a weight row, in blocks of 64 tokens): every
+// batch size and ragged widths, threaded, still equal one token at a time, bit for bit.
+TEST_P(DotKernelTest, RowMajorTilesOfEveryBatchSizeEqualSingleTokens) {
+  ThreadPool pool(2);
+  const int64_t rows = 45;
+  for (DType dt : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0}) {
+    const bool quant = dt == DType::Q8_0 || dt == DType::Q4_0;
+    for (int64_t cols : quant ? std::vector<int64_t>{224, 96} : std::vector<int64_t>{203, 216, 40}) {
+      const auto wf = random_vec(rows * cols, 41);
+      std::vector<uint8_t> wb(static_cast<size_t>(rows * dtype_row_bytes(dt, cols)));
+      for (int64_t r = 0; r < rows; ++r) {
+        type_traits(dt).from_float(wf.data() + r * cols, wb.data() + r * dtype_row_bytes(dt, cols), cols);
+      }
+      const WeightView wv{dt, rows, cols, wb.data()};
+      for (int64_t T : {1, 2, 3, 5, 6, 7, 8, 9, 64, 65, 130}) {
+        const auto x = random_vec(T * cols, 42 + T);
+        std::vector<float> all(T * rows), one(rows);
+        matmul(wv, x.data(), T, all.data(), &pool, GetParam());
+        for (int64_t t = 0; t < T; ++t) {
+          matmul(wv, x.data() + t * cols, 1, one.data(), nullptr, GetParam());
+          for (int64_t r = 0; r < rows; ++r) {
+            ASSERT_EQ(one[r], all[t * rows + r]) << dtype_name(dt) << " cols " << cols << " T " << T << " t " << t;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_P(DotKernelTest, PanelMatmulIsBitIdenticalToScalarFmaChainAndBatchInvariant) {
   // The last shape is 8.4 MB in F32: decode walks a matrix that large as one stream (gemm_panels_avx512.cpp).
   // 27 tokens: whole prefill tiles (6 tokens F32, 12 F16) and a remainder.
