@@ -1,10 +1,10 @@
-// Engine's speculative decoding (issue SD, n-gram lookup): before a step, each running request that may speculate
-// gets its drafts (sampling/ngram_proposer.h) as a verify chunk — the scheduler schedules the last token and the
-// drafts together; after the forward, the chunk's rows are verified (sampling/speculative_verify.h) into the
+// Engine's speculative decoding (issue SD): before a step, each running request that may speculate gets its drafts
+// (sampling/ngram_proposer.h or engine/draft_proposer.h) as a verify chunk — the scheduler schedules the last token
+// and the drafts together; after the forward, the chunk's rows are verified (sampling/speculative_verify.h) into the
 // accepted drafts and the token after them — sampled row by row by the request's own sampler, so greedy or sampled
-// (temperature, top-k, top-p, min-p), the tokens are plain decoding's exactly, draw for draw. Only layouts of full-attention and window groups speculate (tables paged by position: a rejected
-// draft's rows are simply rewritten, and windows free by the accepted count); others, and tensor parallelism, decode
-// as before.
+// (temperature, top-k, top-p, min-p), the tokens are plain decoding's exactly, draw for draw. Only layouts of
+// full-attention and window groups speculate (tables paged by position: a rejected draft's rows are simply
+// rewritten, and windows free by the accepted count); others, and tensor parallelism, decode as before.
 #include <algorithm>
 
 #include "core/check.h"
@@ -66,17 +66,8 @@ void Engine::verify_chunk(const ScheduledChunk& c, const float* rows, std::vecto
   const int32_t vocab = model_.config.vocab_size;
   const std::span<const int32_t> drafts = c.token_ids.subspan(1);
   Request* r = scheduler_.find(c.id);
-  // Each row sampled as plain decoding samples it (one draw of the request's own sampler a token) while the draws
-  // equal the drafts; the first that differs (or the row after the last draft) is the next token. For a proposer
-  // whose drafts are one-hot (n-gram lookup, a greedy draft) this *is* Leviathan et al.'s rejection sampling —
-  // a draft x kept with probability p(x), else a token from p without x (speculative_verify.h) — and greedy
-  // acceptance at temperature 0; and the tokens are plain decoding's own, draw for draw.
-  SpecVerdict v;
-  for (size_t i = 0; i <= drafts.size(); ++i) {
-    v.next_token = r->sampler.sample(rows + i * vocab, vocab);
-    if (i == drafts.size() || v.next_token != drafts[i]) break;
-    ++v.num_accepted;
-  }
+  const SpecVerdict v = verify_drafts(drafts, std::span<const float>(rows, (drafts.size() + 1) * vocab), vocab,
+                                      r->sampler);  // plain decoding's draws, row by row
   sampled.insert(sampled.end(), drafts.begin(), drafts.begin() + v.num_accepted);
   sampled.push_back(v.next_token);
   accepted.push_back(v.num_accepted);

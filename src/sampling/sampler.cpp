@@ -43,18 +43,6 @@ Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.se
 
 int32_t Sampler::sample(const float* logits, int32_t vocab_size) {
   if (params_.temperature == 0.0f) return argmax(logits, vocab_size);
-  const size_t keep = kept_candidates(logits, vocab_size);
-  float mass = 0;
-  for (size_t i = 0; i < keep; ++i) mass += cand_[i].first;
-  float r = rng_.next_f32() * mass, acc = 0;
-  for (size_t i = 0; i < keep; ++i) {
-    acc += cand_[i].first;
-    if (r < acc) return cand_[i].second;
-  }
-  return cand_[keep - 1].second;
-}
-
-size_t Sampler::kept_candidates(const float* logits, int32_t vocab_size) {
   cand_.resize(vocab_size);
   for (int32_t i = 0; i < vocab_size; ++i) cand_[i] = {logits[i] / params_.temperature, i};
   auto by_logit = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
@@ -84,7 +72,14 @@ size_t Sampler::kept_candidates(const float* logits, int32_t vocab_size) {
   // min-p (after top-k and top-p, as vLLM applies it): candidates are sorted, so a prefix stays
   const float floor = params_.min_p * cand_[0].first;
   while (keep > 1 && cand_[keep - 1].first < floor) --keep;
-  return keep;
+  float mass = 0;
+  for (size_t i = 0; i < keep; ++i) mass += cand_[i].first;
+  float r = rng_.next_f32() * mass, acc = 0;
+  for (size_t i = 0; i < keep; ++i) {
+    acc += cand_[i].first;
+    if (r < acc) return cand_[i].second;
+  }
+  return cand_[keep - 1].second;
 }
 
 }  // namespace slimkv

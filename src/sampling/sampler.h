@@ -58,7 +58,6 @@ class Sampler {
   int32_t sample(const float* logits, int32_t vocab_size);
 
  private:
-  size_t kept_candidates(const float* logits, int32_t vocab_size);  // cand_[0, n): sorted unnormalised weights
   SamplingParams params_;
   Rng rng_;
   std::vector<std::pair<float, int32_t>> cand_;  // [vocab] scratch, reused

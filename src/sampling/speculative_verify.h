@@ -1,15 +1,16 @@
-// Speculative decoding's verification (issue SD): given k drafted tokens and the target's distributions at the
-// k + 1 positions one batched forward computed, how many drafts are kept and which token follows them.
-// Greedy: drafts are kept while each equals the target's argmax, then the argmax — the plain greedy output exactly.
-// Sampled (Leviathan et al. 2023, "Fast Inference from Transformers via Speculative Decoding"): draft x_i is kept
-// with probability min(1, p_i(x_i) / q_i(x_i)); at the first rejection the token comes from norm(max(0, p_i − q_i));
-// all kept, a bonus token from p_k — the output's distribution is the target's. A proposer without probabilities
-// (n-gram lookup) has q_i one-hot at its draft. Pure, apart from the caller's RNG. Must not know: models.
+// Speculative decoding's verification (issue SD): given k drafted tokens and the target's logits at the k + 1
+// positions one batched forward computed, how many drafts are kept and which token follows them. Each row is
+// sampled by the request's own sampler (argmax when greedy; else temperature / top-k / top-p / min-p with its seeded
+// generator, one draw a token) while the draws equal the drafts; the first that differs — or the row after the last
+// draft — is the next token. So the tokens are plain decoding's, draw for draw; for drafts that are one-hot (prompt
+// lookup, a greedy draft model) this is Leviathan et al.'s rejection sampling (a draft x kept with probability p(x),
+// else a token from p without x). A proposer with its own probabilities q would need the residual form
+// norm(max(0, p − q)) instead. Must not know: models.
 #pragma once
 #include <cstdint>
-#include <random>
 #include <span>
-#include <vector>
+
+#include "sampling/sampler.h"
 
 namespace slimkv {
 
@@ -19,11 +20,7 @@ struct SpecVerdict {
 };
 
 // logits: [k + 1, vocab] the target's rows at the positions of the last committed token and the k drafts.
-SpecVerdict verify_greedy(std::span<const int32_t> draft, std::span<const float> logits, int32_t vocab);
-
-// p: [k + 1, vocab] the target's probabilities (after temperature / top-k / top-p); q: [k, vocab] the draft's, or
-// empty for a deterministic proposer (one-hot at each draft token).
-SpecVerdict verify_sampled(std::span<const int32_t> draft, std::span<const float> p, std::span<const float> q,
-                           int32_t vocab, std::mt19937_64& rng);
+SpecVerdict verify_drafts(std::span<const int32_t> draft, std::span<const float> logits, int32_t vocab,
+                          Sampler& sampler);
 
 }  // namespace slimkv

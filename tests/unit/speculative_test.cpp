@@ -1,7 +1,7 @@
 // Speculative decoding's pure parts (issue SD): the n-gram proposer (the longest recurring suffix, the most recent
 // occurrence, capped at k and at the sequence's end), greedy verification (a speculative loop over a toy model
 // gives the plain greedy tokens exactly, with drafts accepted), and sampled verification keeping the target's
-// distribution (chi-square over 20,000 draws, with a drafting distribution and with a one-hot n-gram draft).
+// distribution (chi-square over 20,000 draws with a one-hot draft, the first token and the bonus token).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -72,7 +72,8 @@ TEST(SpeculativeVerify, GreedySpeculationGivesPlainGreedyTokensExactly) {
         logits.insert(logits.end(), row.begin(), row.end());
         if (i < draft.size()) ctx.push_back(draft[i]);
       }
-      const SpecVerdict v = verify_greedy(draft, logits, kV);
+      Sampler greedy(SamplingParams{});
+      const SpecVerdict v = verify_drafts(draft, logits, kV, greedy);
       drafted += static_cast<int64_t>(draft.size());
       accepted += v.num_accepted;
       spec.insert(spec.end(), draft.begin(), draft.begin() + v.num_accepted);
@@ -95,51 +96,53 @@ double chi_square(const std::vector<int64_t>& counts, const std::vector<double>&
   return chi;
 }
 
-// 20,000 draws of one speculative step (k = 1): the first emitted token is distributed as the target's first row,
-// and a bonus token (after a kept draft) as its second row — with a drafting distribution q, and with an n-gram
-// draft (one-hot). 5 degrees of freedom: 20.5 is the 0.001 critical value.
+// 20,000 draws of one speculative step (k = 1, temperature 1, each with its own seed): the first emitted token is
+// distributed as the target's first row whether the draft is kept or not, and a bonus token (after a kept draft)
+// as its second row. 5 degrees of freedom: 20.5 is the 0.001 critical value.
 TEST(SpeculativeVerify, SampledVerificationKeepsTheTargetsDistribution) {
   constexpr int32_t V = 6;
   const std::vector<double> p0 = {0.30, 0.25, 0.20, 0.12, 0.08, 0.05}, p1 = {0.05, 0.10, 0.15, 0.20, 0.22, 0.28};
-  const std::vector<double> q0 = {0.05, 0.05, 0.40, 0.30, 0.10, 0.10};
-  std::vector<float> p(2 * V);
-  for (int32_t t = 0; t < V; ++t) p[t] = static_cast<float>(p0[t]), p[V + t] = static_cast<float>(p1[t]);
-  for (bool one_hot : {false, true}) {
-    std::mt19937_64 rng(one_hot ? 11 : 7);
-    std::discrete_distribution<int32_t> draft_dist(q0.begin(), q0.end());
-    std::vector<float> q(V);
-    for (int32_t t = 0; t < V; ++t) q[t] = static_cast<float>(q0[t]);
+  std::vector<float> logits(2 * V);  // log p: the sampler's softmax at temperature 1 gives p back
+  for (int32_t t = 0; t < V; ++t) {
+    logits[t] = static_cast<float>(std::log(p0[t]));
+    logits[V + t] = static_cast<float>(std::log(p1[t]));
+  }
+  for (int32_t x : {0, 2, 5}) {  // a likely, a middling and an unlikely draft
     std::vector<int64_t> first(V, 0), bonus(V, 0);
     int64_t kept = 0;
     for (int i = 0; i < 20000; ++i) {
-      const int32_t x = one_hot ? 2 : draft_dist(rng);  // an n-gram proposer always drafts the same token here
+      SamplingParams sp;
+      sp.temperature = 1.0f;
+      sp.seed = static_cast<uint64_t>(i) * 7919 + x;
+      Sampler sampler(sp);
       const std::vector<int32_t> draft = {x};
-      const SpecVerdict v = verify_sampled(draft, p, one_hot ? std::span<const float>() : std::span<const float>(q),
-                                           V, rng);
+      const SpecVerdict v = verify_drafts(draft, logits, V, sampler);
       ASSERT_GE(v.next_token, 0);
       if (v.num_accepted == 1) {
         ++first[x];
         ++bonus[v.next_token];
         ++kept;
       } else {
+        ASSERT_NE(v.next_token, x) << "a rejected draft is never the correction";
         ++first[v.next_token];
       }
     }
     const double chi_first = chi_square(first, p0), chi_bonus = chi_square(bonus, p1);
-    EXPECT_LT(chi_first, 20.5) << (one_hot ? "one-hot draft" : "drafting distribution");
-    EXPECT_LT(chi_bonus, 20.5) << (one_hot ? "one-hot draft" : "drafting distribution");
-    EXPECT_GT(kept, 2000) << "some drafts are kept";
-    std::printf("%s: chi-square first %.2f, bonus %.2f (critical 20.5), %lld of 20000 drafts kept\n",
-                one_hot ? "one-hot draft" : "drafting distribution", chi_first, chi_bonus, static_cast<long long>(kept));
+    EXPECT_LT(chi_first, 20.5) << "draft " << x;
+    EXPECT_LT(chi_bonus, 20.5) << "draft " << x;
+    EXPECT_NEAR(static_cast<double>(kept) / 20000, p0[x], 0.02) << "a draft is kept with probability p(draft)";
+    std::printf("draft %d: chi-square first %.2f, bonus %.2f (critical 20.5), %lld of 20000 drafts kept\n", x,
+                chi_first, chi_bonus, static_cast<long long>(kept));
   }
 }
 
 TEST(SpeculativeVerify, BadShapesAreRefused) {
   const std::vector<float> logits(3 * 4, 0.0f);
   const std::vector<int32_t> two = {1, 2}, three = {1, 2, 3}, outside = {1, 9};
-  EXPECT_NO_THROW(verify_greedy(two, logits, 4));
-  EXPECT_THROW(verify_greedy(three, logits, 4), Error);
-  EXPECT_THROW(verify_greedy(outside, logits, 4), Error);
+  Sampler greedy(SamplingParams{});
+  EXPECT_NO_THROW(verify_drafts(two, logits, 4, greedy));
+  EXPECT_THROW(verify_drafts(three, logits, 4, greedy), Error);
+  EXPECT_THROW(verify_drafts(outside, logits, 4, greedy), Error);
 }
 
 }  // namespace
