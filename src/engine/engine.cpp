@@ -39,6 +39,14 @@ uint64_t cache_salt(const Model& m, const CompressionConfig& cc) {  // everythin
   return h;
 }
 
+// A layout whose recurrent-state groups hold room for a verify chunk's draft states (num_speculative_tokens a
+// sequence) when speculative decoding is on; others unchanged.
+KvLayout with_draft_states(KvLayout layout, const std::string& speculative_config) {
+  const SpeculativeConfig spec = SpeculativeConfig::from_json(speculative_config);
+  if (spec.on()) layout.draft_state_blocks = spec.ngram.num_speculative_tokens;
+  return layout;
+}
+
 // How many of a request's top logits its next sample reads: 1 greedy, top_k when sampling with a small top-k
 // (top-p and min-p then act inside it), 0 (the whole row) when anything reads the rest — penalties, logit bias,
 // a grammar, logprobs, a masked EOS before min_tokens, or no top-k.
@@ -57,7 +65,7 @@ Engine::Engine(const Model& model, EngineConfig cfg)
       cfg_(resolved(model, std::move(cfg))),
       pool_(cfg_.threads > 0 ? cfg_.threads : default_num_threads()),
       fwd_(model, &pool_),
-      layout_(fwd_.kv_layout(cfg_.cache.block_size, cfg_.compress)),
+      layout_(with_draft_states(fwd_.kv_layout(cfg_.cache.block_size, cfg_.compress), cfg_.speculative_config)),
       storage_(layout_, cfg_.cache.pool_blocks(layout_, cfg_.sched.max_model_len, cfg_.sched.max_num_batched_tokens,
                                                   cfg_.sched.max_num_seqs)),
       kv_manager_(storage_.pool_blocks(), cfg_.cache.block_size, cfg_.cache.enable_prefix_caching,
@@ -208,6 +216,7 @@ int64_t Engine::record_bytes_in_use() const {
       const GroupKv& gk = r->kv.groups[g];
       for (BlockId b : gk.blocks) total += b >= 0 ? per_block[g] : 0;
       total += ((gk.state_source >= 0) + (gk.snapshot_block >= 0)) * per_block[g];
+      total += static_cast<int64_t>(gk.draft_states.size()) * per_block[g];
     }
   }
   return total;

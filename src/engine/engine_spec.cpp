@@ -4,7 +4,9 @@
 // accepted drafts and the token after them — sampled row by row by the request's own sampler, so greedy or sampled
 // (temperature, top-k, top-p, min-p), the tokens are plain decoding's exactly, draw for draw. Only layouts of
 // full-attention and window groups speculate (tables paged by position: a rejected draft's rows are simply
-// rewritten, and windows free by the accepted count); others, and tensor parallelism, decode as before.
+// rewritten, and windows free by the accepted count) and of recurrent states (a verify chunk keeps the state after
+// each row in a spare block; the accepted row's becomes the live state); others, and tensor parallelism, decode as
+// before.
 #include <algorithm>
 
 #include "core/check.h"
@@ -16,9 +18,10 @@ namespace slimkv {
 std::string speculation_refusal(const KvLayout& layout, int32_t ranks) {
   if (ranks > 1) return "not under tensor parallelism yet";
   for (const KvGroup& g : layout.groups) {  // windows free only what no query from the accepted position sees
-    if (g.spec.kind != KvGroupKind::FullAttention && g.spec.kind != KvGroupKind::Window) {
-      return fmt::format("a KV group of kind {} (only full-attention and window caches roll back a rejected draft "
-                         "yet)", g.spec.describe());
+    const KvGroupKind k = g.spec.kind;
+    if (k != KvGroupKind::FullAttention && k != KvGroupKind::Window && k != KvGroupKind::Recurrent) {
+      return fmt::format("a KV group of kind {} (only full-attention, window and recurrent-state caches roll back a "
+                         "rejected draft yet)", g.spec.describe());
     }
   }
   return "";

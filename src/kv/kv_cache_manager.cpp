@@ -69,6 +69,7 @@ int32_t KvCacheManager::held_blocks(const SeqKv& seq) {
   int32_t n = 0;
   for (const GroupKv& g : seq.groups) {
     n += (g.summary_block >= 0) + (g.state_source >= 0) + (g.snapshot_block >= 0);
+    n += static_cast<int32_t>(g.draft_states.size());
     for (BlockId b : g.blocks) n += b >= 0;
   }
   return n;
@@ -178,6 +179,42 @@ void KvCacheManager::settle_state_snapshots(SeqKv& seq, std::span<const int32_t>
       gpool(g).release(filled);  // unreferenced: findable until the pool reuses it
       gk.snapshot_block = -1;
     }
+  }
+}
+
+bool KvCacheManager::allocate_draft_states(SeqKv& seq, int32_t num_drafts) {
+  std::vector<int32_t> need(pools_.size(), 0);
+  for (int32_t g = 0; g < num_groups(); ++g) {
+    if (!tables_[g]->snapshots_state()) continue;
+    SLIMKV_CHECK(g < static_cast<int32_t>(seq.groups.size()) && seq.groups[g].draft_states.empty(),
+                 "allocate_draft_states: a sequence without its state, or with drafts unsettled");
+    need[groups_[g].pool] += num_drafts;
+  }
+  for (size_t p = 0; p < pools_.size(); ++p) {
+    if (need[p] > pools_[p].num_free_blocks()) return false;
+  }
+  for (int32_t g = 0; g < num_groups(); ++g) {
+    if (!tables_[g]->snapshots_state() || num_drafts <= 0) continue;
+    auto fresh = gpool(g).allocate(num_drafts);
+    SLIMKV_CHECK(fresh.has_value(), "allocate_draft_states: pool changed between check and allocation");
+    seq.groups[g].draft_states = std::move(*fresh);
+  }
+  return true;
+}
+
+void KvCacheManager::settle_draft_states(SeqKv& seq, int32_t num_accepted, int32_t num_computed_tokens) {
+  for (int32_t g = 0; g < static_cast<int32_t>(seq.groups.size()); ++g) {
+    GroupKv& gk = seq.groups[g];
+    if (gk.draft_states.empty()) continue;
+    SLIMKV_CHECK(num_accepted >= 0 && num_accepted <= static_cast<int32_t>(gk.draft_states.size()) &&
+                     !gk.blocks.empty(), "settle_draft_states: {} accepted of {} drafts", num_accepted,
+                 gk.draft_states.size());
+    if (num_accepted < static_cast<int32_t>(gk.draft_states.size())) {
+      std::swap(gk.blocks[0], gk.draft_states[num_accepted]);  // the state after the last accepted row goes live
+    }
+    gpool(g).release(gk.draft_states);
+    gk.draft_states.clear();
+    gk.state_tokens = num_computed_tokens;
   }
 }
 
@@ -298,6 +335,7 @@ void KvCacheManager::free(SeqKv& seq) {
     for (BlockId b : {seq.groups[g].summary_block, seq.groups[g].state_source, seq.groups[g].snapshot_block}) {
       if (b >= 0) rev[groups_[g].pool].push_back(b);
     }
+    for (BlockId b : seq.groups[g].draft_states) rev[groups_[g].pool].push_back(b);
     longest = std::max(longest, seq.groups[g].blocks.size());
   }
   for (size_t i = longest; i-- > 0;) {  // tail first, across the groups

@@ -30,6 +30,9 @@ struct GroupKv {                      // one group's block table of one sequence
   BlockId snapshot_block = -1;        // the step that computes token snapshot_tokens - 1 copies the state here
   int32_t snapshot_tokens = 0;        // the prefix a snapshot is planned for (0: none yet; planned at most once)
   int32_t state_tokens = 0;           // tokens the last allocation covered: where the next chunk starts
+  // A speculative verify chunk (issue SD): the state after each of its rows but the last ([its drafts]); once
+  // verified, the state after the last accepted row becomes the live one (KvCacheManager::settle_draft_states).
+  std::vector<BlockId> draft_states;
 };
 
 struct SeqKv {                        // a sequence's KV bookkeeping, held by its owner (the Request)
@@ -115,6 +118,14 @@ class KvCacheManager {
   // spare block (when the pool has one) that the step reaching it fills (GroupKv::snapshot_block).
   bool allocate_slots(SeqKv& seq, int32_t num_tokens, const PrefixHit* hit = nullptr, int32_t first_query_pos = 0,
                       int32_t snapshot_tokens = 0);
+  // Speculative decoding on recurrent states: every recurrent-state group of `seq` gets num_drafts spare blocks for
+  // the states after a verify chunk's rows but its last. All or nothing: false (no change) when a pool is short.
+  // Other groups roll back by position and need nothing.
+  bool allocate_draft_states(SeqKv& seq, int32_t num_drafts);
+  // After the verify chunk: num_accepted of its drafts kept — the state after its row num_accepted becomes the live
+  // state (its drafts' rows all kept: the live state already is), the other spares are let go; the next chunk
+  // starts at num_computed_tokens. Without spares, nothing.
+  void settle_draft_states(SeqKv& seq, int32_t num_accepted, int32_t num_computed_tokens);
   // Offers the newly full blocks among the first num_computed_tokens tokens to the prefix cache (and a recurrent
   // state's filled snapshot, under its prefix's hash; a hit's snapshot once read is let go), then frees, in
   // windowed groups, the blocks no future query can see: wholly after the sinks and before the window.

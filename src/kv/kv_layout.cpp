@@ -222,7 +222,8 @@ int64_t KvLayout::blocks_for_sequence(int64_t n, int64_t chunk, int32_t pool) co
   for (const KvGroup& g : groups) {
     if (pool >= 0 && g.spec.pool != pool) continue;
     int64_t b = blocks_for_tokens(g.spec.records_for_tokens(n));
-    if (g.spec.recurrent_state()) b = 2;  // the live state, and a prefix hit's snapshot or a snapshot being taken
+    // the live state, and a prefix hit's snapshot or a snapshot being taken; with drafts, their states
+    if (g.spec.recurrent_state()) b = 2 + draft_state_blocks;
     if (g.spec.windowed()) {
       const int64_t keep = blocks_for_tokens(g.spec.sink_tokens) + blocks_for_tokens(g.spec.window_tokens + chunk) + 1;
       b = std::min(b, keep);

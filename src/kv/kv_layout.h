@@ -148,6 +148,9 @@ struct KvLayout {
   std::vector<KvGroup> groups;          // set by assign_groups
   std::vector<int32_t> tensor_layer;    // [num_tensors] a layer whose geometry the tensor has
   std::vector<int32_t> tensor_pool;     // [num_tensors] the pool whose block ids index it
+  // Speculative decoding: the spare blocks a recurrent-state group holds per sequence during a verify chunk (its
+  // drafts' states, KvCacheManager::allocate_draft_states); counted by blocks_for_sequence. Set by the engine.
+  int32_t draft_state_blocks = 0;
 
   // Every layer stores full K and V rows in `dtype`, full attention, one group.
   static KvLayout uniform(int32_t num_layers, int32_t num_kv_heads, int32_t head_dim, int32_t block_size_tokens,

@@ -12,6 +12,7 @@ void ForwardBatch::clear(int32_t num_groups) {
   states.resize(num_groups);
   for (auto& s : slots) s.clear();
   for (auto& s : states) s.clear();
+  draft_state_blocks.clear();
   for (PagedBatchMeta& a : attn) {
     a.token_seq.clear();
     a.token_pos.clear();

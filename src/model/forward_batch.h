@@ -18,6 +18,9 @@ struct StateSlots {
   int32_t out_block = -1;       // the sequence's live state, left here at the chunk's end (may equal in_block)
   int32_t snapshot_block = -1;  // with snapshot_token >= 0: the state after that token of the chunk is copied here
   int32_t snapshot_token = -1;
+  // A speculative verify chunk: the state after its token j (j < num_draft_states) is copied into block
+  // ForwardBatch::draft_state_blocks[draft_first + j] (kept if verification stops there).
+  int32_t draft_first = 0, num_draft_states = 0;
 };
 
 // One block folded into a sequence's summary block by dynamic retention's merge (model/summary_merger.h): every
@@ -34,6 +37,7 @@ struct ForwardBatch {
   std::vector<std::vector<int64_t>> slots;  // [groups][T] KV slot = block_id * block_size + offset, per group
   std::vector<PagedBatchMeta> attn;  // [groups] page table (CSR) + per-token sequence and position
   std::vector<std::vector<StateSlots>> states;  // [groups][sequences] recurrent-state groups only (else empty)
+  std::vector<int32_t> draft_state_blocks;  // the blocks StateSlots::draft_first.. name, over all groups
   std::vector<int32_t> logits_rows;  // token indices whose logits are computed, in output order
   // token indices whose final hidden states (after the final norm: what embeddings pool) are kept, in order;
   // rank 0 only (a tensor-parallel follower's batch never has them)

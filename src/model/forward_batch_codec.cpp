@@ -1,5 +1,6 @@
 #include "model/forward_batch_codec.h"
 
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 
@@ -96,6 +97,7 @@ void encode_forward_batch(const ForwardBatch& b, std::vector<uint8_t>& out) {
   for (const auto& m : b.attn) write_meta(w, m);
   w.scalar<int64_t>(static_cast<int64_t>(b.states.size()));
   for (const auto& s : b.states) w.vec(s);
+  w.vec(b.draft_state_blocks);
   w.vec(b.logits_rows);
   w.scalar<int32_t>(b.logits_candidates);
   w.vec(b.summary_folds);
@@ -117,6 +119,17 @@ ForwardBatch decode_forward_batch(std::span<const uint8_t> bytes) {
   for (auto& m : b.attn) m = read_meta(r);
   b.states.resize(count("state groups"));
   for (auto& s : b.states) s = r.vec<StateSlots>();
+  b.draft_state_blocks = r.vec<int32_t>();
+  for (const auto& g : b.states) {
+    for (const StateSlots& s : g) {
+      SLIMKV_CHECK(s.draft_first >= 0 && s.num_draft_states >= 0 &&
+                       s.draft_first + static_cast<int64_t>(s.num_draft_states) <=
+                           static_cast<int64_t>(b.draft_state_blocks.size()) &&
+                       s.num_draft_states < std::max(s.num_tokens, 1),
+                   "forward batch: draft states {}+{} of {}", s.draft_first, s.num_draft_states,
+                   b.draft_state_blocks.size());
+    }
+  }
   b.logits_rows = r.vec<int32_t>();
   b.logits_candidates = r.scalar<int32_t>();
   SLIMKV_CHECK(b.logits_candidates >= 0, "forward batch: {} logits candidates", b.logits_candidates);

@@ -29,6 +29,13 @@ void add_state_slots(const ScheduledChunk& c, size_t seq, int32_t first_token, i
     st.snapshot_block = gk.snapshot_block;
     st.snapshot_token = snap;
   }
+  if (!gk.draft_states.empty()) {  // a verify chunk: the state after each row but the last, for the rollback
+    SLIMKV_CHECK(static_cast<int32_t>(gk.draft_states.size()) == n - 1,
+                 "batch: request {} has {} draft states for {} rows", c.id, gk.draft_states.size(), n);
+    st.draft_first = static_cast<int32_t>(b.draft_state_blocks.size());
+    st.num_draft_states = n - 1;
+    b.draft_state_blocks.insert(b.draft_state_blocks.end(), gk.draft_states.begin(), gk.draft_states.end());
+  }
   b.states[g].push_back(st);
   PagedBatchMeta& a = b.attn[g];
   for (int32_t j = 0; j < n; ++j) {

@@ -82,10 +82,14 @@ SchedOutput Scheduler::schedule(double now_ms) {
     if (n <= 0) continue;
     if (!r->spec_tokens.empty()) {  // drafts only where the step has the tokens and the pool the slots, else plain
       const int32_t ns = static_cast<int32_t>(r->spec_tokens.size());
-      if (n == 1 && ns <= budget && kv_.allocate_slots(r->kv, r->num_computed_tokens + ns)) {
-        out.chunks.push_back(make_chunk(r, ns, true));
-        budget -= ns;
-        continue;
+      // a recurrent state also keeps the state after each row but the last (the accepted row's goes live)
+      if (n == 1 && ns <= budget && kv_.allocate_draft_states(r->kv, ns - 1)) {
+        if (kv_.allocate_slots(r->kv, r->num_computed_tokens + ns)) {
+          out.chunks.push_back(make_chunk(r, ns, true));
+          budget -= ns;
+          continue;
+        }
+        kv_.settle_draft_states(r->kv, ns - 1, r->num_computed_tokens);  // lets the spares go, the state as it was
       }
       r->spec_tokens.clear();
     }
@@ -148,6 +152,7 @@ std::vector<StepEvent> Scheduler::update(const SchedOutput& out, const std::vect
       SLIMKV_CHECK(next_verdict < accepted.size(), "update: a verify chunk without its verdict");
       const int32_t kept = accepted[next_verdict++];
       r->num_computed_tokens += 1 + kept;  // the rejected drafts' rows are rewritten before they are ever read
+      kv_.settle_draft_states(r->kv, kept, r->num_computed_tokens);  // a recurrent state: the accepted row's
       emitted = kept + 1;
       r->spec_tokens.clear();
     } else {

@@ -2,7 +2,8 @@
 // byte-identical greedy tokens to plain decoding, batched, with chunked prefill and under preemption, on every
 // family's synthetic file whose cache rolls back (full attention: Llama, Qwen2/3, Qwen3-MoE, Phi-3, DeepSeek-V3's
 // latent cache, stories260K with int8 and tq4 pages; windows: Gemma 3's sliding window of 16, static retention's
-// sinks + window, a tq4 cache's residual window; select mode's index) — with drafts accepted; layouts that do not
+// sinks + window, a tq4 cache's residual window; select mode's index; Qwen3-Next's recurrent states, a state per
+// verified row) — with drafts accepted; layouts that do not
 // (DeepSeek-V4's streams) decode plainly and still give the same tokens. Sampled requests: plain sampling's tokens.
 #include <gtest/gtest.h>
 
@@ -11,6 +12,7 @@
 
 #include "engine_helpers.h"
 #include "model_helpers.h"
+#include "qwen3next_model.h"
 
 namespace slimkv::test {
 namespace {
@@ -37,12 +39,24 @@ struct SpecCase {
   bool rolls_back;
   std::string sparse = "";  // static (sinks 4 + window 32) | select (oracle rows: 24 of them, sinks 4, window 16)
   int32_t residual_tokens = 0;  // a residual window of this many tokens (int8)
+  bool quotes = true;  // the random model's greedy text quotes its prompt (n-gram drafts get accepted)
 };
 
 class SpeculativeEngine : public ::testing::TestWithParam<SpecCase> {};
 
+// Qwen3-Next's test model (recurrent states and gated full attention), written once per process.
+const std::string& qwen3next_path() {
+  static const std::string p = [] {
+    const std::string f = ::testing::TempDir() + "/spec-qwen3next-" + std::to_string(::getpid()) + ".gguf";
+    qwen3next::write_model(f, DType::F32);
+    return f;
+  }();
+  return p;
+}
+
 TEST_P(SpeculativeEngine, GreedyTokensEqualPlainDecodingBatchedChunkedAndPreempted) {
-  const SpecCase sc = GetParam();
+  SpecCase sc = GetParam();
+  if (sc.path.empty()) sc.path = qwen3next_path();
   SKIP_IF_MISSING(sc.path);
   auto m = load(sc.path);
   const auto jobs = quoting_jobs(static_cast<int32_t>(std::min<int64_t>(m->config.vocab_size, 512)));
@@ -64,7 +78,8 @@ TEST_P(SpeculativeEngine, GreedyTokensEqualPlainDecodingBatchedChunkedAndPreempt
     c.sched.max_num_batched_tokens = 16;  // chunked prefill beside the verify chunks
     c.sched.max_model_len = 128;
     if (tight) {  // about two sequences' blocks: preemption
-      const KvLayout layout = Engine(*m, c).kv_layout();
+      KvLayout layout = Engine(*m, c).kv_layout();
+      layout.draft_state_blocks = 8;  // a recurrent state's drafts (the most k below)
       int64_t bytes = 0;
       for (int32_t p = 0; p < layout.num_pools(); ++p) {
         bytes += (layout.blocks_for_sequence(128, 16, p) * 2 + 2) * layout.bytes_per_block(p);
@@ -90,7 +105,7 @@ TEST_P(SpeculativeEngine, GreedyTokensEqualPlainDecodingBatchedChunkedAndPreempt
         }
       } else if (sc.rolls_back) {
         EXPECT_GT(sm.spec_drafts, 0) << sc.name;
-        EXPECT_GT(sm.spec_accepted_tokens, 0) << sc.name << ": quoting prompts accept drafts";
+        if (sc.quotes) EXPECT_GT(sm.spec_accepted_tokens, 0) << sc.name << ": quoting prompts accept drafts";
         EXPECT_LE(sm.spec_accepted_tokens, sm.spec_draft_tokens);
       } else {
         EXPECT_EQ(sm.spec_drafts, 0) << sc.name << ": this layout decodes without drafts";
@@ -125,6 +140,7 @@ INSTANTIATE_TEST_SUITE_P(
                       SpecCase{"phi3", kSyn + "phi3/phi3-f32.gguf", "f32", true},
                       SpecCase{"deepseek3_latent", kSyn + "deepseek2/deepseek2-v3-F32.gguf", "f32", true},
                       SpecCase{"gemma3_windows", kSyn + "gemma3/gemma3-f32.gguf", "f32", true},
+                      SpecCase{"qwen3next_recurrent", "", "f32", true, "", 0, false},
                       SpecCase{"deepseek4_streams", kSyn + "deepseek4/deepseek4-F32.gguf", "f32", false}),
     [](const auto& info) { return info.param.name; });
 
@@ -132,14 +148,15 @@ INSTANTIATE_TEST_SUITE_P(
 // draw a token, so with the same seeds speculation gives plain sampling's tokens exactly — 1,500 seeded requests of
 // a quoting prompt, drafts kept and rejected; a request that opts out never drafts.
 std::vector<std::vector<int32_t>> sample_runs(const Model& m, const EngineConfig& c, const std::vector<int32_t>& prompt,
-                                              int n, bool speculative, Metrics* metrics) {
+                                              int n, bool speculative, Metrics* metrics,
+                                              float temperature = 0.7f, int32_t max_tokens = 8) {
   Engine e(m, c);
   std::map<RequestId, size_t> index;
   for (int i = 0; i < n; ++i) {
     RequestParams p;
     p.ignore_eos = true;
-    p.max_tokens = 8;
-    p.sampling.temperature = 0.7f;
+    p.max_tokens = max_tokens;
+    p.sampling.temperature = temperature;
     p.sampling.top_p = 0.95f;
     p.sampling.seed = 1000 + i;
     p.speculative = speculative;
@@ -178,6 +195,33 @@ TEST(SpeculativeSampling, SampledTokensEqualPlainSamplingsForTheSameSeeds) {
   for (int i = 0; i < kN; ++i) ASSERT_EQ(spec[i], plain[i]) << "request " << i << " (seed " << 1000 + i << ")";
   sample_runs(*m, s, prompt, 64, false, &off_m);
   EXPECT_EQ(off_m.spec_drafts, 0) << "requests that opt out never draft";
+}
+
+// Qwen3-Next's recurrent states roll back to whichever row verification stops at: the model drafting for itself
+// (greedy) while its requests sample at temperature 0.3 keeps some drafts and rejects others, at every position —
+// and the tokens are plain sampling's, seed for seed.
+TEST(SpeculativeSampling, RecurrentStatesRollBackToEveryAcceptedRow) {
+  auto m = load(qwen3next_path());
+  EngineConfig c = small_engine_config();
+  c.sched.max_num_seqs = 16;
+  c.sched.max_model_len = 128;
+  EngineConfig s = c;
+  s.speculative_config = fmt::format(R"({{"method": "draft_model", "model": "{}", "num_speculative_tokens": 4, )"
+                                     R"("adaptive": false}})", qwen3next_path());
+  const std::vector<int32_t> prompt = {1, 17, 42, 99, 5, 17, 42, 7, 300, 12};
+  constexpr int kN = 64;
+  Metrics plain_m, spec_m;
+  const auto plain = sample_runs(*m, c, prompt, kN, true, &plain_m, 0.3f, 24);
+  const auto spec = sample_runs(*m, s, prompt, kN, true, &spec_m, 0.3f, 24);
+  const auto& at = spec_m.spec_accepted_per_pos;
+  std::printf("%lld verify chunks, %lld drafted, %lld accepted; kept at row 1..4: %lld %lld %lld %lld\n",
+              static_cast<long long>(spec_m.spec_drafts), static_cast<long long>(spec_m.spec_draft_tokens),
+              static_cast<long long>(spec_m.spec_accepted_tokens), static_cast<long long>(at[0]),
+              static_cast<long long>(at[1]), static_cast<long long>(at[2]), static_cast<long long>(at[3]));
+  for (int i = 0; i < kN; ++i) ASSERT_EQ(spec[i], plain[i]) << "request " << i << " (seed " << 1000 + i << ")";
+  EXPECT_GT(spec_m.spec_drafts, at[0]) << "some chunks keep no draft (the state after the first row goes live)";
+  for (int i = 0; i < 3; ++i) EXPECT_GT(at[i], at[i + 1]) << "some chunks stop after row " << i + 1;
+  EXPECT_GT(at[3], 0) << "and some keep every draft (the chunk's own state stays live)";
 }
 
 // A draft model must share the target's vocabulary: refused by name otherwise.

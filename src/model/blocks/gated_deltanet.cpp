@@ -86,6 +86,10 @@ void GatedDeltaNet::run(DecoderForward& f, int32_t l, const float* in, float* ou
       } else if (s.in_block != s.out_block) {
         std::memcpy(state, state_of(s.in_block), sizeof(float) * d.state_floats());  // a prefix hit's snapshot
       }
+      drafts_.clear();
+      for (int32_t j = 0; j < s.num_draft_states; ++j) {
+        drafts_.push_back(state_of(f.batch().draft_state_blocks[s.draft_first + j]));
+      }
       run_sequence(f, l, s, state, s.snapshot_token >= 0 ? state_of(s.snapshot_block) : nullptr);
     }
   }
@@ -140,6 +144,9 @@ void GatedDeltaNet::convolve(const DeltaNetConfig& d, const float* kernel, const
   if (snapshot_conv) {  // the K - 1 inputs up to and including token snapshot_token
     std::copy(win + (s.snapshot_token + 1) * C, win + (s.snapshot_token + K) * C, snapshot_conv);
   }
+  for (size_t j = 0; j < drafts_.size(); ++j) {  // the K - 1 inputs up to and including token j
+    std::copy(win + (j + 1) * C, win + (j + K) * C, drafts_[j]);
+  }
   std::copy(win + n * C, win + (n + K - 1) * C, conv_state);
 }
 
@@ -148,6 +155,7 @@ void GatedDeltaNet::recur(DecoderForward& f, const StateSlots& s, float* ssm_sta
   const DeltaNetConfig& d = f.model().config.delta_net;
   const int32_t hk = d.head_k_dim, hv = d.head_v_dim, Hv = d.num_v_heads, r = Hv / d.num_k_heads;
   const int64_t C = d.conv_dim(), key_dim = d.key_dim(), head_floats = static_cast<int64_t>(hv) * hk;
+  const int64_t conv_floats = static_cast<int64_t>(d.conv_kernel - 1) * C;  // a draft state's ssm part starts here
   const float scale = 1.0f / std::sqrt(static_cast<float>(hk));
   auto heads = [&](int64_t h0, int64_t h1, int32_t) {
     for (int64_t h = h0; h < h1; ++h) {
@@ -175,6 +183,7 @@ void GatedDeltaNet::recur(DecoderForward& f, const StateSlots& s, float* ssm_sta
           o[i] = sq * scale;
         }
         if (snapshot_ssm && j == s.snapshot_token) std::copy(S, S + head_floats, snapshot_ssm + h * head_floats);
+        if (j < s.num_draft_states) std::copy(S, S + head_floats, drafts_[j] + conv_floats + h * head_floats);
       }
     }
   };

@@ -6,7 +6,8 @@
 // h / (value heads / key heads). o is RMS-normed per head, times silu(z), and projected out.
 // Its KV stream is the sequence's whole state — one recurrent-state block (kv_layout.h: KvGroupKind::Recurrent):
 // the convolution's last K − 1 inputs, then every head's S — read where a chunk starts, left where it ends, and
-// copied into a snapshot block after the token the batch names (the prefix cache's state at a prompt boundary).
+// copied into a snapshot block after the token the batch names (the prefix cache's state at a prompt boundary),
+// and in a speculative verify chunk into a draft-state block after each token but the last (the rollback).
 // Owns: its scratch and each layer's stream index. Must not know: block tables or prefix hashing.
 #pragma once
 #include <vector>
@@ -34,6 +35,8 @@ class GatedDeltaNet : public Block {
   void convolve(const DeltaNetConfig& d, const float* kernel, const StateSlots& s, float* conv_state,
                 float* snapshot_conv);
   void recur(DecoderForward& f, const StateSlots& s, float* ssm_state, float* snapshot_ssm);
+  // The [conv | ssm] states after each of a verify chunk's tokens but the last (drafts_[j]: after token j).
+  std::vector<float*> drafts_;
 
   std::vector<int32_t> stream_;  // [layers] the layer's stream in kv_layer_specs
   std::vector<float> qkv_;       // [T, conv_dim] projected q | k | v, then (convolved, SiLU) in place
