@@ -4,9 +4,9 @@
 // accepted drafts and the token after them — sampled row by row by the request's own sampler, so greedy or sampled
 // (temperature, top-k, top-p, min-p), the tokens are plain decoding's exactly, draw for draw. Only layouts of
 // full-attention and window groups speculate (tables paged by position: a rejected draft's rows are simply
-// rewritten, and windows free by the accepted count) and of recurrent states (a verify chunk keeps the state after
-// each row in a spare block; the accepted row's becomes the live state); others, and tensor parallelism, decode as
-// before.
+// rewritten, and windows free by the accepted count), of compressed streams (entries and their state written by
+// position, likewise) and of recurrent states (a verify chunk keeps the state after each row in a spare block; the
+// accepted row's becomes the live state); dynamic retention, and tensor parallelism, decode as before.
 #include <algorithm>
 
 #include "core/check.h"
@@ -19,9 +19,9 @@ std::string speculation_refusal(const KvLayout& layout, int32_t ranks) {
   if (ranks > 1) return "not under tensor parallelism yet";
   for (const KvGroup& g : layout.groups) {  // windows free only what no query from the accepted position sees
     const KvGroupKind k = g.spec.kind;
-    if (k != KvGroupKind::FullAttention && k != KvGroupKind::Window && k != KvGroupKind::Recurrent) {
-      return fmt::format("a KV group of kind {} (only full-attention, window and recurrent-state caches roll back a "
-                         "rejected draft yet)", g.spec.describe());
+    if (k == KvGroupKind::DynamicTopK) {
+      return fmt::format("a KV group of kind {} (dynamic retention does not roll back a rejected draft's "
+                         "importance yet)", g.spec.describe());
     }
   }
   return "";
