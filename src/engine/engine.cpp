@@ -86,7 +86,7 @@ Engine::Engine(const Model& model, EngineConfig cfg)
   open_tier();
   spec_ = SpeculativeConfig::from_json(cfg_.speculative_config);
   if (spec_.on()) {
-    const std::string why = speculation_refusal(layout_, model.shard.ranks);
+    const std::string why = speculation_refusal(model.shard.ranks);
     spec_ok_ = why.empty();
     if (!spec_ok_) std::fprintf(stderr, "slimkv: --speculative-config: requests decode without drafts: %s\n", why.c_str());
     if (spec_ok_ && spec_.method == "draft_model") {
@@ -269,17 +269,22 @@ std::vector<StepEvent> Engine::step() {
     for (int32_t g = 0; g < layout_.num_groups(); ++g) {  // attention mass per page -> per-block importance
       if (!layout_.groups[g].spec.dynamic()) continue;
       ProfScope ps(ProfKind::SparseScoring);
-      for (size_t s = 0; s < out.chunks.size(); ++s) {
+      for (size_t s = 0; s < out.chunks.size(); ++s) {  // a verify chunk's rows once verified (below)
+        if (out.chunks[s].num_drafts > 0) continue;
         accumulate_importance(batch_, g, fwd_.page_importance(g), s, scheduler_.find(out.chunks[s].id)->kv.groups[g]);
       }
     }
     ProfScope ps(ProfKind::Sampling);
     size_t row = 0;
+    int32_t first_token = 0;  // the chunk's first token in the batch
     const int32_t vocab = model_.config.vocab_size;
-    for (const auto& c : out.chunks) {
+    for (size_t ci = 0; ci < out.chunks.size(); ++ci) {
+      const ScheduledChunk& c = out.chunks[ci];
+      first_token += ci > 0 ? static_cast<int32_t>(out.chunks[ci - 1].token_ids.size()) : 0;
       if (!c.samples) continue;
       if (c.num_drafts > 0) {  // a verify chunk: its rows into the accepted drafts and the token after them
         verify_chunk(c, logits_.data() + row * vocab, sampled, accepted);
+        add_verified_importance(c.id, ci, first_token, 1 + accepted.back());
         logprobs.emplace_back();
         row += c.num_drafts + 1;
         continue;

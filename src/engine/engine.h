@@ -23,8 +23,8 @@ namespace slimkv {
 
 class DraftProposer;  // engine/draft_proposer.h
 
-// Why requests of this layout cannot speculate ("" when they can): engine_spec.cpp.
-std::string speculation_refusal(const KvLayout& layout, int32_t ranks);
+// Why requests cannot speculate ("" when they can; every KV kind can): engine_spec.cpp.
+std::string speculation_refusal(int32_t ranks);
 
 class Engine {
  public:
@@ -97,6 +97,8 @@ class Engine {
   void plan_drafts();  // before a step: drafts for the running requests that may speculate
   void verify_chunk(const ScheduledChunk& c, const float* rows, std::vector<int32_t>& sampled,
                     std::vector<int32_t>& accepted);  // after the forward: a verify chunk's tokens
+  // Dynamic retention: the attention mass of a verify chunk's first `rows` (accepted) rows, row by row.
+  void add_verified_importance(RequestId id, size_t chunk, int32_t first_token, int32_t rows);
 
   const Model& model_;
   EngineConfig cfg_;

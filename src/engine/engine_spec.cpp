@@ -2,28 +2,22 @@
 // (sampling/ngram_proposer.h or engine/draft_proposer.h) as a verify chunk — the scheduler schedules the last token
 // and the drafts together; after the forward, the chunk's rows are verified (sampling/speculative_verify.h) into the
 // accepted drafts and the token after them — sampled row by row by the request's own sampler, so greedy or sampled
-// (temperature, top-k, top-p, min-p), the tokens are plain decoding's exactly, draw for draw. Only layouts of
-// full-attention and window groups speculate (tables paged by position: a rejected draft's rows are simply
-// rewritten, and windows free by the accepted count), of compressed streams (entries and their state written by
-// position, likewise) and of recurrent states (a verify chunk keeps the state after each row in a spare block; the
-// accepted row's becomes the live state); dynamic retention, and tensor parallelism, decode as before.
+// (temperature, top-k, top-p, min-p), the tokens are plain decoding's exactly, draw for draw. Every KV kind rolls
+// back: tables paged by position (full attention, windows, compressed streams' entries and state) rewrite a rejected
+// draft's rows later and windows free by the accepted count; a recurrent state keeps the state after each row in a
+// spare block (the accepted row's goes live); dynamic retention counts only the accepted rows' attention, and a
+// chunk never spans one of its eviction points. Tensor parallelism decodes as before.
 #include <algorithm>
 
 #include "core/check.h"
 #include "engine/engine.h"
+#include "runner/batch_builder.h"
 #include "sampling/speculative_verify.h"
 
 namespace slimkv {
 
-std::string speculation_refusal(const KvLayout& layout, int32_t ranks) {
+std::string speculation_refusal(int32_t ranks) {
   if (ranks > 1) return "not under tensor parallelism yet";
-  for (const KvGroup& g : layout.groups) {  // windows free only what no query from the accepted position sees
-    const KvGroupKind k = g.spec.kind;
-    if (k == KvGroupKind::DynamicTopK) {
-      return fmt::format("a KV group of kind {} (dynamic retention does not roll back a rejected draft's "
-                         "importance yet)", g.spec.describe());
-    }
-  }
   return "";
 }
 
@@ -38,9 +32,12 @@ void Engine::plan_drafts() {
     // every emitted token counts against max_tokens and the context: k drafts emit up to k + 1
     const int32_t room = std::min(r->params.max_tokens - r->num_output_tokens(),
                                   cfg_.sched.max_model_len - r->num_tokens()) - 1;
-    if (room <= 0) continue;
+    // dynamic retention: no eviction point between the chunk's rows (each row sees what its decode step would)
+    const int32_t k = std::min({spec_.ngram.num_speculative_tokens, room,
+                                kv_manager_.rows_before_eviction(r->num_computed_tokens) - 1});
+    if (k <= 0) continue;
     who.push_back(r);
-    ks.push_back(std::min(spec_.ngram.num_speculative_tokens, room));
+    ks.push_back(k);
   }
   std::vector<std::vector<int32_t>> drafts(who.size());
   if (draft_) {  // one batched draft step per token for all of them
@@ -79,6 +76,19 @@ void Engine::verify_chunk(const ScheduledChunk& c, const float* rows, std::vecto
   metrics_.spec_accepted_tokens += v.num_accepted;
   for (int32_t i = 0; i < v.num_accepted && i < static_cast<int32_t>(metrics_.spec_accepted_per_pos.size()); ++i) {
     ++metrics_.spec_accepted_per_pos[i];
+  }
+}
+
+void Engine::add_verified_importance(RequestId id, size_t chunk, int32_t first_token, int32_t rows) {
+  Request* r = scheduler_.find(id);
+  for (int32_t g = 0; g < layout_.num_groups(); ++g) {  // dynamic retention: the accepted rows' mass, row by row
+    if (!layout_.groups[g].spec.dynamic()) continue;
+    ProfScope ps(ProfKind::SparseScoring, ProfKind::Sampling);  // called inside the sampling scope
+    for (int32_t j = 0; j < rows; ++j) {
+      const double* row = fwd_.row_importance(g, first_token + j);
+      SLIMKV_CHECK(row != nullptr, "speculative step: a verify row without its importance");
+      accumulate_row_importance(batch_, g, row, chunk, r->kv.groups[g]);
+    }
   }
 }
 

@@ -153,6 +153,16 @@ void PagedAttention::plan(const PagedBatchMeta& meta, int32_t max_group, int32_t
     recent_out_.resize(threads * max_chunk_ * 1024);
   }
   page_importance_.assign(meta.kv_indices.size(), 0.0);
+  // a verify chunk's tracked rows keep their mass row by row (only the accepted rows' count, each as a decode step's)
+  row_importance_at_.assign(meta.token_pos.size(), -1);
+  int64_t rows = 0;
+  for (size_t t = 0; t < meta.token_pos.size() && !meta.token_track.empty(); ++t) {
+    const int32_t s = meta.token_seq[t];
+    if (!meta.token_track[t] || meta.seq_query_by_query.empty() || !meta.seq_query_by_query[s]) continue;
+    row_importance_at_[t] = rows;
+    rows += meta.kv_indptr[s + 1] - meta.kv_indptr[s];
+  }
+  row_importance_.assign(static_cast<size_t>(rows), 0.0);
 }
 
 void PagedAttention::run(const float* q, const LayerKv& layer, const AttentionDims& dims, float* out, ThreadPool* pool,
@@ -369,7 +379,9 @@ void PagedAttention::run(const float* q, const LayerKv& layer, const AttentionDi
     if (!m.token_track[t]) continue;
     const int32_t s = m.token_seq[t];
     const float* pr = probs_.data() + static_cast<size_t>(i) * max_ctx_;
-    for (int64_t r = 0; r < m.token_ctx[t]; ++r) page_importance_[m.kv_indptr[s] + r / m.block_size] += pr[r];
+    double* imp = row_importance_at_[t] >= 0 ? row_importance_.data() + row_importance_at_[t]
+                                             : page_importance_.data() + m.kv_indptr[s];
+    for (int64_t r = 0; r < m.token_ctx[t]; ++r) imp[r / m.block_size] += pr[r];
   }
 }
 

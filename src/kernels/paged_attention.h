@@ -136,6 +136,13 @@ class PagedAttention {
   // schedule evicts and merges the same blocks with the same weights.
   const std::vector<double>& page_importance() const { return page_importance_; }
   std::vector<double>& page_importance() { return page_importance_; }  // tensor parallelism sums it over ranks
+  // A speculative verify chunk's (seq_query_by_query) tracked token t: its own mass per page entry of its sequence
+  // ([its pages], summed in page_importance's order over layers and heads), kept apart from page_importance so
+  // that only the accepted rows count; nullptr for other tokens.
+  const double* row_importance(int32_t t) const {
+    return row_importance_at_[t] >= 0 ? row_importance_.data() + row_importance_at_[t] : nullptr;
+  }
+  std::vector<double>& row_importance() { return row_importance_; }  // tensor parallelism sums it over ranks
   const PagedBatchMeta& meta() const { return *meta_; }  // the step's page tables (after plan())
   const ReadStats& last_read() const { return last_read_; }  // of the last run()
   // Prefill chunks in tiles (the default) or query by query as decode steps go; min_tokens: the shortest run of a
@@ -152,6 +159,8 @@ class PagedAttention {
   std::vector<float> recent_out_;     // [num_threads, chunk_heads, 1024] the residual window's part of the outputs
   std::vector<float> probs_;   // [T * num_heads, max_ctx] tracked queries' probabilities (dynamic retention)
   std::vector<double> page_importance_;
+  std::vector<double> row_importance_;      // [verify chunks' tracked rows, their sequence's pages]
+  std::vector<int64_t> row_importance_at_;  // [T] where token t's pages start in row_importance_, or -1
   std::vector<int32_t> sel_rows_;     // [num_threads, 2, max_ctx] select mode: rows read, pick_rows' scratch
   std::vector<float> sel_scores_;     // [num_threads, max_ctx] the index's scores
   std::vector<float> sel_qlat_;       // [num_threads, chunk, 256] the queries' sketches

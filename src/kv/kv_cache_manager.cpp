@@ -317,6 +317,19 @@ int32_t KvCacheManager::prefill_chunk_limit(int32_t num_computed, int32_t num_pr
   return limit;
 }
 
+int32_t KvCacheManager::rows_before_eviction(int32_t num_computed) const {
+  int32_t limit = INT32_MAX;
+  for (int32_t g = 0; g < num_groups(); ++g) {
+    if (!tables_[g]->evicts_by_attention()) continue;
+    // after computing position p the next query's window starts at p + 2 - window: a block boundary there adds a
+    // candidate (evict_least_attended). Rows p0 .. p0 + d, with p0 + d the first such p.
+    const int64_t bs = block_size_, at = static_cast<int64_t>(num_computed) + 2 - groups_[g].dyn_window_tokens;
+    const int64_t d = ((-at) % bs + bs) % bs;
+    limit = std::min<int64_t>(limit, d + 1);
+  }
+  return limit;
+}
+
 bool KvCacheManager::ensure_summary_block(SeqKv& seq, int32_t group) {
   GroupKv& gk = seq.groups[group];
   if (gk.summary_block >= 0) return true;

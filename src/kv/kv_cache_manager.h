@@ -137,6 +137,11 @@ class KvCacheManager {
   // The most tokens the next prefill chunk may take so that it ends at the next eviction point of a group that
   // evicts in prefill (then every schedule evicts at the same points); INT32_MAX when none applies.
   int32_t prefill_chunk_limit(int32_t num_computed_tokens, int32_t num_prompt_tokens) const;
+  // Speculative decoding: the most rows a verify chunk starting at position num_computed_tokens may have so that no
+  // dynamic group could evict between two of them (an eviction point — the next query's window passing a block
+  // boundary — only after its last row); INT32_MAX without dynamic groups. Then every row sees the blocks a decode
+  // step at its position would.
+  int32_t rows_before_eviction(int32_t num_computed_tokens) const;
   // The positions in [from, to) whose queries score the cache in a group of spec s (tracked by batch_builder).
   static int64_t tracked_queries(const KvGroupSpec& s, int64_t from, int64_t to, int64_t num_prompt);
   // Merge policy: called with each evicted block (logical index, id, mean attention) before it is released.

@@ -256,8 +256,9 @@ void DecoderForward::sum_importance_over_ranks(const ForwardBatch& b) {
   for (int32_t g = 0; g < b.num_groups(); ++g) {
     const auto& track = b.attn[g].token_track;
     if (!planned_[g] || std::find(track.begin(), track.end(), uint8_t{1}) == track.end()) continue;  // alike on every rank
-    std::vector<double>& imp = attention_[g].page_importance();
-    ops_->all_reduce_sum(imp.data(), static_cast<int64_t>(imp.size()));
+    for (std::vector<double>* imp : {&attention_[g].page_importance(), &attention_[g].row_importance()}) {
+      if (!imp->empty()) ops_->all_reduce_sum(imp->data(), static_cast<int64_t>(imp->size()));
+    }
   }
 }
 

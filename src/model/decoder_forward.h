@@ -56,6 +56,8 @@ class DecoderForward {
   const std::vector<float>& hidden_states() const { return hidden_; }
   // Attention mass per page entry of group g's page table, summed since the step's plan (dynamic retention).
   const std::vector<double>& page_importance(int32_t g) const { return attention_[g].page_importance(); }
+  // A verify chunk's tracked token t: its own mass per page entry of its sequence (PagedAttention::row_importance).
+  const double* row_importance(int32_t g, int32_t t) const { return attention_[g].row_importance(t); }
   // The KV layout this model needs under a compression config (default: full f32 K and V rows, model windows).
   KvLayout kv_layout(int32_t block_size_tokens, const CompressionConfig& cc = CompressionConfig{}) const;
   // Low-rank bases per layer (empty vectors = full rank), used when writing and reading the cache.

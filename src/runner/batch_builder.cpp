@@ -150,14 +150,18 @@ void build_forward_batch(const SchedOutput& out, int32_t block_size, ForwardBatc
   build_forward_batch(out, block_size, one, b);
 }
 
-void accumulate_importance(const ForwardBatch& b, int32_t g, const std::vector<double>& imp, size_t s, GroupKv& gk) {
+void accumulate_row_importance(const ForwardBatch& b, int32_t g, const double* row, size_t s, GroupKv& gk) {
   const PagedBatchMeta& a = b.attn[g];
   for (int32_t e = a.kv_indptr[s]; e < a.kv_indptr[s + 1]; ++e) {
     const int32_t logical = a.kv_page_logical[e];
     if (logical < 0) continue;  // the summary page
     if (static_cast<int32_t>(gk.importance.size()) <= logical) gk.importance.resize(logical + 1, 0.0);
-    gk.importance[logical] += imp[e];
+    gk.importance[logical] += row[e - a.kv_indptr[s]];
   }
+}
+
+void accumulate_importance(const ForwardBatch& b, int32_t g, const std::vector<double>& imp, size_t s, GroupKv& gk) {
+  accumulate_row_importance(b, g, imp.data() + b.attn[g].kv_indptr[s], s, gk);
 }
 
 }  // namespace slimkv

@@ -24,5 +24,8 @@ void build_forward_batch(const SchedOutput& out, int32_t block_size, ForwardBatc
 // sequence's per-block importance.
 void accumulate_importance(const ForwardBatch& batch, int32_t g, const std::vector<double>& page_importance, size_t s,
                            GroupKv& gk);
+// The same for one row of a verify chunk s (row: its mass per page entry of the sequence, DecoderForward::
+// row_importance): added for each accepted row in order, as decode steps would have added them.
+void accumulate_row_importance(const ForwardBatch& batch, int32_t g, const double* row, size_t s, GroupKv& gk);
 
 }  // namespace slimkv

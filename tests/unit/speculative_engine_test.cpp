@@ -2,8 +2,9 @@
 // byte-identical greedy tokens to plain decoding, batched, with chunked prefill and under preemption, on every
 // family's synthetic file whose cache rolls back (full attention: Llama, Qwen2/3, Qwen3-MoE, Phi-3, DeepSeek-V3's
 // latent cache, stories260K with int8 and tq4 pages; windows: Gemma 3's sliding window of 16, static retention's
-// sinks + window, a tq4 cache's residual window; select mode's index; Qwen3-Next's recurrent states, a state per
-// verified row; DeepSeek-V4's compressed streams, written by position) — with drafts accepted. Sampled requests:
+// sinks + window, a tq4 cache's residual window; select mode's index; dynamic retention, dropping or merging, its
+// importance from accepted rows only; Qwen3-Next's recurrent states, a state per verified row; DeepSeek-V4's
+// compressed streams, written by position) — with drafts accepted. Sampled requests:
 // plain sampling's tokens.
 #include <gtest/gtest.h>
 
@@ -68,6 +69,13 @@ TEST_P(SpeculativeEngine, GreedyTokensEqualPlainDecodingBatchedChunkedAndPreempt
       c.compress.kv_sparse_mode = "static";
       c.compress.kv_sink_tokens = 4;
       c.compress.kv_recent_window = 32;
+    } else if (sc.sparse == "dynamic" || sc.sparse == "merge") {  // sinks 4 + window 8 + 2 blocks of 8 by attention
+      c.compress.kv_sparse_mode = "dynamic";
+      c.compress.kv_sparse_topk = 28;
+      c.compress.kv_sink_tokens = 4;
+      c.compress.kv_recent_window = 8;
+      if (sc.sparse == "merge") c.compress.kv_evict_policy = "merge";
+      c.cache.block_size = 8;
     } else if (sc.sparse == "select") {
       c.compress.kv_sparse_mode = "select";
       c.compress.kv_select_index = "oracle";
@@ -111,6 +119,9 @@ TEST_P(SpeculativeEngine, GreedyTokensEqualPlainDecodingBatchedChunkedAndPreempt
         EXPECT_EQ(sm.spec_drafts, 0) << sc.name << ": this layout decodes without drafts";
       }
       if (tight && k == 4) EXPECT_GT(spec.metrics.num_preemptions, 0) << sc.name;
+      if (!sc.sparse.empty() && sc.sparse != "static" && sc.sparse != "select") {
+        EXPECT_GT(spec.evicted_blocks, 0) << sc.name << ": blocks evicted while speculating";
+      }
       if (k == 4 && !tight) {
         std::printf("%s: %lld verify chunks, %lld drafted, %lld accepted (%.2f), steps %lld vs %lld plain\n",
                     sc.name.c_str(), static_cast<long long>(sm.spec_drafts),
@@ -130,6 +141,8 @@ INSTANTIATE_TEST_SUITE_P(
                       SpecCase{"stories260K_static_window", k260, "f32", true, "static"},
                       SpecCase{"stories260K_tq4_residual", k260, "tq4", true, "", 16},
                       SpecCase{"stories260K_select", k260, "f32", true, "select"},
+                      SpecCase{"stories260K_dynamic", k260, "f32", true, "dynamic"},
+                      SpecCase{"stories260K_dynamic_merge", k260, "f32", true, "merge"},
                       SpecCase{"llama", kSyn + "llama/llama-f32.gguf", "f32", true},
                       SpecCase{"llama_f16", kSyn + "llama/llama-f16.gguf", "f32", true},
                       SpecCase{"llama_q8_0", kSyn + "llama/llama-q8_0.gguf", "f32", true},
@@ -149,7 +162,8 @@ INSTANTIATE_TEST_SUITE_P(
 // a quoting prompt, drafts kept and rejected; a request that opts out never drafts.
 std::vector<std::vector<int32_t>> sample_runs(const Model& m, const EngineConfig& c, const std::vector<int32_t>& prompt,
                                               int n, bool speculative, Metrics* metrics,
-                                              float temperature = 0.7f, int32_t max_tokens = 8) {
+                                              float temperature = 0.7f, int32_t max_tokens = 8,
+                                              int64_t* evicted_blocks = nullptr) {
   Engine e(m, c);
   std::map<RequestId, size_t> index;
   for (int i = 0; i < n; ++i) {
@@ -170,6 +184,7 @@ std::vector<std::vector<int32_t>> sample_runs(const Model& m, const EngineConfig
   }
   EXPECT_EQ(e.kv_manager().num_used_blocks(), 0);
   *metrics = e.metrics();
+  if (evicted_blocks) *evicted_blocks += e.kv_manager().num_evicted_blocks();
   return out;
 }
 
@@ -198,29 +213,42 @@ TEST(SpeculativeSampling, SampledTokensEqualPlainSamplingsForTheSameSeeds) {
 }
 
 // Caches updated as they go roll back to whichever row verification stops at — Qwen3-Next's recurrent states (the
-// state after that row goes live) and DeepSeek-V4's compressed streams (entries, compressor state and indexer keys
-// written by position: a rejected row's are rewritten): the model drafting for itself (greedy) while its requests
+// state after that row goes live), DeepSeek-V4's compressed streams (entries, compressor state and indexer keys
+// written by position: a rejected row's are rewritten) and dynamic retention's importance (the accepted rows' only;
+// evictions and merges as decode's): the model drafting for itself (greedy) while its requests
 // sample at temperature 0.3 keeps some drafts and rejects others, at every position — and the tokens are plain
 // sampling's, seed for seed. Prompts of 10 and 21 tokens (the second crosses entry and block boundaries).
 class SpeculativeRollback : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(SpeculativeRollback, SampledSelfDraftStopsAtEveryRowAndKeepsPlainTokens) {
-  const std::string path = GetParam() == "qwen3next" ? qwen3next_path() : kSyn + "deepseek4/deepseek4-F32.gguf";
+  const std::string kind = GetParam();
+  const std::string path = kind == "qwen3next" ? qwen3next_path()
+                           : kind == "deepseek4" ? kSyn + "deepseek4/deepseek4-F32.gguf"
+                                                 : k260;
   SKIP_IF_MISSING(path);
   auto m = load(path);
   EngineConfig c = small_engine_config();
   c.sched.max_num_seqs = 16;
   c.sched.max_model_len = 128;
+  if (kind == "dynamic_merge") {  // stories260K: sinks 4 + window 8 + 1 block of 8 by attention, evicted ones merged
+    c.compress.kv_sparse_mode = "dynamic";
+    c.compress.kv_sparse_topk = 20;
+    c.compress.kv_sink_tokens = 4;
+    c.compress.kv_recent_window = 8;
+    c.compress.kv_evict_policy = "merge";
+    c.cache.block_size = 8;
+  }
   EngineConfig s = c;
   s.speculative_config = fmt::format(R"({{"method": "draft_model", "model": "{}", "num_speculative_tokens": 4, )"
                                      R"("adaptive": false}})", path);
   std::vector<int32_t> prompt = {1, 17, 42, 99, 5, 17, 42, 7, 300, 12};
   Metrics total{};
+  int64_t evicted = 0;
   for (int round = 0; round < 2; ++round) {
     constexpr int kN = 32;
     Metrics plain_m, spec_m;
     const auto plain = sample_runs(*m, c, prompt, kN, true, &plain_m, 0.3f, 24);
-    const auto spec = sample_runs(*m, s, prompt, kN, true, &spec_m, 0.3f, 24);
+    const auto spec = sample_runs(*m, s, prompt, kN, true, &spec_m, 0.3f, 24, &evicted);
     for (int i = 0; i < kN; ++i) ASSERT_EQ(spec[i], plain[i]) << "prompt " << round << " request " << i;
     total.spec_drafts += spec_m.spec_drafts;
     total.spec_draft_tokens += spec_m.spec_draft_tokens;
@@ -237,9 +265,10 @@ TEST_P(SpeculativeRollback, SampledSelfDraftStopsAtEveryRowAndKeepsPlainTokens) 
   EXPECT_GT(total.spec_drafts, at[0]) << "some chunks keep no draft";
   for (int i = 0; i < 3; ++i) EXPECT_GT(at[i], at[i + 1]) << "some chunks stop after row " << i + 1;
   EXPECT_GT(at[3], 0) << "and some keep every draft";
+  if (kind == "dynamic_merge") EXPECT_GT(evicted, 0) << "blocks evicted (and merged) while speculating";
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, SpeculativeRollback, ::testing::Values("qwen3next", "deepseek4"),
+INSTANTIATE_TEST_SUITE_P(Kinds, SpeculativeRollback, ::testing::Values("qwen3next", "deepseek4", "dynamic_merge"),
                          [](const auto& info) { return info.param; });
 
 // A draft model must share the target's vocabulary: refused by name otherwise.
