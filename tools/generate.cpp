@@ -9,6 +9,7 @@
 #include "engine/engine.h"
 #include "runner/generator.h"
 #include "tools/prompts_file.h"
+#include "tools/step_follow.h"
 #include "tokenizer/stream_decoder.h"
 #include "tools/commands.h"
 #include "tools/common.h"
@@ -37,6 +38,7 @@ int run_prompts_file(GenerateFlags f) {
   auto prompts = read_prompts_file(f.prompts_file, f.n);
   f.engine.threads = resolve_threads(f.model.threads);
   Engine engine(*model, f.engine);
+  if (follow_unless_leader(engine, *model)) return 0;  // tensor parallelism: rank 0 schedules
   std::vector<RequestId> ids(prompts.size(), -1);
   std::vector<std::string> errors(prompts.size());
   for (size_t i = 0; i < prompts.size(); ++i) {
@@ -48,7 +50,10 @@ int run_prompts_file(GenerateFlags f) {
     if (auto* id = std::get_if<RequestId>(&r)) ids[i] = *id;
     else errors[i] = std::get<std::string>(r);
   }
-  while (engine.has_unfinished()) engine.step();
+  {
+    FollowersRelease release(*model);
+    while (engine.has_unfinished()) engine.step();
+  }
   std::map<RequestId, std::unique_ptr<Request>> done;
   for (auto& r : engine.take_finished()) done[r->id] = std::move(r);
   for (size_t i = 0; i < prompts.size(); ++i) {
@@ -77,26 +82,36 @@ int run_prompts_file(GenerateFlags f) {
   return 0;
 }
 
-// Cache flags (compression, --kv-config, --mla-attention) act on the engine's paged cache: when any is given, a
-// single prompt runs through the engine too (one request), so no flag is silently ignored.
+// Cache flags (compression, --kv-config, --mla-attention) act on the engine's paged cache, and
+// --speculative-config on its steps: when any is given, a single prompt runs through the engine too (one request),
+// so no flag is silently ignored.
 bool wants_engine(const GenerateFlags& f) {
   const CompressionConfig& c = f.engine.compress;
-  return c.changes_cache() || !f.engine.kv_config_file.empty() || f.engine.mla_attention != "auto";
+  return c.changes_cache() || !f.engine.kv_config_file.empty() || f.engine.mla_attention != "auto" ||
+         !f.engine.speculative_config.empty();
 }
 
 std::vector<int32_t> engine_generate(const Model& model, GenerateFlags f, std::vector<int32_t> prompt,
                                      bool stop_at_eos) {
   f.engine.threads = resolve_threads(f.model.threads);
   Engine engine(model, f.engine);
+  if (follow_unless_leader(engine, model)) return {};  // tensor parallelism: rank 0 schedules (and prints)
   RequestParams p;
   p.max_tokens = f.n;
   p.eos_id = stop_at_eos ? model.tokenizer->eos_id() : -1;
   p.sampling = {f.temp, f.top_p, f.top_k, f.seed};
   p.sampling.validate();
   const int32_t n_prompt = static_cast<int32_t>(prompt.size());
+  FollowersRelease release(model);
   auto r = engine.add_request(std::move(prompt), p);
   if (auto* e = std::get_if<std::string>(&r)) fail("{}", *e);
   while (engine.has_unfinished()) engine.step();
+  if (f.verbose && !f.engine.speculative_config.empty()) {
+    const Metrics& m = engine.metrics();
+    std::fprintf(stderr, "speculative: %lld verify chunks, %lld draft tokens, %lld accepted, %lld decode steps\n",
+                 static_cast<long long>(m.spec_drafts), static_cast<long long>(m.spec_draft_tokens),
+                 static_cast<long long>(m.spec_accepted_tokens), static_cast<long long>(m.decode_steps));
+  }
   auto done = engine.take_finished();
   SLIMKV_CHECK(done.size() == 1, "engine finished {} requests, expected 1", done.size());
   return {done[0]->tokens.begin() + n_prompt, done[0]->tokens.end()};

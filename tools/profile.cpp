@@ -10,6 +10,7 @@
 #include "engine/engine.h"
 #include "tools/commands.h"
 #include "tools/common.h"
+#include "tools/step_follow.h"
 
 namespace slimkv {
 namespace {
@@ -64,6 +65,12 @@ int run_profile(ProfileFlags f) {
                "lockstep)");
   f.engine.threads = resolve_threads(f.model.threads);
   Engine engine(*model, f.engine);
+  if (follow_unless_leader(engine, *model)) {  // tensor parallelism: rank 0 schedules; this rank runs its slices
+    std::fprintf(stderr, "rank %d of %d: resident %.1f MiB (peak %.1f MiB)\n", model->shard.rank, model->shard.ranks,
+                 proc_status_kb("VmRSS:") / 1024.0, proc_status_kb("VmHWM:") / 1024.0);
+    return 0;
+  }
+  FollowersRelease release(*model);
   std::mt19937_64 rng(f.seed);
   std::uniform_int_distribution<int32_t> tok(3, model->config.vocab_size - 1);
   RequestParams p;

@@ -56,4 +56,13 @@ int64_t follow_leader(Engine& engine, const Model& model) {
   }
 }
 
+bool follow_unless_leader(Engine& engine, const Model& model) {
+  if (model.collectives && model.shard.rank != 0) {
+    follow_leader(engine, model);
+    return true;
+  }
+  lead_followers(engine, model);
+  return false;
+}
+
 }  // namespace slimkv

@@ -85,13 +85,9 @@ Engine::Engine(const Model& model, EngineConfig cfg)
                  model.config.vocab_size);
   open_tier();
   spec_ = SpeculativeConfig::from_json(cfg_.speculative_config);
-  if (spec_.on()) {
-    const std::string why = speculation_refusal(model.shard.ranks);
-    spec_ok_ = why.empty();
-    if (!spec_ok_) std::fprintf(stderr, "slimkv: --speculative-config: requests decode without drafts: %s\n", why.c_str());
-    if (spec_ok_ && spec_.method == "draft_model") {
-      draft_ = std::make_unique<DraftProposer>(spec_.draft_model, model, cfg_);
-    }
+  // Every KV kind speculates; under tensor parallelism only rank 0 proposes (the others run its batches).
+  if (spec_.on() && spec_.method == "draft_model" && model.shard.rank == 0) {
+    draft_ = std::make_unique<DraftProposer>(spec_.draft_model, model, cfg_);
   }
   refresh_gauges();
 }

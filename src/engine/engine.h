@@ -23,9 +23,6 @@ namespace slimkv {
 
 class DraftProposer;  // engine/draft_proposer.h
 
-// Why requests cannot speculate ("" when they can; every KV kind can): engine_spec.cpp.
-std::string speculation_refusal(int32_t ranks);
-
 class Engine {
  public:
   Engine(const Model& model, EngineConfig cfg);  // validates cfg against the model; throws Error
@@ -123,7 +120,6 @@ class Engine {
   TierSync tier_sync_;
   bool tier_saved_ = false;
   SpeculativeConfig spec_;  // --speculative-config
-  bool spec_ok_ = false;    // the layout (and rank count) lets requests speculate
   SpecGovernor spec_governor_;  // adaptive: drafts only while they measure faster
   std::unique_ptr<DraftProposer> draft_;  // "method": "draft_model" (engine/draft_proposer.h)
 };

@@ -6,7 +6,8 @@
 // back: tables paged by position (full attention, windows, compressed streams' entries and state) rewrite a rejected
 // draft's rows later and windows free by the accepted count; a recurrent state keeps the state after each row in a
 // spare block (the accepted row's goes live); dynamic retention counts only the accepted rows' attention, and a
-// chunk never spans one of its eviction points. Tensor parallelism decodes as before.
+// chunk never spans one of its eviction points. Under tensor parallelism rank 0 proposes and verifies; the other
+// ranks run the verify chunks' forwards like any batch (draft-state blocks and row importance travel in it).
 #include <algorithm>
 
 #include "core/check.h"
@@ -16,13 +17,8 @@
 
 namespace slimkv {
 
-std::string speculation_refusal(int32_t ranks) {
-  if (ranks > 1) return "not under tensor parallelism yet";
-  return "";
-}
-
 void Engine::plan_drafts() {
-  if (!spec_.on() || !spec_ok_) return;
+  if (!spec_.on()) return;
   const bool now = !spec_.adaptive || spec_governor_.speculate_now();
   std::vector<Request*> who;  // requests that draft this step, and how many tokens each may
   std::vector<int32_t> ks;

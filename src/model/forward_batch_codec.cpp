@@ -67,6 +67,7 @@ void write_meta(Writer& w, const PagedBatchMeta& m) {
   w.vec(m.kv_page_logical);
   w.vec(m.seq_has_summary);
   w.vec(m.seq_summary_bias);
+  w.vec(m.seq_query_by_query);  // verify chunks attend (and keep importance) row by row on every rank
 }
 
 PagedBatchMeta read_meta(Reader& r) {
@@ -82,6 +83,10 @@ PagedBatchMeta read_meta(Reader& r) {
   m.kv_page_logical = r.vec<int32_t>();
   m.seq_has_summary = r.vec<uint8_t>();
   m.seq_summary_bias = r.vec<float>();
+  m.seq_query_by_query = r.vec<uint8_t>();
+  SLIMKV_CHECK(m.seq_query_by_query.empty() || m.seq_query_by_query.size() + 1 == m.kv_indptr.size(),
+               "forward batch: {} query-by-query flags for {} sequences", m.seq_query_by_query.size(),
+               m.kv_indptr.empty() ? 0 : m.kv_indptr.size() - 1);
   return m;
 }
 

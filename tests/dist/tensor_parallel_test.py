@@ -14,7 +14,8 @@ within its timeout; and a model that cannot be split that way (deepseek4's 2 out
 groups over 4 ranks) ends every rank with a clear error. MoE layers: each rank runs its range of experts for every
 token routed to them (expert parallelism: EXPERT_MATRIX, both combines); MLA and DeepSeek-V4 keep their shared
 latent / compressed streams whole on every rank. Calibrated caches (select's sketch index, low-rank K/V): each rank
-slices the whole model's calibration to its own KV heads, greedy ids equal to one process.
+slices the whole model's calibration to its own KV heads, greedy ids equal to one process. Speculative decoding
+(a self-draft, greedy and sampled) at 2 ranks gives one process's plain ids.
 Exit 0 pass, 1 fail, 77 skipped (no mpirun or no files; under CI a missing input fails)."""
 import array
 import json
@@ -180,6 +181,39 @@ def check_calibrated(binary, synth, tmp, failures):
             failures.append(f"{name}: the calibrated cache gave the uncalibrated cache's ids ({base.stderr[-300:]})")
 
 
+# Speculative decoding under tensor parallelism (issue SD): rank 0 proposes (the model drafting for itself, k = 4)
+# and verifies, the other rank runs each verify chunk's forward. Greedy and sampled (temperature 0.7, seed 7) ids
+# at 2 ranks == one process's plain decoding through the engine: full attention, windows, dynamic retention with
+# merges (importance summed over the ranks row by row).
+SPECULATIVE = [
+    ("llama/llama-f32.gguf", []),
+    ("gemma3/gemma3-f32.gguf", []),
+    ("llama/llama-f32.gguf", ["--kv-sparse-mode", "dynamic", "--kv-sparse-topk", "28", "--kv-sink-tokens", "4",
+                              "--kv-recent-window", "8", "--kv-evict-policy", "merge", "--block-size", "8"]),
+]
+
+
+def check_speculative(binary, synth, failures):
+    prompt = "1,45,99,301,7,88,45,99,301,7,88,45,99,301,7,88"
+    for rel, flags in SPECULATIVE:
+        model = os.path.join(synth, rel)
+        spec = json.dumps({"method": "draft_model", "model": model, "num_speculative_tokens": 4, "adaptive": False})
+        for temp in ("0", "0.7"):
+            gen = [binary, "generate", "-m", model, "--prompt-ids", prompt, "-n", "40", "--print-ids", "--threads",
+                   "1", "--temp", temp, "--seed", "7"] + flags
+            plain = run(gen + ([] if flags else ["--kv-cache-dtype", "f32"]))  # the engine's path, no drafts
+            tp = run(MPIRUN + ["-np", "2"] + gen + ["--tensor-parallel-size", "2", "--speculative-config", spec,
+                                                    "--verbose"])
+            stats = [l for l in tp.stderr.splitlines() if l.startswith("speculative:")]
+            name = f"{rel} -np 2 speculative {' '.join(flags)} temperature {temp}"
+            print(f"{name}: {'equal' if plain.stdout == tp.stdout else 'DIFFER'}; {stats[0] if stats else '?'}")
+            if plain.returncode != 0 or tp.returncode != 0 or not plain.stdout.strip() or plain.stdout != tp.stdout:
+                failures.append(f"{name}: ids differ: {plain.stdout.strip()} {plain.stderr[-300:]} / "
+                                f"{tp.stdout.strip()} {tp.stderr[-500:]}")
+            elif not stats or " 0 accepted" in stats[0]:
+                failures.append(f"{name}: no draft accepted ({stats})")
+
+
 def start_long_job(binary, synth, what, failures, extra=(), env=None):
     """A 2-rank generate that runs for minutes, and its two rank processes once both are up; (None, None) if not."""
     model = os.path.join(synth, "gemma3", "gemma3-f32.gguf")
@@ -319,6 +353,7 @@ def main():
                 check_file(binary, synth, rel, ranks, 1e-6, tmp, failures, transport=["-x", "SLIMKV_ALL_REDUCE"],
                            env=shm, label=" (shared-memory all-reduce)")
             check_calibrated(binary, synth, tmp, failures)
+            check_speculative(binary, synth, failures)
     if part == "experts":
         check_bad_expert_size(binary, synth, failures)
         check_bench_offline(binary, synth, failures)

@@ -5,7 +5,8 @@
 // summation order (~1e-7) flips a rounding now and then and, near a routing tie, an expert choice: most positions
 // stay bit-equal, a few move (measured at 2 ranks: KL 3.3e-3, one position by 1.8 logits) — bound 1e-2 and the
 // first 8 greedy ids. Expert parallelism (E = 1: experts column-split; 2 groups of 2; the all-to-all combine) on
-// the F32 files. Needs Open MPI's mpirun (scripts/setup installs it); without it the test skips (fails in CI).
+// the F32 files. Qwen3-Next speculating at 2 ranks gives one process's plain ids. Needs Open MPI's mpirun
+// (scripts/setup installs it); without it the test skips (fails in CI).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -137,6 +138,37 @@ TEST(TensorParallelModels, Qwen3NextLogitsAndGreedyIdsEqualOneProcess) {
   SKIP_IF_MISSING(kMpirun);
   check_split("qwen3next", [](const std::string& p, DType d) { qwen3next::write_model(p, d); }, {DType::F32},
               {{2, ""}, {2, "--expert-parallel-size 1 --expert-combine all-to-all"}}, qwen3next::kVocab);
+}
+
+// Speculative decoding under tensor parallelism (issue SD) on the recurrent state: rank 0 proposes (the model
+// drafting for itself, k = 4) and verifies; every rank keeps its heads' state after each verify row in the draft
+// blocks the batch names, and the accepted row's goes live. Greedy and sampled (temperature 0.3) ids at 2 ranks == one process's plain
+// decoding through the engine, with drafts accepted.
+TEST(TensorParallelModels, Qwen3NextSpeculativeIdsEqualOneProcess) {
+  SKIP_IF_MISSING(kMpirun);
+  const std::string model = ::testing::TempDir() + "/qwen3next-tp-spec-" + std::to_string(::getpid()) + ".gguf";
+  qwen3next::write_model(model, DType::F32);
+  const std::string spec = R"('{"method": "draft_model", "model": ")" + model +
+                           R"(", "num_speculative_tokens": 4, "adaptive": false}')";
+  for (const char* temp : {"0", "0.3"}) {
+    const std::string gen = "generate -m " + model + " --prompt-ids 1,45,99,301,7,88,45,99,301 -n 40 --print-ids "
+                            "--threads 1 --seed 7 --temp " + temp;
+    std::string plain, tp, err;
+    ASSERT_EQ(slimkv(1, gen + " --kv-cache-dtype f32", &plain, &err), 0) << err;
+    const int status = slimkv(2, gen + " --verbose --speculative-config " + spec, &tp, &err);
+    if (err.find("built without MPI") != std::string::npos) {
+      if (in_ci()) FAIL() << "slimkv was built without MPI";
+      GTEST_SKIP() << "slimkv was built without MPI";
+    }
+    ASSERT_EQ(status, 0) << err;
+    EXPECT_EQ(tp, plain) << "temperature " << temp;
+    const size_t at = err.find("speculative:");
+    ASSERT_NE(at, std::string::npos) << err;
+    const std::string stats = err.substr(at, err.find('\n', at) - at);
+    std::printf("temperature %s: %s\n", temp, stats.c_str());
+    EXPECT_EQ(stats.find(" 0 accepted"), std::string::npos) << stats;
+  }
+  std::remove(model.c_str());
 }
 
 }  // namespace

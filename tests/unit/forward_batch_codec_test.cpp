@@ -25,8 +25,10 @@ ForwardBatch two_group_batch() {
   m.kv_page_logical = {0, -1};
   m.seq_has_summary = {0, 1};
   m.seq_summary_bias = std::vector<float>(16, -1.5f);
+  m.seq_query_by_query = {0, 1};  // sequence 1: a speculative verify chunk
   b.attn = {m, PagedBatchMeta{}};
-  b.states = {{}, {StateSlots{0, 2, -1, 7, 9, 1}}};
+  b.states = {{}, {StateSlots{0, 2, -1, 7, 9, 1, 0, 1}}};  // its state after token 0 also into block 12
+  b.draft_state_blocks = {12};
   b.logits_rows = {1, 2};
   b.logits_candidates = 20;
   return b;
@@ -53,11 +55,14 @@ TEST(ForwardBatchCodec, RoundTripsEveryField) {
   EXPECT_EQ(x.kv_page_logical, y.kv_page_logical);
   EXPECT_EQ(x.seq_has_summary, y.seq_has_summary);
   EXPECT_EQ(x.seq_summary_bias, y.seq_summary_bias);
+  EXPECT_EQ(x.seq_query_by_query, y.seq_query_by_query);
   EXPECT_TRUE(d.attn[1].kv_indices.empty());
   ASSERT_EQ(d.states.size(), 2u);
   ASSERT_EQ(d.states[1].size(), 1u);
   EXPECT_EQ(d.states[1][0].out_block, 7);
   EXPECT_EQ(d.states[1][0].snapshot_token, 1);
+  EXPECT_EQ(d.states[1][0].num_draft_states, 1);
+  EXPECT_EQ(d.draft_state_blocks, b.draft_state_blocks);
   EXPECT_EQ(d.logits_rows, b.logits_rows);
   EXPECT_EQ(d.logits_candidates, 20);
 }
