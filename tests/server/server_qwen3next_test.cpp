@@ -97,5 +97,43 @@ TEST_F(ServerQwen3Next, ConcurrentRequestsEqualLoneOnesUnderPreemption) {
       << "four 348-token requests (44 blocks each) in ~128 attention blocks should preempt";
 }
 
+// Speculative decoding on the recurrent state (issue SD): a server whose model drafts for itself (k = 4), its
+// requests sampled at temperature 0.3 with seeds, so verification stops at every row — four concurrent requests in
+// the same small pool (preempted, their draft states freed and recomputed) give the plain server's texts, streamed
+// or not, with drafts accepted, and every block (draft states included) is free at the end.
+TEST_F(ServerQwen3Next, SpeculativeSampledTextsEqualThePlainServersAndFreeEveryBlock) {
+  const json spec = {{"method", "draft_model"}, {"model", q3n_server_model()}, {"num_speculative_tokens", 4},
+                     {"adaptive", false}};
+  ServerProcess s({"--max-num-batched-tokens", "64", "--max-model-len", "512", "--kv-cache-memory", "0.0012",
+                   "--speculative-config", spec.dump()},
+                  q3n_server_model());
+  std::vector<json> bodies;
+  std::vector<std::string> plain;
+  for (int i = 0; i < 4; ++i) {
+    bodies.push_back({{"prompt", q3n_prompt(300, i + 2)}, {"max_tokens", 48}, {"temperature", 0.3},
+                      {"seed", 100 + i}, {"ignore_eos", true}});
+    plain.push_back(complete(bodies.back())["choices"][0]["text"]);
+  }
+  std::vector<std::future<std::pair<int, json>>> together;
+  for (const json& b : bodies) {
+    together.push_back(std::async(std::launch::async, [&s, b] { return s.post("/v1/completions", b); }));
+  }
+  for (int i = 0; i < 4; ++i) {
+    auto [status, r] = together[i].get();
+    ASSERT_EQ(status, 200) << r.dump();
+    EXPECT_EQ(r["choices"][0]["text"], plain[i]) << "request " << i;
+  }
+  const json streamed = expect_streaming_equals_plain(s, bodies[0]);
+  EXPECT_EQ(streamed["choices"][0]["text"], plain[0]);
+  const std::string m = s.get("/metrics");
+  const double drafted = q3n_metric(m, "slimkv:spec_decode_num_draft_tokens_total");
+  const double accepted = q3n_metric(m, "slimkv:spec_decode_num_accepted_tokens_total");
+  std::printf("drafted %.0f, accepted %.0f, preemptions %.0f\n", drafted, accepted,
+              q3n_metric(m, "slimkv:num_preemptions_total"));
+  EXPECT_GT(accepted, 0) << m;
+  EXPECT_LT(accepted, drafted) << m;
+  EXPECT_EQ(q3n_metric(m, "slimkv:kv_cache_usage_perc"), 0) << m;
+}
+
 }  // namespace
 }  // namespace slimkv::test
