@@ -6,11 +6,13 @@
 #include "core/check.h"
 #include "core/profiler.h"
 #include "engine/engine.h"
+#include "model/kv_projection.h"
 #include "model/model.h"
 
 namespace slimkv {
 
-DraftProposer::DraftProposer(const std::string& path, const Model& target, const EngineConfig& target_cfg) {
+DraftProposer::DraftProposer(const std::string& path, const Model& target, const EngineConfig& target_cfg,
+                             int64_t target_bytes_per_token) {
   ModelLoadOptions o;
   o.model_path = path;
   model_ = load_model(o);
@@ -35,7 +37,18 @@ DraftProposer::DraftProposer(const std::string& path, const Model& target, const
   // (KvCacheConfig's cap), sized by the draft's own (smaller) bytes per token.
   c.sched.max_num_seqs = target_cfg.sched.max_num_seqs;
   c.sched.max_num_batched_tokens = target_cfg.sched.max_num_batched_tokens;
-  engine_ = std::make_unique<Engine>(*model_, c);
+  if (target_cfg.cache.kv_cache_memory_gib > 0) {  // one budget for both pools, the same tokens in each
+    const int64_t draft_bytes = model_kv_layout(*model_, c.cache.block_size, CompressionConfig{}).bytes_per_token();
+    kv_gib_ = target_cfg.cache.kv_cache_memory_gib * static_cast<double>(draft_bytes) /
+              static_cast<double>(draft_bytes + std::max<int64_t>(1, target_bytes_per_token));
+    c.cache.kv_cache_memory_gib = kv_gib_;
+  }
+  try {
+    engine_ = std::make_unique<Engine>(*model_, c);
+  } catch (const Error& e) {
+    fail("--speculative-config: the draft model {}: {}{}", path, e.what(),
+         kv_gib_ > 0 ? " (its pool's share of --kv-cache-memory holds as many tokens as the target's)" : "");
+  }
 }
 
 DraftProposer::~DraftProposer() = default;

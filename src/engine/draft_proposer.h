@@ -21,7 +21,12 @@ class DraftProposer {
  public:
   // Loads the draft at path; refuses (Error naming both) a vocabulary other than the target's.
   // Its engine takes the target's block size, context (or the draft's, if shorter), sequences and tokens a step.
-  DraftProposer(const std::string& path, const Model& target, const EngineConfig& target_cfg);
+  // With an explicit --kv-cache-memory the draft's pool takes the share of it that holds as many tokens as the
+  // target's (its bytes per token over both models'; target_bytes_per_token: the target's layout's), and the
+  // target keeps the rest (kv_cache_memory_gib()); otherwise its pool is capped like the target's (at most
+  // max_num_seqs full sequences).
+  DraftProposer(const std::string& path, const Model& target, const EngineConfig& target_cfg,
+                int64_t target_bytes_per_token);
   ~DraftProposer();
   DraftProposer(const DraftProposer&) = delete;
   DraftProposer& operator=(const DraftProposer&) = delete;
@@ -31,12 +36,14 @@ class DraftProposer {
   std::vector<std::vector<int32_t>> propose(const std::vector<std::span<const int32_t>>& seqs,
                                             const std::vector<int32_t>& ks);
   int64_t steps() const { return steps_; }  // draft engine steps so far
+  double kv_cache_memory_gib() const { return kv_gib_; }  // the draft pool's share of --kv-cache-memory (0: none)
 
  private:
   std::unique_ptr<Model> model_;
   std::unique_ptr<Engine> engine_;
   int32_t max_model_len_ = 0;
   int64_t steps_ = 0;
+  double kv_gib_ = 0;
 };
 
 }  // namespace slimkv

@@ -47,6 +47,30 @@ KvLayout with_draft_states(KvLayout layout, const std::string& speculative_confi
   return layout;
 }
 
+// "method": "draft_model": the draft, loaded before the target's pool is sized (it takes its share of an explicit
+// --kv-cache-memory). Every KV kind speculates; under tensor parallelism only rank 0 proposes (the others run its
+// batches), so only rank 0 loads it.
+std::unique_ptr<DraftProposer> make_draft(const Model& model, const EngineConfig& cfg, const KvLayout& layout) {
+  const SpeculativeConfig spec = SpeculativeConfig::from_json(cfg.speculative_config);
+  if (!spec.on() || spec.method != "draft_model" || model.shard.rank != 0) return nullptr;
+  return std::make_unique<DraftProposer>(spec.draft_model, model, cfg, layout.bytes_per_token());
+}
+
+// The target's pools: an explicit --kv-cache-memory less the draft pool's share (said in the error when the rest
+// is too small).
+std::vector<int32_t> target_pool_blocks(const EngineConfig& cfg, const KvLayout& layout, const DraftProposer* draft) {
+  KvCacheConfig c = cfg.cache;
+  const double share = draft && c.kv_cache_memory_gib > 0 ? draft->kv_cache_memory_gib() : 0.0;
+  c.kv_cache_memory_gib -= share;
+  try {
+    return c.pool_blocks(layout, cfg.sched.max_model_len, cfg.sched.max_num_batched_tokens, cfg.sched.max_num_seqs);
+  } catch (const Error& e) {
+    if (share <= 0) throw;
+    fail("{} (--kv-cache-memory {} GiB less the draft model's pool, {:.1f} MiB: it holds as many tokens as the "
+         "target's)", e.what(), cfg.cache.kv_cache_memory_gib, share * 1024);
+  }
+}
+
 // How many of a request's top logits its next sample reads: 1 greedy, top_k when sampling with a small top-k
 // (top-p and min-p then act inside it), 0 (the whole row) when anything reads the rest — penalties, logit bias,
 // a grammar, logprobs, a masked EOS before min_tokens, or no top-k.
@@ -66,8 +90,8 @@ Engine::Engine(const Model& model, EngineConfig cfg)
       pool_(cfg_.threads > 0 ? cfg_.threads : default_num_threads()),
       fwd_(model, &pool_),
       layout_(with_draft_states(fwd_.kv_layout(cfg_.cache.block_size, cfg_.compress), cfg_.speculative_config)),
-      storage_(layout_, cfg_.cache.pool_blocks(layout_, cfg_.sched.max_model_len, cfg_.sched.max_num_batched_tokens,
-                                                  cfg_.sched.max_num_seqs)),
+      draft_(make_draft(model, cfg_, layout_)),
+      storage_(layout_, target_pool_blocks(cfg_, layout_, draft_.get())),
       kv_manager_(storage_.pool_blocks(), cfg_.cache.block_size, cfg_.cache.enable_prefix_caching,
                   cache_salt(model, cfg_.compress), group_specs(layout_)),
       scheduler_(cfg_.sched, kv_manager_) {
@@ -85,10 +109,6 @@ Engine::Engine(const Model& model, EngineConfig cfg)
                  model.config.vocab_size);
   open_tier();
   spec_ = SpeculativeConfig::from_json(cfg_.speculative_config);
-  // Every KV kind speculates; under tensor parallelism only rank 0 proposes (the others run its batches).
-  if (spec_.on() && spec_.method == "draft_model" && model.shard.rank == 0) {
-    draft_ = std::make_unique<DraftProposer>(spec_.draft_model, model, cfg_);
-  }
   refresh_gauges();
 }
 

@@ -102,6 +102,8 @@ class Engine {
   ThreadPool pool_;
   DecoderForward fwd_;
   KvLayout layout_;
+  std::unique_ptr<DraftProposer> draft_;  // "method": "draft_model" (engine/draft_proposer.h); before storage_: its
+                                          // pool's share of --kv-cache-memory leaves the target's
   KvStorage storage_;
   KvCacheManager kv_manager_;
   Scheduler scheduler_;
@@ -121,7 +123,6 @@ class Engine {
   bool tier_saved_ = false;
   SpeculativeConfig spec_;  // --speculative-config
   SpecGovernor spec_governor_;  // adaptive: drafts only while they measure faster
-  std::unique_ptr<DraftProposer> draft_;  // "method": "draft_model" (engine/draft_proposer.h)
 };
 
 }  // namespace slimkv

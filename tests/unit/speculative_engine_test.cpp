@@ -12,6 +12,7 @@
 #include <random>
 
 #include "engine_helpers.h"
+#include "model/kv_projection.h"
 #include "model_helpers.h"
 #include "qwen3next_model.h"
 
@@ -101,6 +102,11 @@ TEST_P(SpeculativeEngine, GreedyTokensEqualPlainDecodingBatchedChunkedAndPreempt
           k > 0 ? fmt::format(R"({{"method": "ngram", "num_speculative_tokens": {}, "adaptive": false}})", k)
                 : fmt::format(R"({{"method": "draft_model", "model": "{}", "num_speculative_tokens": {}, )"
                               R"("adaptive": false}})", sc.path, -k);
+      if (k < 0 && tight) {  // the draft's pool takes its share of --kv-cache-memory: the target keeps the same pool
+        const double t = static_cast<double>(Engine(*m, c).kv_layout().bytes_per_token());
+        const double d = static_cast<double>(model_kv_layout(*m, c.cache.block_size, {}).bytes_per_token());
+        s.cache.kv_cache_memory_gib = c.cache.kv_cache_memory_gib * (t + d) / t;
+      }
       const EngineRun spec = run_requests(*m, s, jobs);
       for (size_t i = 0; i < jobs.size(); ++i) {
         EXPECT_EQ(spec.tokens[i], plain.tokens[i]) << sc.name << " k " << k << (tight ? " tight" : "") << " job " << i;
@@ -270,6 +276,28 @@ TEST_P(SpeculativeRollback, SampledSelfDraftStopsAtEveryRowAndKeepsPlainTokens) 
 
 INSTANTIATE_TEST_SUITE_P(Kinds, SpeculativeRollback, ::testing::Values("qwen3next", "deepseek4", "dynamic_merge"),
                          [](const auto& info) { return info.param; });
+
+// One --kv-cache-memory for both pools: a draft model's pool takes the share that holds as many tokens as the
+// target's — half of it when the model drafts for itself — and the target keeps the rest.
+TEST(SpeculativeDraftModel, ItsPoolIsCountedInTheKvCacheMemory) {
+  SKIP_IF_MISSING(k260);
+  auto m = load(k260);
+  EngineConfig c = small_engine_config();
+  c.sched.max_model_len = 256;
+  c.cache.kv_cache_memory_gib = 0.004;
+  auto pool_bytes = [](const Engine& e) {
+    return static_cast<double>(e.kv_manager().num_blocks()) * static_cast<double>(e.kv_layout().bytes_per_block());
+  };
+  const double budget = c.cache.kv_cache_memory_gib * (1 << 30);
+  const double alone = pool_bytes(Engine(*m, c));
+  c.speculative_config = fmt::format(R"({{"method": "draft_model", "model": "{}", "num_speculative_tokens": 2}})", k260);
+  const double with_draft = pool_bytes(Engine(*m, c));
+  const double block = static_cast<double>(Engine(*m, c).kv_layout().bytes_per_block());
+  std::printf("budget %.0f bytes: the target's pool %.0f alone, %.0f beside its draft\n", budget, alone, with_draft);
+  EXPECT_GT(alone, budget - block);
+  EXPECT_LE(with_draft, budget / 2);
+  EXPECT_GT(with_draft, budget / 2 - block);
+}
 
 // A draft model must share the target's vocabulary: refused by name otherwise.
 TEST(SpeculativeDraftModel, AnotherVocabularyIsRefused) {
