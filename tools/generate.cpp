@@ -38,7 +38,7 @@ int run_prompts_file(GenerateFlags f) {
   auto prompts = read_prompts_file(f.prompts_file, f.n);
   f.engine.threads = resolve_threads(f.model.threads);
   Engine engine(*model, f.engine);
-  if (follow_unless_leader(engine, *model)) return 0;  // tensor parallelism: rank 0 schedules
+  if (follow_unless_leader(engine, *model, "generate")) return 0;  // tensor parallelism: rank 0 schedules
   std::vector<RequestId> ids(prompts.size(), -1);
   std::vector<std::string> errors(prompts.size());
   for (size_t i = 0; i < prompts.size(); ++i) {
@@ -50,10 +50,8 @@ int run_prompts_file(GenerateFlags f) {
     if (auto* id = std::get_if<RequestId>(&r)) ids[i] = *id;
     else errors[i] = std::get<std::string>(r);
   }
-  {
-    FollowersRelease release(*model);
-    while (engine.has_unfinished()) engine.step();
-  }
+  while (engine.has_unfinished()) engine.step();
+  finish_leading(engine, *model);
   std::map<RequestId, std::unique_ptr<Request>> done;
   for (auto& r : engine.take_finished()) done[r->id] = std::move(r);
   for (size_t i = 0; i < prompts.size(); ++i) {
@@ -95,17 +93,17 @@ std::vector<int32_t> engine_generate(const Model& model, GenerateFlags f, std::v
                                      bool stop_at_eos) {
   f.engine.threads = resolve_threads(f.model.threads);
   Engine engine(model, f.engine);
-  if (follow_unless_leader(engine, model)) return {};  // tensor parallelism: rank 0 schedules (and prints)
+  if (follow_unless_leader(engine, model, "generate")) return {};  // tensor parallelism: rank 0 schedules
   RequestParams p;
   p.max_tokens = f.n;
   p.eos_id = stop_at_eos ? model.tokenizer->eos_id() : -1;
   p.sampling = {f.temp, f.top_p, f.top_k, f.seed};
   p.sampling.validate();
   const int32_t n_prompt = static_cast<int32_t>(prompt.size());
-  FollowersRelease release(model);
   auto r = engine.add_request(std::move(prompt), p);
   if (auto* e = std::get_if<std::string>(&r)) fail("{}", *e);
   while (engine.has_unfinished()) engine.step();
+  finish_leading(engine, model);
   if (f.verbose && !f.engine.speculative_config.empty()) {
     const Metrics& m = engine.metrics();
     std::fprintf(stderr, "speculative: %lld verify chunks, %lld draft tokens, %lld accepted, %lld decode steps\n",

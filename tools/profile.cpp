@@ -60,17 +60,13 @@ nlohmann::json collectives_json(const Model& m, const ProfileTimes& prefill, con
 int run_profile(ProfileFlags f) {
   auto model = load_model_from_flags(f.model);
   silence_stdout_unless_output_rank(*model);
-  SLIMKV_CHECK(model->shard.ranks == 1 || f.engine.cache.kv_cache_memory_gib > 0,
-               "--tensor-parallel-size: give --kv-cache-memory (every rank must size its pool alike to schedule in "
-               "lockstep)");
   f.engine.threads = resolve_threads(f.model.threads);
   Engine engine(*model, f.engine);
-  if (follow_unless_leader(engine, *model)) {  // tensor parallelism: rank 0 schedules; this rank runs its slices
+  if (follow_unless_leader(engine, *model, "profile")) {  // tensor parallelism: rank 0 schedules; this rank runs its slices
     std::fprintf(stderr, "rank %d of %d: resident %.1f MiB (peak %.1f MiB)\n", model->shard.rank, model->shard.ranks,
                  proc_status_kb("VmRSS:") / 1024.0, proc_status_kb("VmHWM:") / 1024.0);
     return 0;
   }
-  FollowersRelease release(*model);
   std::mt19937_64 rng(f.seed);
   std::uniform_int_distribution<int32_t> tok(3, model->config.vocab_size - 1);
   RequestParams p;
@@ -86,6 +82,7 @@ int run_profile(ProfileFlags f) {
   Profiler::install(&prof);
   while (engine.has_unfinished()) engine.step();
   Profiler::install(nullptr);
+  finish_leading(engine, *model);
   nlohmann::json j = {{"model", model->path}, {"prefill", phase_json(prof.prefill())},
                       {"decode", phase_json(prof.decode())}};
   if (model->collectives) {

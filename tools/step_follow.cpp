@@ -56,13 +56,21 @@ int64_t follow_leader(Engine& engine, const Model& model) {
   }
 }
 
-bool follow_unless_leader(Engine& engine, const Model& model) {
+bool follow_unless_leader(Engine& engine, const Model& model, const char* command) {
+  SLIMKV_CHECK(model.shard.ranks == 1 || engine.config().cache.kv_cache_memory_gib > 0,
+               "{} --tensor-parallel-size: give --kv-cache-memory (every rank must size its pool alike: rank 0's "
+               "block ids address every rank's cache)", command);
   if (model.collectives && model.shard.rank != 0) {
     follow_leader(engine, model);
     return true;
   }
   lead_followers(engine, model);
   return false;
+}
+
+void finish_leading(Engine& engine, const Model& model) {
+  engine.save_tier();
+  release_followers(model);
 }
 
 }  // namespace slimkv

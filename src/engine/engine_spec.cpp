@@ -7,7 +7,8 @@
 // draft's rows later and windows free by the accepted count; a recurrent state keeps the state after each row in a
 // spare block (the accepted row's goes live); dynamic retention counts only the accepted rows' attention, and a
 // chunk never spans one of its eviction points. Under tensor parallelism rank 0 proposes and verifies; the other
-// ranks run the verify chunks' forwards like any batch (draft-state blocks and row importance travel in it).
+// ranks run the verify chunks' forwards like any batch (its query-by-query flags and draft-state blocks travel in
+// it; each rank keeps its heads' rows' importance, summed over the ranks).
 #include <algorithm>
 
 #include "core/check.h"

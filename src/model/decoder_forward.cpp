@@ -161,6 +161,22 @@ void DecoderForward::check_batch(const ForwardBatch& b, const KvStorage& kv) con
       SLIMKV_CHECK((s >= 0 || (entries && s == -1)) && s < num_slots, "forward: KV slot {} out of range", s);
     }
   }
+  for (int32_t g = 0; g < static_cast<int32_t>(b.states.size()) && g < b.num_groups(); ++g) {
+    const int32_t blocks = kv.num_blocks(layout.group_pool(g));  // recurrent states' blocks in their pool
+    auto ok = [&](int32_t id, bool may_be_none) { return (may_be_none && id == -1) || (id >= 0 && id < blocks); };
+    for (const StateSlots& s : b.states[g]) {
+      SLIMKV_CHECK(ok(s.in_block, true) && ok(s.out_block, false) && ok(s.snapshot_block, true),
+                   "forward: state blocks {} / {} / {} out of range ({} blocks)", s.in_block, s.out_block,
+                   s.snapshot_block, blocks);
+      SLIMKV_CHECK(s.draft_first >= 0 && s.num_draft_states >= 0 &&
+                       static_cast<size_t>(s.draft_first) + s.num_draft_states <= b.draft_state_blocks.size(),
+                   "forward: draft states {}+{} of {}", s.draft_first, s.num_draft_states, b.draft_state_blocks.size());
+      for (int32_t j = 0; j < s.num_draft_states; ++j) {
+        SLIMKV_CHECK(ok(b.draft_state_blocks[s.draft_first + j], false), "forward: draft state block {} out of "
+                     "range ({} blocks)", b.draft_state_blocks[s.draft_first + j], blocks);
+      }
+    }
+  }
   for (int32_t t = 0; t < T; ++t) {
     SLIMKV_CHECK(b.token_ids[t] >= 0 && b.token_ids[t] < c.vocab_size,
                  "token id {} is outside the vocabulary (0..{})", b.token_ids[t], c.vocab_size - 1);

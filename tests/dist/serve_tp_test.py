@@ -6,7 +6,8 @@ Rank 0 serves HTTP and broadcasts each step's batch; rank 1 runs its slice. The 
 servers: greedy completions (plain and streamed), a chat completion, top-k and top-p sampling with a seed and
 greedy logprobs equal to one process's; 8 concurrent
 requests in a pool small enough to preempt (every one finishes with one process's text, and the parallel server
-did preempt); dynamic retention with merges (rank 0's merges replayed on rank 1) equal to one process; a stream
+did preempt); dynamic retention with merges (rank 0's merges replayed on rank 1) equal to one process; speculative
+decoding (rank 0 proposes and verifies, verify chunks wider than a plain step) equal to one process; a stream
 the client drops mid-way (the server goes on, nothing left running); SIGTERM to rank 0 (it
 drains, tells rank 1 to stop; the job exits 0 within 30 s); the KV disk tier (issue T: each rank keeps its own
 heads' blocks, rank 0 decides, the others follow) in a pool too small for the prompts: greedy text equal to one
@@ -226,6 +227,39 @@ def check_tier(binary, model, tmp, failures):
         stop_tp(tp)
 
 
+def check_speculative(binary, model, tmp, failures):
+    """Speculative decoding under -np 2 (issue SD): rank 0 proposes (prompt lookup, k = 4) and verifies, rank 1 runs
+    each verify chunk's forward — with --max-num-seqs 2 a step holds up to 10 logits rows, more than the plain
+    step's 2 (rank 1's buffer grows as rank 0's). 6 concurrent greedy completions equal one process's plain ones,
+    with drafts accepted."""
+    flags = SERVE[:-1] + ["2"]  # --max-num-seqs 2
+    spec = json.dumps({"method": "ngram", "num_speculative_tokens": 4, "adaptive": False})
+    one = Server([binary, "serve", "-m", model, "--port", "0"] + flags, os.path.join(tmp, "one-s.log"))
+    tp = Server(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2", binary, "serve", "-m", model,
+                 "--port", "0", "--tensor-parallel-size", "2", "--speculative-config", spec] + flags,
+                os.path.join(tmp, "tp-s.log"))
+    try:
+        prompts = [f"{PROMPTS[i % 4]} {i}" for i in range(6)]
+        with concurrent.futures.ThreadPoolExecutor(6) as ex:
+            got_tp = list(ex.map(lambda p: complete(tp, p, max_tokens=120), prompts))
+        got_one = [complete(one, p, max_tokens=120) for p in prompts]
+        same = sum(a == b for a, b in zip(got_one, got_tp))
+        m = tp.metrics()
+        drafted, accepted = m.get("spec_decode_num_draft_tokens_total", 0), m.get("spec_decode_num_accepted_tokens_total", 0)
+        print(f"speculative -np 2: {same}/6 equal to one process, {accepted:.0f} of {drafted:.0f} drafts accepted")
+        if same != 6:
+            failures.append(f"speculative: {same}/6 equal: {[(a[:40], b[:40]) for a, b in zip(got_one, got_tp)]}")
+        if accepted <= 0:
+            failures.append(f"speculative: no draft accepted ({drafted} drafted)")
+    finally:
+        for s in (one, tp):
+            s.proc.send_signal(signal.SIGTERM)
+            try:
+                s.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                s.proc.kill()
+
+
 def main():
     binary, model = sys.argv[1:3]
     ci = bool(os.environ.get("CI"))
@@ -291,6 +325,7 @@ def main():
         one.proc.wait(timeout=30)
     try:
         check_retention(binary, model, tmp, failures)
+        check_speculative(binary, model, tmp, failures)
     except RuntimeError as e:
         failures.append(f"dynamic retention: {e}")
     try:

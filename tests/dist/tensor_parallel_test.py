@@ -167,7 +167,7 @@ def check_calibrated(binary, synth, tmp, failures):
         gen = [binary, "generate", "-m", model, "--prompt-ids", prompt, "-n", "48", "--print-ids", "--threads", "1"]
         plain = flags[:flags.index("--kv-sparse-mode")] if "--kv-sparse-mode" in flags else []  # dtype, residual
         one = run(gen + cache)
-        tp = run(MPIRUN + ["-np", "2"] + gen + ["--tensor-parallel-size", "2"] + cache)
+        tp = run(MPIRUN + ["-np", "2"] + gen + ["--tensor-parallel-size", "2", "--kv-cache-memory", "0.1"] + cache)
         base = run(gen + plain)
         name = f"{rel} -np 2 {' '.join(flags)}"
         same = one.returncode == 0 and tp.returncode == 0 and one.stdout.strip() and one.stdout == tp.stdout
@@ -183,8 +183,8 @@ def check_calibrated(binary, synth, tmp, failures):
 
 # Speculative decoding under tensor parallelism (issue SD): rank 0 proposes (the model drafting for itself, k = 4)
 # and verifies, the other rank runs each verify chunk's forward. Greedy and sampled (temperature 0.7, seed 7) ids
-# at 2 ranks == one process's plain decoding through the engine: full attention, windows, dynamic retention with
-# merges (importance summed over the ranks row by row).
+# at 2 ranks == one process's plain decoding: full attention, windows, dynamic retention with merges (each rank's
+# rows' importance summed over the ranks, row by row).
 SPECULATIVE = [
     ("llama/llama-f32.gguf", []),
     ("gemma3/gemma3-f32.gguf", []),
@@ -201,9 +201,9 @@ def check_speculative(binary, synth, failures):
         for temp in ("0", "0.7"):
             gen = [binary, "generate", "-m", model, "--prompt-ids", prompt, "-n", "40", "--print-ids", "--threads",
                    "1", "--temp", temp, "--seed", "7"] + flags
-            plain = run(gen + ([] if flags else ["--kv-cache-dtype", "f32"]))  # the engine's path, no drafts
-            tp = run(MPIRUN + ["-np", "2"] + gen + ["--tensor-parallel-size", "2", "--speculative-config", spec,
-                                                    "--verbose"])
+            plain = run(gen)  # one process, no drafts
+            tp = run(MPIRUN + ["-np", "2"] + gen + ["--tensor-parallel-size", "2", "--kv-cache-memory", "0.1",
+                                                    "--speculative-config", spec, "--verbose"])
             stats = [l for l in tp.stderr.splitlines() if l.startswith("speculative:")]
             name = f"{rel} -np 2 speculative {' '.join(flags)} temperature {temp}"
             print(f"{name}: {'equal' if plain.stdout == tp.stdout else 'DIFFER'}; {stats[0] if stats else '?'}")

@@ -132,6 +132,7 @@ TEST_F(ServerQwen3Next, SpeculativeSampledTextsEqualThePlainServersAndFreeEveryB
               q3n_metric(m, "slimkv:num_preemptions_total"));
   EXPECT_GT(accepted, 0) << m;
   EXPECT_LT(accepted, drafted) << m;
+  EXPECT_GT(q3n_metric(m, "slimkv:num_preemptions_total"), 0) << "four 348-token requests should preempt: " << m;
   EXPECT_EQ(q3n_metric(m, "slimkv:kv_cache_usage_perc"), 0) << m;
 }
 
