@@ -10,6 +10,18 @@
 
 namespace slimkv::test {
 
+// Dynamic retention on c: sinks + a recent window + the most attended blocks up to topk tokens; evicted blocks
+// merged into summaries or dropped; blocks of block_size tokens.
+inline void use_dynamic_retention(EngineConfig& c, int32_t topk, int32_t sinks, int32_t window, bool merge,
+                                  int32_t block_size) {
+  c.compress.kv_sparse_mode = "dynamic";
+  c.compress.kv_sparse_topk = topk;
+  c.compress.kv_sink_tokens = sinks;
+  c.compress.kv_recent_window = window;
+  if (merge) c.compress.kv_evict_policy = "merge";
+  c.cache.block_size = block_size;
+}
+
 // 0.02 GiB of KV, 64-token steps, 2 threads, prefix caching on, no compression.
 inline EngineConfig small_engine_config() {
   EngineConfig c;

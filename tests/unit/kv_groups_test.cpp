@@ -318,12 +318,7 @@ TEST(KvGroups, LatentCacheCompressesAndStaysBatchedEqualToSingle) {
     EngineConfig c = small_engine_config();
     c.sched.max_model_len = 512;
     c.compress.kv_cache_dtype = dtype;
-    c.compress.kv_sparse_mode = "dynamic";
-    c.compress.kv_sparse_topk = 48;
-    c.compress.kv_sink_tokens = 4;
-    c.compress.kv_recent_window = 16;
-    c.compress.kv_evict_policy = "merge";
-    c.cache.block_size = 4;
+    use_dynamic_retention(c, 48, 4, 16, true, 4);
     auto jobs = gemma_jobs(6, 5);
     for (auto& j : jobs) j.max_tokens = 40, j.arrival_step = 0;
     const EngineRun batched = run_requests(*m, c, jobs);

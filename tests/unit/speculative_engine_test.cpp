@@ -71,12 +71,7 @@ TEST_P(SpeculativeEngine, GreedyTokensEqualPlainDecodingBatchedChunkedAndPreempt
       c.compress.kv_sink_tokens = 4;
       c.compress.kv_recent_window = 32;
     } else if (sc.sparse == "dynamic" || sc.sparse == "merge") {  // sinks 4 + window 8 + 2 blocks of 8 by attention
-      c.compress.kv_sparse_mode = "dynamic";
-      c.compress.kv_sparse_topk = 28;
-      c.compress.kv_sink_tokens = 4;
-      c.compress.kv_recent_window = 8;
-      if (sc.sparse == "merge") c.compress.kv_evict_policy = "merge";
-      c.cache.block_size = 8;
+      use_dynamic_retention(c, 28, 4, 8, sc.sparse == "merge", 8);
     } else if (sc.sparse == "select") {
       c.compress.kv_sparse_mode = "select";
       c.compress.kv_select_index = "oracle";
@@ -236,14 +231,8 @@ TEST_P(SpeculativeRollback, SampledSelfDraftStopsAtEveryRowAndKeepsPlainTokens) 
   EngineConfig c = small_engine_config();
   c.sched.max_num_seqs = 16;
   c.sched.max_model_len = 128;
-  if (kind == "dynamic_merge") {  // stories260K: sinks 4 + window 8 + 1 block of 8 by attention, evicted ones merged
-    c.compress.kv_sparse_mode = "dynamic";
-    c.compress.kv_sparse_topk = 20;
-    c.compress.kv_sink_tokens = 4;
-    c.compress.kv_recent_window = 8;
-    c.compress.kv_evict_policy = "merge";
-    c.cache.block_size = 8;
-  }
+  // stories260K: sinks 4 + window 8 + 1 block of 8 by attention, evicted ones merged
+  if (kind == "dynamic_merge") use_dynamic_retention(c, 20, 4, 8, true, 8);
   EngineConfig s = c;
   s.speculative_config = fmt::format(R"({{"method": "draft_model", "model": "{}", "num_speculative_tokens": 4, )"
                                      R"("adaptive": false}})", path);
