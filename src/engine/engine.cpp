@@ -39,38 +39,6 @@ uint64_t cache_salt(const Model& m, const CompressionConfig& cc) {  // everythin
   return h;
 }
 
-// A layout whose recurrent-state groups hold room for a verify chunk's draft states (num_speculative_tokens a
-// sequence) when speculative decoding is on; others unchanged.
-KvLayout with_draft_states(KvLayout layout, const std::string& speculative_config) {
-  const SpeculativeConfig spec = SpeculativeConfig::from_json(speculative_config);
-  if (spec.on()) layout.draft_state_blocks = spec.ngram.num_speculative_tokens;
-  return layout;
-}
-
-// "method": "draft_model": the draft, loaded before the target's pool is sized (it takes its share of an explicit
-// --kv-cache-memory). Every KV kind speculates; under tensor parallelism only rank 0 proposes (the others run its
-// batches), so only rank 0 loads it.
-std::unique_ptr<DraftProposer> make_draft(const Model& model, const EngineConfig& cfg, const KvLayout& layout) {
-  const SpeculativeConfig spec = SpeculativeConfig::from_json(cfg.speculative_config);
-  if (!spec.on() || spec.method != "draft_model" || model.shard.rank != 0) return nullptr;
-  return std::make_unique<DraftProposer>(spec.draft_model, model, cfg, layout.bytes_per_token());
-}
-
-// The target's pools: an explicit --kv-cache-memory less the draft pool's share (said in the error when the rest
-// is too small).
-std::vector<int32_t> target_pool_blocks(const EngineConfig& cfg, const KvLayout& layout, const DraftProposer* draft) {
-  KvCacheConfig c = cfg.cache;
-  const double share = draft && c.kv_cache_memory_gib > 0 ? draft->kv_cache_memory_gib() : 0.0;
-  c.kv_cache_memory_gib -= share;
-  try {
-    return c.pool_blocks(layout, cfg.sched.max_model_len, cfg.sched.max_num_batched_tokens, cfg.sched.max_num_seqs);
-  } catch (const Error& e) {
-    if (share <= 0) throw;
-    fail("{} (--kv-cache-memory {} GiB less the draft model's pool, {:.1f} MiB: it holds as many tokens as the "
-         "target's)", e.what(), cfg.cache.kv_cache_memory_gib, share * 1024);
-  }
-}
-
 // How many of a request's top logits its next sample reads: 1 greedy, top_k when sampling with a small top-k
 // (top-p and min-p then act inside it), 0 (the whole row) when anything reads the rest — penalties, logit bias,
 // a grammar, logprobs, a masked EOS before min_tokens, or no top-k.
@@ -89,7 +57,7 @@ Engine::Engine(const Model& model, EngineConfig cfg)
       cfg_(resolved(model, std::move(cfg))),
       pool_(cfg_.threads > 0 ? cfg_.threads : default_num_threads()),
       fwd_(model, &pool_),
-      layout_(with_draft_states(fwd_.kv_layout(cfg_.cache.block_size, cfg_.compress), cfg_.speculative_config)),
+      layout_(speculative_layout(fwd_.kv_layout(cfg_.cache.block_size, cfg_.compress), cfg_.speculative_config)),
       draft_(make_draft(model, cfg_, layout_)),
       storage_(layout_, target_pool_blocks(cfg_, layout_, draft_.get())),
       kv_manager_(storage_.pool_blocks(), cfg_.cache.block_size, cfg_.cache.enable_prefix_caching,

@@ -96,6 +96,12 @@ class Engine {
                     std::vector<int32_t>& accepted);  // after the forward: a verify chunk's tokens
   // Dynamic retention: the attention mass of a verify chunk's first `rows` (accepted) rows, row by row.
   void add_verified_importance(RequestId id, size_t chunk, int32_t first_token, int32_t rows);
+  // Before the pools are sized (constructor): the layout with room for recurrent draft states, the draft model,
+  // and the target's pools less the draft's share of the budget.
+  static KvLayout speculative_layout(KvLayout layout, const std::string& speculative_config);
+  static std::unique_ptr<DraftProposer> make_draft(const Model& model, const EngineConfig& cfg, const KvLayout& layout);
+  static std::vector<int32_t> target_pool_blocks(const EngineConfig& cfg, const KvLayout& layout,
+                                                 const DraftProposer* draft);
 
   const Model& model_;
   EngineConfig cfg_;

@@ -6,17 +6,52 @@
 // back: tables paged by position (full attention, windows, compressed streams' entries and state) rewrite a rejected
 // draft's rows later and windows free by the accepted count; a recurrent state keeps the state after each row in a
 // spare block (the accepted row's goes live); dynamic retention counts only the accepted rows' attention, and a
-// chunk never spans one of its eviction points. Under tensor parallelism rank 0 proposes and verifies; the other
+// chunk never spans one of its eviction points. Also the pool sizing speculation needs (the draft model's share of
+// the budget, recurrent draft states). Under tensor parallelism rank 0 proposes and verifies; the other
 // ranks run the verify chunks' forwards like any batch (its query-by-query flags and draft-state blocks travel in
 // it; each rank keeps its heads' rows' importance, summed over the ranks).
 #include <algorithm>
 
 #include "core/check.h"
+#include "engine/draft_proposer.h"
 #include "engine/engine.h"
 #include "runner/batch_builder.h"
 #include "sampling/speculative_verify.h"
 
 namespace slimkv {
+
+// A layout whose recurrent-state groups hold room for a verify chunk's draft states (num_speculative_tokens a
+// sequence) when speculative decoding is on; others unchanged.
+KvLayout Engine::speculative_layout(KvLayout layout, const std::string& speculative_config) {
+  const SpeculativeConfig spec = SpeculativeConfig::from_json(speculative_config);
+  if (spec.on()) layout.draft_state_blocks = spec.ngram.num_speculative_tokens;
+  return layout;
+}
+
+// "method": "draft_model": the draft, loaded before the target's pool is sized (it takes its share of an explicit
+// --kv-cache-memory). Every KV kind speculates; under tensor parallelism only rank 0 proposes (the others run its
+// batches), so only rank 0 loads it.
+std::unique_ptr<DraftProposer> Engine::make_draft(const Model& model, const EngineConfig& cfg, const KvLayout& layout) {
+  const SpeculativeConfig spec = SpeculativeConfig::from_json(cfg.speculative_config);
+  if (!spec.on() || spec.method != "draft_model" || model.shard.rank != 0) return nullptr;
+  return std::make_unique<DraftProposer>(spec.draft_model, model, cfg, layout.bytes_per_token());
+}
+
+// The target's pools: an explicit --kv-cache-memory less the draft pool's share (said in the error when the rest
+// is too small).
+std::vector<int32_t> Engine::target_pool_blocks(const EngineConfig& cfg, const KvLayout& layout,
+                                                const DraftProposer* draft) {
+  KvCacheConfig c = cfg.cache;
+  const double share = draft && c.kv_cache_memory_gib > 0 ? draft->kv_cache_memory_gib() : 0.0;
+  c.kv_cache_memory_gib -= share;
+  try {
+    return c.pool_blocks(layout, cfg.sched.max_model_len, cfg.sched.max_num_batched_tokens, cfg.sched.max_num_seqs);
+  } catch (const Error& e) {
+    if (share <= 0) throw;
+    fail("{} (--kv-cache-memory {} GiB less the draft model's pool, {:.1f} MiB: it holds as many tokens as the "
+         "target's)", e.what(), cfg.cache.kv_cache_memory_gib, share * 1024);
+  }
+}
 
 void Engine::plan_drafts() {
   if (!spec_.on()) return;
