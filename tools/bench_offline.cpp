@@ -79,17 +79,11 @@ int run_offline(OfflineFlags f) {
     f.long_ctx.seed = f.seed;
     return run_long_context(f.long_ctx, f.model, f.engine);
   }
-  SLIMKV_CHECK(f.model.tensor_parallel_size == 1 || f.engine.cache.kv_cache_memory_gib > 0,
-               "bench offline --tensor-parallel-size: give --kv-cache-memory (every rank must size its pool alike: "
-               "rank 0's block ids address every rank's cache)");
+  require_kv_budget(f.model.tensor_parallel_size, f.engine, "bench offline");
   auto model = load_model_from_flags(f.model);
   f.engine.threads = resolve_threads(f.model.threads);
   Engine engine(*model, f.engine);
-  if (!is_output_rank(*model)) {  // tensor parallelism: rank 0 schedules, this rank runs its slice of each step
-    follow_leader(engine, *model);
-    return 0;
-  }
-  lead_followers(engine, *model);
+  if (follow_unless_leader(engine, *model)) return 0;  // tensor parallelism: rank 0 schedules
   if (!f.json) std::fprintf(stderr, "%s\n", describe_plan(engine.kv_layout()).c_str());
   auto work = make_workload(f, *model);
   RequestParams params;
@@ -118,8 +112,7 @@ int run_offline(OfflineFlags f) {
     if (progress) std::fprintf(stderr, "\r%zu/%zu requests done", done, work.size());
   }
   if (progress) std::fprintf(stderr, "\n");
-  engine.save_tier();  // a disk tier's cached blocks, every rank's part, before the other ranks stop
-  release_followers(*model);
+  finish_leading(engine, *model);  // a disk tier's cached blocks, every rank's part, before the other ranks stop
   const double secs = elapsed_ms() / 1000.0;
   const Metrics& m = engine.metrics();
   const double out_tps = m.generation_tokens / secs;

@@ -38,7 +38,7 @@ int run_prompts_file(GenerateFlags f) {
   auto prompts = read_prompts_file(f.prompts_file, f.n);
   f.engine.threads = resolve_threads(f.model.threads);
   Engine engine(*model, f.engine);
-  if (follow_unless_leader(engine, *model, "generate")) return 0;  // tensor parallelism: rank 0 schedules
+  if (follow_unless_leader(engine, *model)) return 0;  // tensor parallelism: rank 0 schedules
   std::vector<RequestId> ids(prompts.size(), -1);
   std::vector<std::string> errors(prompts.size());
   for (size_t i = 0; i < prompts.size(); ++i) {
@@ -93,7 +93,7 @@ std::vector<int32_t> engine_generate(const Model& model, GenerateFlags f, std::v
                                      bool stop_at_eos) {
   f.engine.threads = resolve_threads(f.model.threads);
   Engine engine(model, f.engine);
-  if (follow_unless_leader(engine, model, "generate")) return {};  // tensor parallelism: rank 0 schedules
+  if (follow_unless_leader(engine, model)) return {};  // tensor parallelism: rank 0 schedules
   RequestParams p;
   p.max_tokens = f.n;
   p.eos_id = stop_at_eos ? model.tokenizer->eos_id() : -1;
@@ -147,6 +147,7 @@ int run_generate_ids(const GenerateFlags& f) {
 }
 
 int run_generate(const GenerateFlags& f) {
+  if (!f.prompts_file.empty() || wants_engine(f)) require_kv_budget(f.model.tensor_parallel_size, f.engine, "generate");
   if (!f.prompts_file.empty()) return run_prompts_file(f);
   if (!f.prompt_ids.empty()) return run_generate_ids(f);
   SLIMKV_CHECK(!f.print_ids, "--print-ids needs --prompt-ids");

@@ -58,11 +58,12 @@ nlohmann::json collectives_json(const Model& m, const ProfileTimes& prefill, con
 }
 
 int run_profile(ProfileFlags f) {
+  require_kv_budget(f.model.tensor_parallel_size, f.engine, "profile");
   auto model = load_model_from_flags(f.model);
   silence_stdout_unless_output_rank(*model);
   f.engine.threads = resolve_threads(f.model.threads);
   Engine engine(*model, f.engine);
-  if (follow_unless_leader(engine, *model, "profile")) {  // tensor parallelism: rank 0 schedules; this rank runs its slices
+  if (follow_unless_leader(engine, *model)) {  // tensor parallelism: rank 0 schedules; this rank runs its slices
     std::fprintf(stderr, "rank %d of %d: resident %.1f MiB (peak %.1f MiB)\n", model->shard.rank, model->shard.ranks,
                  proc_status_kb("VmRSS:") / 1024.0, proc_status_kb("VmHWM:") / 1024.0);
     return 0;

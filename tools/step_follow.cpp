@@ -56,10 +56,13 @@ int64_t follow_leader(Engine& engine, const Model& model) {
   }
 }
 
-bool follow_unless_leader(Engine& engine, const Model& model, const char* command) {
-  SLIMKV_CHECK(model.shard.ranks == 1 || engine.config().cache.kv_cache_memory_gib > 0,
+void require_kv_budget(int32_t tensor_parallel_size, const EngineConfig& cfg, const char* command) {
+  SLIMKV_CHECK(tensor_parallel_size <= 1 || cfg.cache.kv_cache_memory_gib > 0,
                "{} --tensor-parallel-size: give --kv-cache-memory (every rank must size its pool alike: rank 0's "
                "block ids address every rank's cache)", command);
+}
+
+bool follow_unless_leader(Engine& engine, const Model& model) {
   if (model.collectives && model.shard.rank != 0) {
     follow_leader(engine, model);
     return true;

@@ -19,11 +19,13 @@ void release_followers(const Model& model);
 // batches is polled without spinning (an idle server may send nothing for minutes).
 int64_t follow_leader(Engine& engine, const Model& model);
 
-// For one-shot commands (generate, profile): a rank other than 0 follows until rank 0 is done and gets true (the
-// command then ends); rank 0 (or one process) leads and gets false, and calls finish_leading when its steps are
-// done. Every rank must size its pool alike (rank 0's block ids address the others' caches): under tensor
-// parallelism an explicit --kv-cache-memory is required (Error naming the command otherwise).
-bool follow_unless_leader(Engine& engine, const Model& model, const char* command);
+// Every rank must size its pool alike (rank 0's block ids address the others' caches): with more than one rank an
+// explicit --kv-cache-memory is required (Error naming the command otherwise). Checked before the model loads.
+void require_kv_budget(int32_t tensor_parallel_size, const EngineConfig& cfg, const char* command);
+// For the commands that run a workload (generate, profile, bench offline): a rank other than 0 follows until rank 0
+// is done and gets true (the command then ends); rank 0 (or one process) leads and gets false, and calls
+// finish_leading when its steps are done.
+bool follow_unless_leader(Engine& engine, const Model& model);
 // Rank 0: saves a disk tier's blocks (every rank its part), then lets the other ranks go.
 void finish_leading(Engine& engine, const Model& model);
 

@@ -57,8 +57,9 @@ Engine::Engine(const Model& model, EngineConfig cfg)
       cfg_(resolved(model, std::move(cfg))),
       pool_(cfg_.threads > 0 ? cfg_.threads : default_num_threads()),
       fwd_(model, &pool_),
-      layout_(speculative_layout(fwd_.kv_layout(cfg_.cache.block_size, cfg_.compress), cfg_.speculative_config)),
-      draft_(make_draft(model, cfg_, layout_)),
+      spec_(SpeculativeConfig::from_json(cfg_.speculative_config)),
+      layout_(speculative_layout(fwd_.kv_layout(cfg_.cache.block_size, cfg_.compress), spec_)),
+      draft_(make_draft(model, cfg_, spec_, layout_)),
       storage_(layout_, target_pool_blocks(cfg_, layout_, draft_.get())),
       kv_manager_(storage_.pool_blocks(), cfg_.cache.block_size, cfg_.cache.enable_prefix_caching,
                   cache_salt(model, cfg_.compress), group_specs(layout_)),
@@ -76,7 +77,6 @@ Engine::Engine(const Model& model, EngineConfig cfg)
   logits_.resize(static_cast<size_t>(std::min(cfg_.sched.max_num_seqs, cfg_.sched.max_num_batched_tokens)) *
                  model.config.vocab_size);
   open_tier();
-  spec_ = SpeculativeConfig::from_json(cfg_.speculative_config);
   refresh_gauges();
 }
 

@@ -98,8 +98,9 @@ class Engine {
   void add_verified_importance(RequestId id, size_t chunk, int32_t first_token, int32_t rows);
   // Before the pools are sized (constructor): the layout with room for recurrent draft states, the draft model,
   // and the target's pools less the draft's share of the budget.
-  static KvLayout speculative_layout(KvLayout layout, const std::string& speculative_config);
-  static std::unique_ptr<DraftProposer> make_draft(const Model& model, const EngineConfig& cfg, const KvLayout& layout);
+  static KvLayout speculative_layout(KvLayout layout, const SpeculativeConfig& spec);
+  static std::unique_ptr<DraftProposer> make_draft(const Model& model, const EngineConfig& cfg,
+                                                   const SpeculativeConfig& spec, const KvLayout& layout);
   static std::vector<int32_t> target_pool_blocks(const EngineConfig& cfg, const KvLayout& layout,
                                                  const DraftProposer* draft);
 
@@ -107,6 +108,7 @@ class Engine {
   EngineConfig cfg_;
   ThreadPool pool_;
   DecoderForward fwd_;
+  SpeculativeConfig spec_;  // --speculative-config, parsed once (before the layout: it sizes the pools)
   KvLayout layout_;
   std::unique_ptr<DraftProposer> draft_;  // "method": "draft_model" (engine/draft_proposer.h); before storage_: its
                                           // pool's share of --kv-cache-memory leaves the target's
@@ -127,7 +129,6 @@ class Engine {
   std::unique_ptr<KvOffload> offload_;  // after kv_manager_ and storage_, which it hooks into
   TierSync tier_sync_;
   bool tier_saved_ = false;
-  SpeculativeConfig spec_;  // --speculative-config
   SpecGovernor spec_governor_;  // adaptive: drafts only while they measure faster
 };
 

@@ -22,8 +22,7 @@ namespace slimkv {
 
 // A layout whose recurrent-state groups hold room for a verify chunk's draft states (num_speculative_tokens a
 // sequence) when speculative decoding is on; others unchanged.
-KvLayout Engine::speculative_layout(KvLayout layout, const std::string& speculative_config) {
-  const SpeculativeConfig spec = SpeculativeConfig::from_json(speculative_config);
+KvLayout Engine::speculative_layout(KvLayout layout, const SpeculativeConfig& spec) {
   if (spec.on()) layout.draft_state_blocks = spec.ngram.num_speculative_tokens;
   return layout;
 }
@@ -31,8 +30,8 @@ KvLayout Engine::speculative_layout(KvLayout layout, const std::string& speculat
 // "method": "draft_model": the draft, loaded before the target's pool is sized (it takes its share of an explicit
 // --kv-cache-memory). Every KV kind speculates; under tensor parallelism only rank 0 proposes (the others run its
 // batches), so only rank 0 loads it.
-std::unique_ptr<DraftProposer> Engine::make_draft(const Model& model, const EngineConfig& cfg, const KvLayout& layout) {
-  const SpeculativeConfig spec = SpeculativeConfig::from_json(cfg.speculative_config);
+std::unique_ptr<DraftProposer> Engine::make_draft(const Model& model, const EngineConfig& cfg,
+                                                  const SpeculativeConfig& spec, const KvLayout& layout) {
   if (!spec.on() || spec.method != "draft_model" || model.shard.rank != 0) return nullptr;
   return std::make_unique<DraftProposer>(spec.draft_model, model, cfg, layout.bytes_per_token());
 }

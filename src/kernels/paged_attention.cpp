@@ -156,11 +156,13 @@ void PagedAttention::plan(const PagedBatchMeta& meta, int32_t max_group, int32_t
   // a verify chunk's tracked rows keep their mass row by row (only the accepted rows' count, each as a decode step's)
   row_importance_at_.assign(meta.token_pos.size(), -1);
   int64_t rows = 0;
-  for (size_t t = 0; t < meta.token_pos.size() && !meta.token_track.empty(); ++t) {
-    const int32_t s = meta.token_seq[t];
-    if (!meta.token_track[t] || meta.seq_query_by_query.empty() || !meta.seq_query_by_query[s]) continue;
-    row_importance_at_[t] = rows;
-    rows += meta.kv_indptr[s + 1] - meta.kv_indptr[s];
+  if (!meta.token_track.empty() && !meta.seq_query_by_query.empty()) {
+    for (size_t t = 0; t < meta.token_pos.size(); ++t) {
+      const int32_t s = meta.token_seq[t];
+      if (!meta.token_track[t] || !meta.seq_query_by_query[s]) continue;
+      row_importance_at_[t] = rows;
+      rows += meta.kv_indptr[s + 1] - meta.kv_indptr[s];
+    }
   }
   row_importance_.assign(static_cast<size_t>(rows), 0.0);
 }

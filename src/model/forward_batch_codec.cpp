@@ -1,6 +1,5 @@
 #include "model/forward_batch_codec.h"
 
-#include <algorithm>
 #include <cstring>
 #include <type_traits>
 
@@ -124,17 +123,7 @@ ForwardBatch decode_forward_batch(std::span<const uint8_t> bytes) {
   for (auto& m : b.attn) m = read_meta(r);
   b.states.resize(count("state groups"));
   for (auto& s : b.states) s = r.vec<StateSlots>();
-  b.draft_state_blocks = r.vec<int32_t>();
-  for (const auto& g : b.states) {
-    for (const StateSlots& s : g) {
-      SLIMKV_CHECK(s.draft_first >= 0 && s.num_draft_states >= 0 &&
-                       s.draft_first + static_cast<int64_t>(s.num_draft_states) <=
-                           static_cast<int64_t>(b.draft_state_blocks.size()) &&
-                       s.num_draft_states < std::max(s.num_tokens, 1),
-                   "forward batch: draft states {}+{} of {}", s.draft_first, s.num_draft_states,
-                   b.draft_state_blocks.size());
-    }
-  }
+  b.draft_state_blocks = r.vec<int32_t>();  // their ranges: DecoderForward::check_batch, as every batch's
   b.logits_rows = r.vec<int32_t>();
   b.logits_candidates = r.scalar<int32_t>();
   SLIMKV_CHECK(b.logits_candidates >= 0, "forward batch: {} logits candidates", b.logits_candidates);
