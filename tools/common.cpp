@@ -37,7 +37,8 @@ void add_engine_flags(CLI::App* app, EngineConfig& c) {
   app->add_option("--speculative-config", c.speculative_config,
                   "Speculative decoding, vLLM's JSON: {\"method\": \"ngram\", \"num_speculative_tokens\": 4, "
                   "\"prompt_lookup_min\": 1, \"prompt_lookup_max\": 4}, or {\"method\": \"draft_model\", \"model\": PATH, "
-                  "\"num_speculative_tokens\": 4} (greedy and sampled requests; docs/server.md)");
+                  "\"num_speculative_tokens\": 4}, or {\"method\": \"mtp\", \"num_speculative_tokens\": 2} (the model's own "
+                  "MTP head) (greedy and sampled requests; docs/server.md)");
   app->add_option("--mla-attention", c.mla_attention,
                   "MLA models: absorbed | decompressed | auto (default: per step, the cheaper by multiply-adds)");
   // One flag per compression field, from the field table (compress/compression_config.h): parsed once, into the

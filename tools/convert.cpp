@@ -1,7 +1,8 @@
 // `slimkv convert`: writes a loaded llama-family model (a Hugging Face folder, a llama2.c checkpoint or a GGUF) as a
 // GGUF `llama` file with slimkv's own writer — the hyper-parameters llama.cpp reads, every matrix in --dtype, norms
 // in F32, the output tied to the embedding when it is — and a SentencePiece vocabulary from a llama2.c
-// tokenizer.bin (-t) or the model's own. This is how the trained test models (tools/train/) become GGUF.
+// tokenizer.bin (-t) or the model's own; MTP heads (nextn) after the trunk as llama.cpp lays them out. This is how
+// the trained test models (tools/train/) become GGUF.
 #include <cstdio>
 
 #include "formats/gguf_writer.h"
@@ -58,6 +59,19 @@ void add_vector(GgufWriter& w, const std::string& name, const float* v, int64_t 
   w.add_tensor(name, DType::F32, {n}, v, static_cast<size_t>(n) * sizeof(float));
 }
 
+// One decoder layer's tensors under prefix b ("blk.N.").
+void add_layer(GgufWriter& w, const std::string& b, const LayerWeights& lw, int64_t dim, DType dtype) {
+  add_vector(w, b + "attn_norm.weight", lw.attn_norm, dim);
+  add_matrix(w, b + "attn_q.weight", lw.wq, dtype);  // rows already in GGUF llama's order (adjacent RoPE pairs)
+  add_matrix(w, b + "attn_k.weight", lw.wk, dtype);
+  add_matrix(w, b + "attn_v.weight", lw.wv, dtype);
+  add_matrix(w, b + "attn_output.weight", lw.wo, dtype);
+  add_vector(w, b + "ffn_norm.weight", lw.ffn_norm, dim);
+  add_matrix(w, b + "ffn_gate.weight", lw.w1, dtype);
+  add_matrix(w, b + "ffn_up.weight", lw.w3, dtype);
+  add_matrix(w, b + "ffn_down.weight", lw.w2, dtype);
+}
+
 int run_convert(const ConvertFlags& f) {
   std::unique_ptr<Model> m = load_model_from_flags(f.model);
   const ModelConfig& c = m->config;
@@ -78,7 +92,8 @@ int run_convert(const ConvertFlags& f) {
   w.add_string("general.name", f.name.empty() ? std::string("slimkv convert") : f.name);
   w.add_u32(a + "context_length", static_cast<uint32_t>(c.max_seq_len));
   w.add_u32(a + "embedding_length", static_cast<uint32_t>(c.dim));
-  w.add_u32(a + "block_count", static_cast<uint32_t>(c.num_layers));
+  w.add_u32(a + "block_count", static_cast<uint32_t>(c.num_layers + c.num_mtp_layers));
+  if (c.num_mtp_layers > 0) w.add_u32(a + "nextn_predict_layers", static_cast<uint32_t>(c.num_mtp_layers));
   w.add_u32(a + "feed_forward_length", static_cast<uint32_t>(c.layers[0].ffn_dim));
   w.add_u32(a + "attention.head_count", static_cast<uint32_t>(c.layers[0].num_heads));
   w.add_u32(a + "attention.head_count_kv", static_cast<uint32_t>(c.layers[0].num_kv_heads));
@@ -92,18 +107,17 @@ int run_convert(const ConvertFlags& f) {
   add_matrix(w, "token_embd.weight", m->tok_embd, dtype);
   add_vector(w, "output_norm.weight", m->final_norm, c.dim);
   if (m->output.data != m->tok_embd.data && !c.tie_word_embeddings) add_matrix(w, "output.weight", m->output, dtype);
-  for (int32_t l = 0; l < c.num_layers; ++l) {
-    const LayerWeights& lw = m->layers[l];
-    const std::string b = "blk." + std::to_string(l) + ".";
-    add_vector(w, b + "attn_norm.weight", lw.attn_norm, c.dim);
-    add_matrix(w, b + "attn_q.weight", lw.wq, dtype);  // rows already in GGUF llama's order (adjacent RoPE pairs)
-    add_matrix(w, b + "attn_k.weight", lw.wk, dtype);
-    add_matrix(w, b + "attn_v.weight", lw.wv, dtype);
-    add_matrix(w, b + "attn_output.weight", lw.wo, dtype);
-    add_vector(w, b + "ffn_norm.weight", lw.ffn_norm, c.dim);
-    add_matrix(w, b + "ffn_gate.weight", lw.w1, dtype);
-    add_matrix(w, b + "ffn_up.weight", lw.w3, dtype);
-    add_matrix(w, b + "ffn_down.weight", lw.w2, dtype);
+  for (int32_t l = 0; l < c.num_layers; ++l) add_layer(w, "blk." + std::to_string(l) + ".", m->layers[l], c.dim, dtype);
+  for (int32_t i = 0; i < c.num_mtp_layers; ++i) {  // llama.cpp's layout: after the trunk, counted in block_count
+    const MtpHeadWeights& h = m->mtp[i];
+    const std::string b = "blk." + std::to_string(c.num_layers + i) + ".";
+    add_layer(w, b, h.layer, c.dim, dtype);
+    add_matrix(w, b + "nextn.eh_proj.weight", h.eh_proj, dtype);
+    add_vector(w, b + "nextn.enorm.weight", h.enorm, c.dim);
+    add_vector(w, b + "nextn.hnorm.weight", h.hnorm, c.dim);
+    add_vector(w, b + "nextn.shared_head_norm.weight", h.head_norm, c.dim);
+    if (h.embed.data) add_matrix(w, b + "nextn.embed_tokens.weight", h.embed, dtype);
+    if (h.head.data) add_matrix(w, b + "nextn.shared_head_head.weight", h.head, dtype);
   }
   w.write(f.out);
   std::printf("convert: %s -> %s (%s, %d layers, vocab %d)\n", m->path.c_str(), f.out.c_str(), f.dtype.c_str(),

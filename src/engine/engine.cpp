@@ -9,6 +9,7 @@
 #include "core/profiler.h"
 #include "engine/draft_proposer.h"
 #include "engine/embedding_pool.h"
+#include "engine/mtp_proposer.h"
 #include "engine/step_adapters.h"
 #include "model/kv_projection.h"
 #include "model/summary_merger.h"
@@ -61,6 +62,7 @@ Engine::Engine(const Model& model, EngineConfig cfg)
       layout_(speculative_layout(fwd_.kv_layout(cfg_.cache.block_size, cfg_.compress), spec_)),
       draft_(make_draft(model, cfg_, spec_, layout_)),
       storage_(layout_, target_pool_blocks(cfg_, layout_, draft_.get())),
+      mtp_(spec_.method == "mtp" && model.shard.rank == 0 ? make_mtp(model, cfg_, &pool_) : nullptr),
       kv_manager_(storage_.pool_blocks(), cfg_.cache.block_size, cfg_.cache.enable_prefix_caching,
                   cache_salt(model, cfg_.compress), group_specs(layout_)),
       scheduler_(cfg_.sched, kv_manager_) {
@@ -229,6 +231,7 @@ std::vector<StepEvent> Engine::step() {
     prof->add(ProfKind::Scheduling, (now_ms() - start - propose_ms) / 1000.0);
   }
   std::vector<int32_t> sampled, accepted;  // tokens of every sampling chunk in order; per verify chunk, drafts kept
+  size_t mtp_first = 0;                    // the step's first hidden row for the MTP head
   std::vector<TokenLogprobs>& logprobs = step_logprobs_;  // [sampled] (empty entries when not requested)
   logprobs.clear();
   if (!out.chunks.empty()) {
@@ -243,6 +246,8 @@ std::vector<StepEvent> Engine::step() {
     batch_.summary_folds.swap(pending_folds_);  // the folds since the last step, for the followers
     pending_folds_.clear();
     const PooledRows pooled = plan_pooled_rows(out, scheduler_, batch_);  // embedding requests' rows to keep
+    mtp_first = batch_.hidden_rows.size();
+    if (mtp_feeding_) keep_mtp_rows(out);  // every row's hidden state, after the pooled rows
     fwd_.set_step_loras(plan_adapter_rows(out, scheduler_, batch_));     // each token's LoRA adapter, if any
     sync_tier();  // blocks this step's allocations reuse: every rank saves its part before the forward writes
     if (before_forward_) before_forward_(batch_);
@@ -317,6 +322,7 @@ std::vector<StepEvent> Engine::step() {
   const double update_start = now_ms();
   const double sel_before = prof ? prof->current_seconds(ProfKind::SparseSelection) : 0.0;
   std::vector<StepEvent> events = scheduler_.update(out, sampled, accepted, now);
+  if (mtp_feeding_ && !out.chunks.empty()) observe_mtp_rows(out, accepted, mtp_first);  // their next tokens known
   if (prof) {  // update's own time, less the eviction it timed itself
     const double sel = prof->current_seconds(ProfKind::SparseSelection);
     prof->add(ProfKind::Scheduling, (now_ms() - update_start) / 1000.0 - (sel - sel_before));

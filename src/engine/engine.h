@@ -22,6 +22,7 @@
 namespace slimkv {
 
 class DraftProposer;  // engine/draft_proposer.h
+class MtpProposer;    // engine/mtp_proposer.h
 
 class Engine {
  public:
@@ -94,6 +95,10 @@ class Engine {
   void plan_drafts();  // before a step: drafts for the running requests that may speculate
   void verify_chunk(const ScheduledChunk& c, const float* rows, std::vector<int32_t>& sampled,
                     std::vector<int32_t>& accepted);  // after the forward: a verify chunk's tokens
+  // "method": "mtp": each chunk's rows' hidden states kept by the forward (appended to batch_.hidden_rows), and
+  // after the step the rows whose next token is known handed to the MTP head (first: the first such hidden row).
+  void keep_mtp_rows(const SchedOutput& out);
+  void observe_mtp_rows(const SchedOutput& out, const std::vector<int32_t>& accepted, size_t first);
   // Dynamic retention: the attention mass of a verify chunk's first `rows` (accepted) rows, row by row.
   void add_verified_importance(RequestId id, size_t chunk, int32_t first_token, int32_t rows);
   // Before the pools are sized (constructor): the layout with room for recurrent draft states, the draft model,
@@ -101,6 +106,7 @@ class Engine {
   static KvLayout speculative_layout(KvLayout layout, const SpeculativeConfig& spec);
   static std::unique_ptr<DraftProposer> make_draft(const Model& model, const EngineConfig& cfg,
                                                    const SpeculativeConfig& spec, const KvLayout& layout);
+  static std::unique_ptr<MtpProposer> make_mtp(const Model& model, const EngineConfig& cfg, ThreadPool* pool);
   static std::vector<int32_t> target_pool_blocks(const EngineConfig& cfg, const KvLayout& layout,
                                                  const DraftProposer* draft);
 
@@ -113,6 +119,8 @@ class Engine {
   std::unique_ptr<DraftProposer> draft_;  // "method": "draft_model" (engine/draft_proposer.h); before storage_: its
                                           // pool's share of --kv-cache-memory leaves the target's
   KvStorage storage_;
+  std::unique_ptr<MtpProposer> mtp_;  // "method": "mtp" (engine/mtp_proposer.h)
+  bool mtp_feeding_ = false;          // this step feeds the head (drafts on: plan_drafts decides)
   KvCacheManager kv_manager_;
   Scheduler scheduler_;
   Metrics metrics_;

@@ -1,6 +1,7 @@
 // Engine's speculative decoding (issue SD): before a step, each running request that may speculate gets its drafts
-// (sampling/ngram_proposer.h or engine/draft_proposer.h) as a verify chunk — the scheduler schedules the last token
-// and the drafts together; after the forward, the chunk's rows are verified (sampling/speculative_verify.h) into the
+// (sampling/ngram_proposer.h, engine/draft_proposer.h, or the model's MTP head: engine/mtp_proposer.h, which is
+// handed every step's hidden states whose next token became known) as a verify chunk — the scheduler schedules the
+// last token and the drafts together; after the forward, the chunk's rows are verified (sampling/speculative_verify.h) into the
 // accepted drafts and the token after them — sampled row by row by the request's own sampler, so greedy or sampled
 // (temperature, top-k, top-p, min-p), the tokens are plain decoding's exactly, draw for draw. Every KV kind rolls
 // back: tables paged by position (full attention, windows, compressed streams' entries and state) rewrite a rejected
@@ -15,6 +16,7 @@
 #include "core/check.h"
 #include "engine/draft_proposer.h"
 #include "engine/engine.h"
+#include "engine/mtp_proposer.h"
 #include "runner/batch_builder.h"
 #include "sampling/speculative_verify.h"
 
@@ -36,6 +38,14 @@ std::unique_ptr<DraftProposer> Engine::make_draft(const Model& model, const Engi
   return std::make_unique<DraftProposer>(spec.draft_model, model, cfg, layout.bytes_per_token());
 }
 
+// "method": "mtp": the model's own MTP head drafts (rank 0 of one process only: the head is not split).
+std::unique_ptr<MtpProposer> Engine::make_mtp(const Model& model, const EngineConfig& cfg, ThreadPool* pool) {
+  SLIMKV_CHECK(model.config.num_mtp_layers > 0, "--speculative-config: method \"mtp\" needs a model with an MTP "
+               "head (nextn_predict_layers); {} has none", model.path);
+  return std::make_unique<MtpProposer>(model, cfg.sched.max_num_seqs, cfg.sched.max_model_len, cfg.cache.block_size,
+                                       pool);
+}
+
 // The target's pools: an explicit --kv-cache-memory less the draft pool's share (said in the error when the rest
 // is too small).
 std::vector<int32_t> Engine::target_pool_blocks(const EngineConfig& cfg, const KvLayout& layout,
@@ -55,6 +65,9 @@ std::vector<int32_t> Engine::target_pool_blocks(const EngineConfig& cfg, const K
 void Engine::plan_drafts() {
   if (!spec_.on()) return;
   const bool now = !spec_.adaptive || spec_governor_.speculate_now();
+  // An MTP head is fed only while drafts are on: off, its lanes go (a lane restarts where feeding resumes)
+  mtp_feeding_ = mtp_ && now;
+  if (mtp_ && !now) mtp_->retain({});
   std::vector<Request*> who;  // requests that draft this step, and how many tokens each may
   std::vector<int32_t> ks;
   for (Request* r : scheduler_.running()) {
@@ -71,7 +84,17 @@ void Engine::plan_drafts() {
     ks.push_back(k);
   }
   std::vector<std::vector<int32_t>> drafts(who.size());
-  if (draft_) {  // one batched draft step per token for all of them
+  if (mtp_) {  // one batched head step per token for all of them
+    std::vector<RequestId> ids, running;
+    std::vector<int32_t> last;
+    for (Request* r : scheduler_.running()) running.push_back(r->id);
+    mtp_->retain(running);  // lanes of finished or preempted requests go
+    for (Request* r : who) {
+      ids.push_back(r->id);
+      last.push_back(r->num_tokens() - 1);
+    }
+    drafts = mtp_->propose(ids, last, ks);
+  } else if (draft_) {  // one batched draft step per token for all of them
     std::vector<std::span<const int32_t>> seqs;
     for (Request* r : who) seqs.emplace_back(r->tokens);
     drafts = draft_->propose(seqs, ks);
@@ -88,6 +111,30 @@ void Engine::plan_drafts() {
     r->spec_tokens.reserve(drafts[i].size() + 1);
     r->spec_tokens.push_back(r->tokens.back());
     r->spec_tokens.insert(r->spec_tokens.end(), drafts[i].begin(), drafts[i].end());
+  }
+}
+
+void Engine::keep_mtp_rows(const SchedOutput& out) {
+  for (int32_t t = 0; t < batch_.num_tokens(); ++t) batch_.hidden_rows.push_back(t);
+  (void)out;
+}
+
+void Engine::observe_mtp_rows(const SchedOutput& out, const std::vector<int32_t>& accepted, size_t first) {
+  const int32_t dim = model_.config.dim;
+  size_t row = first;  // the chunk's first hidden row
+  size_t verified = 0;  // verify chunks so far
+  for (const ScheduledChunk& c : out.chunks) {
+    const int32_t n = static_cast<int32_t>(c.token_ids.size());
+    // a verify chunk's rows up to the last accepted draft saw only accepted tokens; each row's next token is known
+    // once the step appended it (a finished request's rows are not needed)
+    int32_t valid = c.num_drafts > 0 ? 1 + accepted.at(verified++) : n;
+    const Request* r = scheduler_.find(c.id);
+    if (r) valid = std::min(valid, r->num_tokens() - 1 - c.start_pos);
+    if (r && valid > 0) {
+      const float* h = fwd_.hidden_states().data() + row * static_cast<size_t>(dim);  // [valid, dim]
+      mtp_->observe(c.id, c.start_pos, h, std::span<const int32_t>(r->tokens).subspan(c.start_pos + 1, valid));
+    }
+    row += n;
   }
 }
 

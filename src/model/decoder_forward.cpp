@@ -200,6 +200,24 @@ void DecoderForward::begin_lora_step(const ForwardBatch& b) {
   lora_ops_->set_step(&step_loras_, b.token_lora.data(), T, row_lora_.data(), static_cast<int64_t>(row_lora_.size()));
 }
 
+// An MTP head's input: x[t] = eh_proj([enorm(embed(token t)) | hnorm(input_hidden[t])]) (x holds the embeddings).
+void DecoderForward::mtp_input_rows(const ForwardBatch& b) {
+  const MtpHeadWeights& h = *model_.mtp_input;
+  const int32_t dim = model_.config.dim, T = b.num_tokens();
+  const float eps = model_.config.rms_eps;
+  SLIMKV_CHECK(b.input_hidden.size() == static_cast<size_t>(T) * dim,
+               "forward: an MTP head needs each token's hidden state ({} floats for {} tokens, got {})",
+               static_cast<size_t>(T) * dim, T, b.input_hidden.size());
+  mtp_in_.resize(static_cast<size_t>(T) * 2 * dim);
+  for (int32_t t = 0; t < T; ++t) {
+    float* row = mtp_in_.data() + static_cast<size_t>(t) * 2 * dim;
+    rmsnorm(row, x_.data() + static_cast<size_t>(t) * dim, h.enorm, dim, eps);
+    rmsnorm(row + dim, b.input_hidden.data() + static_cast<size_t>(t) * dim, h.hnorm, dim, eps);
+  }
+  ProfScope ps(ProfKind::Matmul);
+  ops_->matmul(h.eh_proj, mtp_in_.data(), T, x_.data());
+}
+
 // The final hidden states the batch asked to keep (embeddings), after the final norm.
 void DecoderForward::keep_hidden_rows(const ForwardBatch& b) {
   const int32_t dim = model_.config.dim, T = b.num_tokens();
@@ -233,6 +251,7 @@ void DecoderForward::forward(const ForwardBatch& b, KvStorage& kv, float* logits
       for (int32_t i = 0; i < dim; ++i) row[i] *= c.embed_scale;
     }
   }
+  if (model_.mtp_input) mtp_input_rows(b);
   begin_lora_step(b);  // the step's adapters, or the base weights alone
   struct EndStep {     // on every way out: no adapter outside a forward
     LoraOps& ops;

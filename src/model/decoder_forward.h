@@ -121,6 +121,7 @@ class DecoderForward {
   void check_batch(const ForwardBatch& b, const KvStorage& kv) const;
   void begin_lora_step(const ForwardBatch& b);
   void keep_hidden_rows(const ForwardBatch& b);
+  void mtp_input_rows(const ForwardBatch& b);  // an MTP head's input rows into x_ (model/mtp_head.h)
   void vocab_parallel_logits(int32_t rows, float* logits_out);  // [rows, vocab] from every rank's slice of the head
   void vocab_parallel_candidates(int32_t rows, int32_t k, float* logits_out);  // each row's top k; the rest -inf
   void sum_importance_over_ranks(const ForwardBatch& b);  // dynamic retention's page importance, over every rank
@@ -149,6 +150,7 @@ class DecoderForward {
   int32_t T_ = 0;
   std::vector<float> x_;        // [T, dim] residual stream
   std::vector<float> hidden_;   // [hidden_rows, dim] final-normed states the batch asked to keep
+  std::vector<float> mtp_in_;   // [T, 2 * dim] an MTP head's normed [embedding | hidden] rows
   LoraOps* lora_ops_ = nullptr;                 // ops_ itself: every backend runs through the LoRA decorator
   std::vector<const LoraAdapter*> step_loras_;  // what batch.token_lora indexes
   std::vector<int32_t> row_lora_;               // [logits rows] each row's token's adapter

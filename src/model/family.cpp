@@ -184,7 +184,25 @@ std::vector<TensorName> llama_style_tensor_names() {
       {TensorRole::FfnGate, b + "ffn_gate.weight", m + "mlp.gate_proj.weight"},
       {TensorRole::FfnUp, b + "ffn_up.weight", m + "mlp.up_proj.weight"},
       {TensorRole::FfnDown, b + "ffn_down.weight", m + "mlp.down_proj.weight"},
+      {TensorRole::NextnEhProj, b + "nextn.eh_proj.weight", m + "eh_proj.weight", Need::Optional},
+      {TensorRole::NextnEnorm, b + "nextn.enorm.weight", m + "enorm.weight", Need::Optional},
+      {TensorRole::NextnHnorm, b + "nextn.hnorm.weight", m + "hnorm.weight", Need::Optional},
+      {TensorRole::NextnHeadNorm, b + "nextn.shared_head_norm.weight", m + "shared_head.norm.weight", Need::Optional},
+      {TensorRole::NextnHead, b + "nextn.shared_head_head.weight", m + "shared_head.head.weight", Need::Optional},
+      {TensorRole::NextnEmbed, b + "nextn.embed_tokens.weight", m + "embed_tokens.weight", Need::Optional},
   };
+}
+
+void read_mtp_layers(const HParams& h, ModelConfig& c) {
+  const int32_t mtp = h.integer(Hp::NextnPredictLayers, 0, 0, 16);
+  if (mtp == 0) return;
+  if (h.is_gguf()) {
+    SLIMKV_CHECK(mtp < c.num_layers, "{}: '{}' = {} leaves no trunk layer of {}", h.source(),
+                 h.key_name(Hp::NextnPredictLayers), mtp, c.num_layers);
+    c.num_layers -= mtp;
+    c.layers.resize(c.num_layers);
+  }
+  c.num_mtp_layers = mtp;
 }
 
 void set_tensor_name(std::vector<TensorName>& t, TensorName name) {

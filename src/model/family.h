@@ -34,6 +34,8 @@ enum class TensorRole {
   IdxProj, IdxQB, IdxCompWkv, IdxCompWgate, IdxCompApe, IdxCompNorm, MoeTid2Eid,
   // Gated DeltaNet (Qwen3-Next; AttnQkv holds its q | k | v) and the shared expert's sigmoid gate
   AttnGate, SsmBetaAlpha, SsmConv1d, SsmDtBias, SsmA, SsmNorm, SsmOut, ShexpGateInp,
+  // A multi-token-prediction head (DeepSeek-V3's nextn layout; Model::mtp)
+  NextnEhProj, NextnEnorm, NextnHnorm, NextnHeadNorm, NextnHead, NextnEmbed,
 };
 
 enum class Need : uint8_t { Required, Optional };
@@ -88,7 +90,11 @@ RopeConfig read_rope_scaling(const HParams& h, float base, int32_t rotary_dim);
 void read_routed_experts(const HParams& h, MoeConfig& m);
 // DeepSeekMoE's sizes (DeepSeek-V2/V3/V4): routed experts, used, expert width, shared experts, weights scale, norm.
 void read_deepseek_moe(const HParams& h, MoeConfig& m);
-// llama.cpp's names for a llama-style decoder (llama, qwen2, qwen3, ...) with HF's LlamaForCausalLM names.
+// Multi-token-prediction heads (`nextn_predict_layers`): a GGUF counts them in block_count after the trunk (as
+// llama.cpp's converter does), a config.json does not; sets num_mtp_layers and leaves the trunk in num_layers.
+void read_mtp_layers(const HParams& h, ModelConfig& c);
+// llama.cpp's names for a llama-style decoder (llama, qwen2, qwen3, ...) with HF's LlamaForCausalLM names, and an
+// MTP head's (DeepSeek-V3's `blk.{l}.nextn.*` / `model.layers.{l}.eh_proj`, ...; optional).
 std::vector<TensorName> llama_style_tensor_names();
 // Replaces the entry for `role` (adds it when absent); removes it when both names are empty.
 void set_tensor_name(std::vector<TensorName>& t, TensorName name);

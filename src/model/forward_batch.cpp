@@ -28,6 +28,7 @@ void ForwardBatch::clear(int32_t num_groups) {
   }
   logits_rows.clear();
   hidden_rows.clear();
+  input_hidden.clear();
   token_lora.clear();
 }
 

@@ -42,6 +42,9 @@ struct ForwardBatch {
   // token indices whose final hidden states (after the final norm: what embeddings pool) are kept, in order;
   // rank 0 only (a tensor-parallel follower's batch never has them)
   std::vector<int32_t> hidden_rows;
+  // [T, dim] an MTP head's input (model/mtp_head.h): each token's preceding hidden state; empty for other models.
+  // Rank 0 only (MTP heads run in one process).
+  std::vector<float> input_hidden;
   // [T] each token's LoRA adapter, an index into DecoderForward::set_step_loras' list (-1: the base model); empty:
   // no adapter in the step. Rank 0 only (adapters are refused under tensor parallelism).
   std::vector<int32_t> token_lora;

@@ -88,10 +88,24 @@ struct LayerWeights {
   std::vector<WeightView*> matrices();
 };
 
+// A multi-token-prediction head (DeepSeek-V3's nextn layout, `blk.{num_layers + i}.nextn.*`): from the trunk's
+// final-normed hidden state h_i and the next token x_{i+1}, z = eh_proj([enorm(embed(x_{i+1})) | hnorm(h_i)]) runs
+// one decoder layer (the trunk's last layer's shape), then head_norm and the head give x_{i+2}'s logits.
+struct MtpHeadWeights {
+  LayerWeights layer;
+  WeightView eh_proj;                                                    // [dim, 2 * dim]
+  const float *enorm = nullptr, *hnorm = nullptr, *head_norm = nullptr;  // [dim] each
+  WeightView embed, head;  // [vocab, dim]: the head's own, or empty (the trunk's tok_embd / output)
+};
+
 struct Model {
   ModelConfig config;
   WeightView tok_embd;               // [vocab, dim]
   std::vector<LayerWeights> layers;  // [num_layers]
+  std::vector<MtpHeadWeights> mtp;   // [config.num_mtp_layers] (not run by the trunk's forward)
+  // Set on the one-layer model an MTP head runs as (model/mtp_head.h): its input rows are eh_proj's of the token's
+  // embedding and ForwardBatch::input_hidden, not the embedding alone.
+  const MtpHeadWeights* mtp_input = nullptr;
   const float* final_norm = nullptr; // [dim]
   WeightView output;                 // [vocab, dim] (may alias tok_embd)
   bool output_tied = false;          // output is tok_embd (packing may still give it its own copy)

@@ -105,6 +105,9 @@ struct ModelConfig {
   int32_t dim = 0;               // embedding width
   int32_t vocab_size = 0;
   int32_t num_layers = 0;
+  // Multi-token-prediction heads after the trunk (`nextn_predict_layers`; Model::mtp), each one decoder layer of
+  // the trunk's last layer's shape (layers.back()); 0: none, or the family skips them.
+  int32_t num_mtp_layers = 0;
   int32_t max_seq_len = 0;       // trained context, in tokens
   float rms_eps = 1e-5f;
   RopeLayout rope_layout = RopeLayout::Interleaved;  // the family's: NORM (adjacent pairs) or NEOX (rotate half)

@@ -153,12 +153,34 @@ class Binder : public LayerBinder {
     }
     if (family_.bind_model) family_.bind_model(*this);
     m_.layers.resize(c_.num_layers);
-    for (int32_t l = 0; l < c_.num_layers; ++l) bind_layer(l);
+    for (int32_t l = 0; l < c_.num_layers; ++l) bind_layer(l, c_.layers[l], m_.layers[l]);
+    m_.mtp.resize(c_.num_mtp_layers);
+    for (int32_t i = 0; i < c_.num_mtp_layers; ++i) bind_mtp_head(i);
   }
 
-  void bind_layer(int32_t l) {
-    const LayerConfig& lc = c_.layers[l];
-    LayerWeights& w = m_.layers[l];
+  // MTP head i: block num_layers + i, a decoder layer of the trunk's last layer's shape, and its nextn tensors
+  // (the embedding and head are the trunk's where the file shares them).
+  void bind_mtp_head(int32_t i) {
+    const int32_t l = c_.num_layers + i;
+    const int64_t dim = c_.dim, vocab = c_.vocab_size;
+    SLIMKV_CHECK(!family_.bind_attention && !c_.layers.back().delta_net, "{}: MTP heads of family '{}' are not "
+                 "read (its attention binds its own weights)", src_.source(), family_.name);
+    MtpHeadWeights& h = m_.mtp[i];
+    bind_layer(l, c_.layers.back(), h.layer);
+    const TensorRef* eh = find(TensorRole::NextnEhProj, l);
+    SLIMKV_CHECK(eh, "{}: '{}' = {} but block {} has no MTP projection (nextn.eh_proj)", src_.source(),
+                 "nextn_predict_layers", c_.num_mtp_layers, l);
+    h.eh_proj = matrix(TensorRole::NextnEhProj, l, dim, 2 * dim);
+    h.enorm = vector(TensorRole::NextnEnorm, l, dim);
+    h.hnorm = vector(TensorRole::NextnHnorm, l, dim);
+    h.head_norm = vector(TensorRole::NextnHeadNorm, l, dim);
+    SLIMKV_CHECK(h.enorm && h.hnorm && h.head_norm, "{}: MTP block {} lacks one of nextn.enorm, nextn.hnorm, "
+                 "nextn.shared_head_norm", src_.source(), l);
+    h.embed = matrix(TensorRole::NextnEmbed, l, vocab, dim);
+    h.head = matrix(TensorRole::NextnHead, l, vocab, dim);
+  }
+
+  void bind_layer(int32_t l, const LayerConfig& lc, LayerWeights& w) {
     const int64_t dim = c_.dim, q = lc.q_dim(), k = lc.k_dim(), v = lc.v_dim();
     w.attn_norm = vector(TensorRole::AttnNorm, l, dim);
     if (family_.bind_attention) {

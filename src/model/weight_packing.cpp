@@ -31,6 +31,12 @@ void pack_weights_for_kernels(Model& m, Isa isa) {
   for (auto& l : m.layers) {
     for (WeightView* w : l.matrices()) views.push_back(w);
   }
+  for (auto& h : m.mtp) {
+    for (WeightView* w : h.layer.matrices()) views.push_back(w);
+    for (WeightView* w : {&h.eh_proj, &h.head}) {
+      if (w->data) views.push_back(w);  // an empty head: the trunk's output
+    }
+  }
   views.push_back(&m.output);  // a tied classifier gets its own packed copy; tok_embd stays row-major for lookups
   if (m.hc_head_fn.data) views.push_back(&m.hc_head_fn);
   // F16 / Q4_0 / Q8_0 / Q4_K / Q5_K / Q6_K / IQ4_XS: interleaved 16-row panels (matmul.h, kquant_panels.h: one
@@ -89,6 +95,10 @@ int64_t dequantize_weights(Model& m, Isa isa) {
     for (WeightView* w : l.matrices()) views.push_back(w);
   }
   for (WeightView* w : {&m.tok_embd, &m.output, &m.hc_head_fn}) views.push_back(w);
+  for (auto& h : m.mtp) {
+    for (WeightView* w : h.layer.matrices()) views.push_back(w);
+    for (WeightView* w : {&h.eh_proj, &h.embed, &h.head}) views.push_back(w);  // empty ones are skipped
+  }
   int64_t converted = 0;
   for (WeightView* w : views) {
     if (w->data == nullptr || w->dtype == DType::F32) continue;

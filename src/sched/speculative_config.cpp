@@ -19,8 +19,8 @@ SpeculativeConfig SpeculativeConfig::from_json(const std::string& json) {
   SLIMKV_CHECK(j.is_object(), "--speculative-config: a JSON object is needed");
   for (const auto& [key, v] : j.items()) {
     if (key == "method") {
-      SLIMKV_CHECK(v.is_string() && (v == "ngram" || v == "draft_model"), "--speculative-config: method must be "
-                   "\"ngram\" or \"draft_model\" (MTP heads are not built yet)");
+      SLIMKV_CHECK(v.is_string() && (v == "ngram" || v == "draft_model" || v == "mtp"), "--speculative-config: "
+                   "method must be \"ngram\", \"draft_model\" or \"mtp\"");
       c.method = v.get<std::string>();
     } else if (key == "model") {
       SLIMKV_CHECK(v.is_string() && !v.get<std::string>().empty(), "--speculative-config: model must be a path");

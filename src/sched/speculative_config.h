@@ -1,5 +1,5 @@
 // Speculative decoding's configuration (issue SD; vLLM's `--speculative-config` JSON: `method` (ngram |
-// draft_model), `model`, `num_speculative_tokens`, `prompt_lookup_min`, `prompt_lookup_max`), parsed once; and which requests may
+// draft_model | mtp: the model's own MTP head), `model`, `num_speculative_tokens`, `prompt_lookup_min`, `prompt_lookup_max`), parsed once; and which requests may
 // speculate this step. Must not know: models or the cache's bytes.
 #pragma once
 #include <cstdint>
@@ -12,7 +12,7 @@ namespace slimkv {
 struct Request;
 
 struct SpeculativeConfig {
-  std::string method;                  // "" (off), "ngram" or "draft_model"
+  std::string method;                  // "" (off), "ngram", "draft_model" or "mtp"
   std::string draft_model;             // "model": the draft model's path (draft_model)
   NgramProposerConfig ngram;           // num_speculative_tokens (every method), prompt_lookup_min / _max (ngram)
   bool adaptive = true;                // "adaptive": drafts only while they measure faster (spec_governor.h)

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <future>
 #include <regex>
 
 #include "server_process.h"
@@ -70,6 +71,43 @@ TEST(ServerSpeculative, ADraftModelGivesThePlainServersText) {
   EXPECT_EQ(expect_streaming_equals_plain(s, body)["choices"][0]["text"], plain_text);
   const std::string m = s.get("/metrics");
   EXPECT_GT(metric_sum(m, "slimkv:spec_decode_num_accepted_tokens_total"), 0) << m;
+}
+
+// The MTP method on the real binary: kjv-4k-mtp's own head drafts; the plain server's text streamed or not, a
+// seeded sampled request repeats itself, and after concurrent requests nothing is running and no block is held.
+TEST(ServerSpeculative, AnMtpHeadGivesThePlainServersTextAndFreesEveryBlock) {
+  const std::string model = repo_dir() + "/models/kjv-4k-mtp/model.gguf";
+  SKIP_IF_MISSING(model);
+  const json body = {{"prompt", "And God said, Let there be light: and there was light."}, {"max_tokens", 40},
+                     {"temperature", 0}, {"ignore_eos", true}};
+  std::string plain_text;
+  {
+    ServerProcess plain({}, model);
+    plain_text = plain.post("/v1/completions", body).second["choices"][0]["text"];
+  }
+  ServerProcess s({"--speculative-config", R"({"method": "mtp", "num_speculative_tokens": 2, "adaptive": false})",
+                   "--served-model-name", "kjv-4k-mtp"},
+                  model);
+  EXPECT_EQ(expect_streaming_equals_plain(s, body)["choices"][0]["text"], plain_text);
+  json sampled = body;
+  sampled["temperature"] = 0.5;
+  std::vector<std::future<std::string>> at_once;  // four seeded requests at once (lanes side by side) ...
+  for (int seed = 1; seed <= 4; ++seed) {
+    sampled["seed"] = seed;
+    at_once.push_back(std::async(std::launch::async, [&s, b = sampled] {
+      return s.post("/v1/completions", b).second["choices"][0]["text"].get<std::string>();
+    }));
+  }
+  for (int seed = 1; seed <= 4; ++seed) {  // ... repeat one by one, streamed or not
+    sampled["seed"] = seed;
+    EXPECT_EQ(expect_streaming_equals_plain(s, sampled)["choices"][0]["text"], at_once[seed - 1].get()) << seed;
+  }
+  const std::string m = s.get("/metrics");
+  const double accepted = metric_sum(m, "slimkv:spec_decode_num_accepted_tokens_total");
+  EXPECT_GT(accepted, 0) << m;
+  EXPECT_LE(accepted, metric_sum(m, "slimkv:spec_decode_num_draft_tokens_total"));
+  EXPECT_NE(m.find("slimkv:num_requests_running{model_name=\"kjv-4k-mtp\"} 0\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("slimkv:kv_cache_usage_perc{model_name=\"kjv-4k-mtp\"} 0\n"), std::string::npos) << m;
 }
 
 TEST(ServerSpeculative, SeededSampledRequestsSpeculateAndRepeatStreamedOrNot) {

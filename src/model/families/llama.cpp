@@ -10,6 +10,7 @@ namespace {
 
 void read(const HParams& h, ModelConfig& c) {
   read_common_hparams(h, c);
+  read_mtp_layers(h, c);  // an MTP head after the trunk, where the file has one
   c.family = "llama";
   c.rope_layout = RopeLayout::Interleaved;
   const int32_t experts = h.integer(Hp::ExpertCount, 0, 0, 4096);
