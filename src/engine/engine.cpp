@@ -62,7 +62,9 @@ Engine::Engine(const Model& model, EngineConfig cfg)
       layout_(speculative_layout(fwd_.kv_layout(cfg_.cache.block_size, cfg_.compress), spec_)),
       draft_(make_draft(model, cfg_, spec_, layout_)),
       storage_(layout_, target_pool_blocks(cfg_, layout_, draft_.get())),
-      mtp_(spec_.method == "mtp" && model.shard.rank == 0 ? make_mtp(model, cfg_, &pool_) : nullptr),
+      mtp_(spec_.method == "mtp" && model.shard.rank == 0
+               ? make_mtp(model, cfg_, int64_t{storage_.num_blocks(0)} * cfg_.cache.block_size, &pool_)
+               : nullptr),
       kv_manager_(storage_.pool_blocks(), cfg_.cache.block_size, cfg_.cache.enable_prefix_caching,
                   cache_salt(model, cfg_.compress), group_specs(layout_)),
       scheduler_(cfg_.sched, kv_manager_) {

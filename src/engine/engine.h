@@ -106,7 +106,8 @@ class Engine {
   static KvLayout speculative_layout(KvLayout layout, const SpeculativeConfig& spec);
   static std::unique_ptr<DraftProposer> make_draft(const Model& model, const EngineConfig& cfg,
                                                    const SpeculativeConfig& spec, const KvLayout& layout);
-  static std::unique_ptr<MtpProposer> make_mtp(const Model& model, const EngineConfig& cfg, ThreadPool* pool);
+  static std::unique_ptr<MtpProposer> make_mtp(const Model& model, const EngineConfig& cfg, int64_t target_tokens,
+                                               ThreadPool* pool);
   static std::vector<int32_t> target_pool_blocks(const EngineConfig& cfg, const KvLayout& layout,
                                                  const DraftProposer* draft);
 

@@ -38,12 +38,14 @@ std::unique_ptr<DraftProposer> Engine::make_draft(const Model& model, const Engi
   return std::make_unique<DraftProposer>(spec.draft_model, model, cfg, layout.bytes_per_token());
 }
 
-// "method": "mtp": the model's own MTP head drafts (rank 0 of one process only: the head is not split).
-std::unique_ptr<MtpProposer> Engine::make_mtp(const Model& model, const EngineConfig& cfg, ThreadPool* pool) {
+// "method": "mtp": the model's own MTP head drafts (rank 0 of one process only: the head is not split). Its pool
+// holds as many tokens as the target's first pool (at most max_num_seqs full sequences, at least one).
+std::unique_ptr<MtpProposer> Engine::make_mtp(const Model& model, const EngineConfig& cfg, int64_t target_tokens,
+                                              ThreadPool* pool) {
   SLIMKV_CHECK(model.config.num_mtp_layers > 0, "--speculative-config: method \"mtp\" needs a model with an MTP "
                "head (nextn_predict_layers); {} has none", model.path);
-  return std::make_unique<MtpProposer>(model, cfg.sched.max_num_seqs, cfg.sched.max_model_len, cfg.cache.block_size,
-                                       pool);
+  const int64_t tokens = std::min<int64_t>(target_tokens, int64_t{cfg.sched.max_num_seqs} * cfg.sched.max_model_len);
+  return std::make_unique<MtpProposer>(model, cfg.sched.max_model_len, cfg.cache.block_size, tokens, pool);
 }
 
 // The target's pools: an explicit --kv-cache-memory less the draft pool's share (said in the error when the rest

@@ -12,46 +12,63 @@ namespace {
 
 constexpr int32_t kMaxPendingRows = 256;  // a lane runs what it holds past this (memory stays a chunk's)
 
-// The head's one-group, one-pool layout, and the blocks its lanes need.
-int32_t lane_pool_blocks(const KvLayout& layout, int32_t lanes, int32_t lane_blocks) {
+// The head's one-group, one-pool layout (checked), and its pool's blocks.
+int32_t head_pool_blocks(const KvLayout& layout, int64_t tokens, int32_t block_size) {
   SLIMKV_CHECK(layout.num_groups() == 1 && layout.num_pools() == 1 && !layout.groups[0].spec.recurrent_state(),
                "--speculative-config: the MTP head's layer needs {} KV groups; one paged attention group is supported",
                layout.num_groups());
-  return lanes * lane_blocks;
+  const int64_t blocks = (tokens + block_size - 1) / block_size;
+  SLIMKV_CHECK(blocks > 0 && blocks < (int64_t{1} << 30), "--speculative-config: an MTP head pool of {} tokens", tokens);
+  return static_cast<int32_t>(blocks);
 }
 
 }  // namespace
 
-MtpProposer::MtpProposer(const Model& target, int32_t max_num_seqs, int32_t max_model_len, int32_t block_size,
+MtpProposer::MtpProposer(const Model& target, int32_t max_model_len, int32_t block_size, int64_t pool_tokens,
                          ThreadPool* pool)
-    : head_(mtp_head_model(target, 0)), fwd_(*head_, pool), block_size_(block_size), lane_tokens_(max_model_len),
-      lane_blocks_((max_model_len + block_size - 1) / block_size), layout_(fwd_.kv_layout(block_size)),
-      kv_(layout_, lane_pool_blocks(layout_, max_num_seqs, lane_blocks_)) {
-  tables_.resize(max_num_seqs);
-  for (int32_t i = max_num_seqs - 1; i >= 0; --i) {
-    free_lanes_.push_back(i);
-    for (int32_t b = 0; b < lane_blocks_; ++b) tables_[i].blocks.push_back(i * lane_blocks_ + b);
-  }
+    : head_(mtp_head_model(target, 0)), fwd_(*head_, pool), block_size_(block_size), max_model_len_(max_model_len),
+      layout_(fwd_.kv_layout(block_size)),
+      kv_(layout_, head_pool_blocks(layout_, std::max<int64_t>(pool_tokens, max_model_len), block_size)) {
+  for (int32_t b = kv_.num_blocks() - 1; b >= 0; --b) free_blocks_.push_back(b);
 }
 
 MtpProposer::~MtpProposer() = default;
 
+void MtpProposer::restart(Lane& L, int32_t pos) {
+  free_blocks_.insert(free_blocks_.end(), L.table.blocks.rbegin(), L.table.blocks.rend());
+  L.table.blocks.clear();
+  L.start_pos = L.fed_end = pos;
+  L.next.clear();
+  L.hidden.clear();
+}
+
+bool MtpProposer::make_room(Lane& L, int32_t end_pos) {
+  auto grow = [&] {
+    const size_t need = static_cast<size_t>((end_pos - L.start_pos + block_size_ - 1) / block_size_);
+    while (L.table.blocks.size() < need) {
+      if (free_blocks_.empty()) return false;
+      L.table.blocks.push_back(free_blocks_.back());
+      free_blocks_.pop_back();
+    }
+    return true;
+  };
+  if (grow()) return true;
+  std::vector<float> hidden;  // start again at the unseen rows, keeping them
+  std::vector<int32_t> next;
+  hidden.swap(L.hidden);
+  next.swap(L.next);
+  restart(L, L.fed_end);
+  L.hidden.swap(hidden);
+  L.next.swap(next);
+  return grow();
+}
+
 void MtpProposer::observe(RequestId id, int32_t first_pos, const float* hidden, std::span<const int32_t> next) {
   const int32_t n = static_cast<int32_t>(next.size()), dim = head_->config.dim;
-  auto it = lanes_.find(id);
-  if (it == lanes_.end()) {
-    if (free_lanes_.empty()) return;  // more requests than lanes: this one drafts nothing
-    it = lanes_.emplace(id, Lane{}).first;
-    it->second.index = free_lanes_.back();
-    free_lanes_.pop_back();
-    it->second.start_pos = it->second.fed_end = first_pos;
-  }
+  auto [it, fresh] = lanes_.try_emplace(id);
   Lane& L = it->second;
-  if (first_pos < L.start_pos || first_pos > L.end() ||
-      first_pos + n - L.start_pos > lane_tokens_) {  // a gap (or past the lane): start afresh here
-    L.start_pos = L.fed_end = first_pos;
-    L.next.clear();
-    L.hidden.clear();
+  if (fresh || first_pos < L.start_pos || first_pos > L.end()) {  // new, or a gap: start afresh here
+    restart(L, first_pos);
   } else if (first_pos < L.fed_end) {  // rows it ran are replaced (rejected drafts' positions, a recompute)
     L.fed_end = first_pos;
     L.next.clear();
@@ -68,10 +85,13 @@ void MtpProposer::observe(RequestId id, int32_t first_pos, const float* hidden, 
 void MtpProposer::flush(Lane& L, int32_t keep) {
   const int32_t rows = static_cast<int32_t>(L.next.size()) - keep, dim = head_->config.dim;
   if (rows <= 0) return;
-  run({Row{&L, L.fed_end - L.start_pos, std::span<const int32_t>(L.next).first(rows), L.hidden.data()}}, false);
+  if (make_room(L, L.fed_end + rows)) {
+    run({Row{&L, L.fed_end - L.start_pos, std::span<const int32_t>(L.next).first(rows), L.hidden.data()}}, false);
+  }  // else the head never sees these rows: the lane starts after them
   L.next.erase(L.next.begin(), L.next.begin() + rows);
   L.hidden.erase(L.hidden.begin(), L.hidden.begin() + static_cast<size_t>(rows) * dim);
   L.fed_end += rows;
+  if (L.table.blocks.empty()) L.start_pos = L.fed_end;
 }
 
 void MtpProposer::run(const std::vector<Row>& rows, bool last_rows) {
@@ -81,7 +101,7 @@ void MtpProposer::run(const std::vector<Row>& rows, bool last_rows) {
     ScheduledChunk c;
     c.start_pos = r.rel;
     c.token_ids = r.tokens;
-    c.groups = std::span<const GroupKv>(&tables_[r.lane->index], 1);
+    c.groups = std::span<const GroupKv>(&r.lane->table, 1);
     out.chunks.push_back(c);
   }
   build_forward_batch(out, block_size_, layout_.groups, batch_);
@@ -112,6 +132,7 @@ std::vector<std::vector<int32_t>> MtpProposer::propose(const std::vector<Request
     auto it = lanes_.find(ids[i]);
     if (ks[i] <= 0 || it == lanes_.end() || it->second.next.empty() || it->second.end() != last_pos[i]) continue;
     Lane& L = it->second;
+    if (!make_room(L, L.end() + ks[i] - 1)) continue;  // its rows and the drafts' (positions end .. end + k - 2)
     who.push_back(i);
     rows.push_back(Row{&L, L.fed_end - L.start_pos, L.next, L.hidden.data()});
   }
@@ -157,7 +178,7 @@ void MtpProposer::retain(std::span<const RequestId> running) {
       ++it;
       continue;
     }
-    free_lanes_.push_back(it->second.index);
+    restart(it->second, 0);  // its blocks back to the pool
     it = lanes_.erase(it);
   }
 }

@@ -2,11 +2,12 @@
 // (model/mtp_head.h) drafts each speculating request's next k tokens. After every step the engine hands it each
 // request's new final-normed hidden states and the token after each (observe); a proposal runs the head over the
 // rows it has not seen — one forward for every request, whose last row gives the first draft — then k - 1 steps that
-// feed the head its own hidden state and last draft. Its cache is the head's one layer, a lane of max_model_len
-// tokens per running request (max_num_seqs lanes, beside --kv-cache-memory), paged by position from the first
-// position the lane saw (relative RoPE positions: a prefix-cache hit starts it later), so a rejected draft's rows
-// are rewritten when accepted tokens reach them. Owns: the head's model, forward and cache. Must not know: the
-// scheduler or the target's cache.
+// feed the head its own hidden state and last draft. Its cache is the head's one layer: a lane per running request,
+// paged by position from the first position the lane saw (RoPE positions relative to it: a prefix-cache hit, or a
+// lane restarted for room, starts later), its blocks taken from a pool of its own as the lane grows (as many
+// tokens as the target's pool holds, at least one full sequence); a lane that finds no room starts again at its
+// unseen rows. A rejected draft's rows are rewritten when accepted tokens reach them. Owns: the head's model,
+// forward and cache. Must not know: the scheduler or the target's cache.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -25,8 +26,8 @@ namespace slimkv {
 
 class MtpProposer {
  public:
-  // The target's head 0 (Error naming the file when it has none); lanes of max_model_len tokens each.
-  MtpProposer(const Model& target, int32_t max_num_seqs, int32_t max_model_len, int32_t block_size, ThreadPool* pool);
+  // The target's head 0 (Error naming the file when it has none); a pool of pool_tokens (at least max_model_len).
+  MtpProposer(const Model& target, int32_t max_model_len, int32_t block_size, int64_t pool_tokens, ThreadPool* pool);
   ~MtpProposer();
   MtpProposer(const MtpProposer&) = delete;
   MtpProposer& operator=(const MtpProposer&) = delete;
@@ -43,10 +44,11 @@ class MtpProposer {
   void retain(std::span<const RequestId> running);
   int64_t head_steps() const { return head_steps_; }  // head forwards so far
   int64_t cache_bytes() const { return kv_.size_bytes(); }
+  int32_t free_blocks() const { return static_cast<int32_t>(free_blocks_.size()); }
 
  private:
   struct Lane {
-    int32_t index = 0;      // its blocks: [index * lane_blocks_, (index + 1) * lane_blocks_)
+    GroupKv table;          // its blocks, from free_blocks_ as it grows
     int32_t start_pos = 0;  // the position its slot 0 holds
     int32_t fed_end = 0;    // positions [start_pos, fed_end) are in its cache
     std::vector<float> hidden;  // [pending, dim] observed rows from fed_end on, not yet run
@@ -63,15 +65,18 @@ class MtpProposer {
   // `last_rows` (into logits_ [rows, vocab], fwd_.hidden_states()).
   void run(const std::vector<Row>& rows, bool last_rows);
   void flush(Lane& lane, int32_t keep);  // runs the lane's pending rows but its last `keep`
+  // Blocks for the lane's positions up to end_pos (exclusive); without room it starts again at its unseen rows
+  // (fed_end), and false if even that does not fit.
+  bool make_room(Lane& lane, int32_t end_pos);
+  void restart(Lane& lane, int32_t pos);  // lets its blocks go; it starts at pos, nothing pending kept
 
   std::unique_ptr<Model> head_;
   DecoderForward fwd_;
-  int32_t block_size_, lane_tokens_, lane_blocks_;
+  int32_t block_size_, max_model_len_;
   KvLayout layout_;
   KvStorage kv_;
-  std::vector<int32_t> free_lanes_;
+  std::vector<int32_t> free_blocks_;
   std::unordered_map<RequestId, Lane> lanes_;
-  std::vector<GroupKv> tables_;  // [lanes] each lane's block table (one group)
   ForwardBatch batch_;
   std::vector<float> logits_;    // [rows, vocab] the last run's
   int64_t head_steps_ = 0;

@@ -98,12 +98,26 @@ TEST(MtpHead, LogitsEqualTheTorchReferenceAndTheProposerDraftsItsArgmax) {
   EXPECT_GE(same_argmax, n - 2);   // a near-tie may flip once
 
   // The proposer: the rows observed, its first draft is the head's prediction after the last token.
-  MtpProposer mtp(*m, 2, 256, 16, &pool);
+  MtpProposer mtp(*m, 256, 16, 512, &pool);
+  const int32_t free_before = mtp.free_blocks();
   mtp.observe(7, 0, hidden.data(), std::span<const int32_t>(ids).subspan(1, n - 1));
   const auto drafts = mtp.propose({7}, {n - 1}, {1});
   ASSERT_EQ(drafts[0].size(), 1u);
   EXPECT_EQ(drafts[0][0], argmax(ref[n - 2].data(), vocab));
+  EXPECT_EQ(mtp.free_blocks(), free_before - (n - 1 + 15) / 16) << "its blocks as it grew";
   EXPECT_TRUE(mtp.propose({7}, {n - 1}, {1})[0].empty()) << "nothing new observed: no draft";
+  mtp.retain({});
+  EXPECT_EQ(mtp.free_blocks(), free_before) << "a finished request's lane lets its blocks go";
+
+  // Without room for the whole passage (a pool of 16 tokens) the lane starts again at its unseen rows: the head
+  // then sees only the last 16 positions — still a draft, from less context.
+  MtpProposer small(*m, 16, 16, 16, &pool);
+  small.observe(7, 0, hidden.data(), std::span<const int32_t>(ids).subspan(1, 16));
+  ASSERT_EQ(small.propose({7}, {16}, {1})[0].size(), 1u);
+  const float* later = hidden.data() + 16 * static_cast<size_t>(m->config.dim);  // rows 16 .. 23
+  small.observe(7, 16, later, std::span<const int32_t>(ids).subspan(17, 8));
+  EXPECT_EQ(small.propose({7}, {24}, {1})[0].size(), 1u) << "restarted at position 16";
+  EXPECT_EQ(small.free_blocks(), 0);
 }
 
 // The engine's wiring: with k = 1 every draft is the head's argmax at (h_{p-1}, x_p) for the request's last token
