@@ -1,16 +1,16 @@
 // Engine's speculative decoding (issue SD): before a step, each running request that may speculate gets its drafts
-// (sampling/ngram_proposer.h, engine/draft_proposer.h, or the model's MTP head: engine/mtp_proposer.h, which is
-// handed every step's hidden states whose next token became known) as a verify chunk — the scheduler schedules the
-// last token and the drafts together; after the forward, the chunk's rows are verified (sampling/speculative_verify.h) into the
+// (sampling/ngram_proposer.h, engine/draft_proposer.h, or the model's MTP head: engine/mtp_proposer.h, which is handed
+// every step's hidden states whose next token became known) as a verify chunk — the scheduler schedules the last token
+// and the drafts together; after the forward, the chunk's rows are verified (sampling/speculative_verify.h) into the
 // accepted drafts and the token after them — sampled row by row by the request's own sampler, so greedy or sampled
-// (temperature, top-k, top-p, min-p), the tokens are plain decoding's exactly, draw for draw. Every KV kind rolls
-// back: tables paged by position (full attention, windows, compressed streams' entries and state) rewrite a rejected
-// draft's rows later and windows free by the accepted count; a recurrent state keeps the state after each row in a
-// spare block (the accepted row's goes live); dynamic retention counts only the accepted rows' attention, and a
-// chunk never spans one of its eviction points. Also the pool sizing speculation needs (the draft model's share of
-// the budget, recurrent draft states). Under tensor parallelism rank 0 proposes and verifies; the other
-// ranks run the verify chunks' forwards like any batch (its query-by-query flags and draft-state blocks travel in
-// it; each rank keeps its heads' rows' importance, summed over the ranks).
+// (temperature, top-k, top-p, min-p), the tokens are plain decoding's exactly, draw for draw. Every KV kind rolls back:
+// tables paged by position (full attention, windows, compressed streams' entries and state) rewrite a rejected draft's
+// rows later and windows free by the accepted count; a recurrent state keeps the state after each row in a spare block
+// (the accepted row's goes live); dynamic retention counts only the accepted rows' attention, and a chunk never spans
+// one of its eviction points. Also the pool sizing speculation needs (the draft model's share of the budget, recurrent
+// draft states). Under tensor parallelism rank 0 proposes and verifies; the other ranks run the verify chunks' forwards
+// like any batch (its query-by-query flags and draft-state blocks travel in it; each rank keeps its heads' rows'
+// importance, summed over the ranks).
 #include <algorithm>
 
 #include "core/check.h"

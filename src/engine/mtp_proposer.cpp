@@ -18,7 +18,8 @@ int32_t head_pool_blocks(const KvLayout& layout, int64_t tokens, int32_t block_s
                "--speculative-config: the MTP head's layer needs {} KV groups; one paged attention group is supported",
                layout.num_groups());
   const int64_t blocks = (tokens + block_size - 1) / block_size;
-  SLIMKV_CHECK(blocks > 0 && blocks < (int64_t{1} << 30), "--speculative-config: an MTP head pool of {} tokens", tokens);
+  SLIMKV_CHECK(blocks > 0 && blocks < (int64_t{1} << 30), "--speculative-config: an MTP head pool of {} tokens",
+               tokens);
   return static_cast<int32_t>(blocks);
 }
 
@@ -26,7 +27,7 @@ int32_t head_pool_blocks(const KvLayout& layout, int64_t tokens, int32_t block_s
 
 MtpProposer::MtpProposer(const Model& target, int32_t max_model_len, int32_t block_size, int64_t pool_tokens,
                          ThreadPool* pool)
-    : head_(mtp_head_model(target, 0)), fwd_(*head_, pool), block_size_(block_size), max_model_len_(max_model_len),
+    : head_(mtp_head_model(target, 0)), fwd_(*head_, pool), block_size_(block_size),
       layout_(fwd_.kv_layout(block_size)),
       kv_(layout_, head_pool_blocks(layout_, std::max<int64_t>(pool_tokens, max_model_len), block_size)) {
   for (int32_t b = kv_.num_blocks() - 1; b >= 0; --b) free_blocks_.push_back(b);

@@ -1,13 +1,13 @@
 // Speculative decoding's MTP heads (issue SD, `"method": "mtp"`): the target's own multi-token-prediction head
 // (model/mtp_head.h) drafts each speculating request's next k tokens. After every step the engine hands it each
-// request's new final-normed hidden states and the token after each (observe); a proposal runs the head over the
-// rows it has not seen — one forward for every request, whose last row gives the first draft — then k - 1 steps that
-// feed the head its own hidden state and last draft. Its cache is the head's one layer: a lane per running request,
-// paged by position from the first position the lane saw (RoPE positions relative to it: a prefix-cache hit, or a
-// lane restarted for room, starts later), its blocks taken from a pool of its own as the lane grows (as many
-// tokens as the target's pool holds, at least one full sequence); a lane that finds no room starts again at its
-// unseen rows. A rejected draft's rows are rewritten when accepted tokens reach them. Owns: the head's model,
-// forward and cache. Must not know: the scheduler or the target's cache.
+// request's new final-normed hidden states and the token after each (observe); a proposal runs the head over the rows
+// it has not seen — one forward for every request, whose last row gives the first draft — then k - 1 steps that feed
+// the head its own hidden state and last draft. Its cache is the head's one layer: a lane per running request, paged by
+// position from the first position the lane saw (RoPE positions relative to it: a prefix-cache hit, or a lane restarted
+// for room, starts later), its blocks taken from a pool of its own as the lane grows (as many tokens as the target's
+// pool holds, at least one full sequence); a lane that finds no room starts again at its unseen rows. A rejected
+// draft's rows are rewritten when accepted tokens reach them. Owns: the head's model, forward and cache. Must not know:
+// the scheduler or the target's cache.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -72,7 +72,7 @@ class MtpProposer {
 
   std::unique_ptr<Model> head_;
   DecoderForward fwd_;
-  int32_t block_size_, max_model_len_;
+  int32_t block_size_;
   KvLayout layout_;
   KvStorage kv_;
   std::vector<int32_t> free_blocks_;

@@ -101,6 +101,9 @@ bool KvCacheManager::allocate_slots(SeqKv& seq, int32_t num_tokens, const Prefix
     const bool table_hit = hit_blocks > 0 && !tables_[g]->snapshots_state();
     const int32_t from_hit = table_hit ? static_cast<int32_t>(hit->blocks[g].size()) : 0;
     for (int64_t b = std::max(have, from_hit); b < need_total(g); ++b) need_new[p] += skipped(g, b) ? 0 : 1;
+    // the merge policy's summary block, taken with the sequence's first blocks: whether evicted blocks merge or
+    // drop never depends on what else the pool holds when the first eviction comes
+    need_new[p] += groups_[g].dyn_merge && seq.groups[g].summary_block < 0 ? 1 : 0;
     if (hit_blocks > 0) {
       for (BlockId id : hit->blocks[g]) hit_unreferenced[p] += id >= 0 && pools_[p].ref_count(id) == 0;
     }
@@ -137,7 +140,12 @@ bool KvCacheManager::allocate_slots(SeqKv& seq, int32_t num_tokens, const Prefix
     size_t next = 0;
     for (int64_t b = first; b < need_total(g); ++b) blocks.push_back(skipped(g, b) ? -1 : (*fresh)[next++]);
   }
-  for (int32_t g = 0; g < G; ++g) seq.groups[g].state_tokens = num_tokens;
+  for (int32_t g = 0; g < G; ++g) {
+    seq.groups[g].state_tokens = num_tokens;
+    if (groups_[g].dyn_merge) {
+      SLIMKV_CHECK(ensure_summary_block(seq, g), "allocate_slots: pool changed between check and allocation");
+    }
+  }
   if (caching_ && snapshot_tokens > 0) plan_state_snapshots(seq, num_tokens, state_start, snapshot_tokens);
   return true;
 }

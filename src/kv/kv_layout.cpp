@@ -228,7 +228,7 @@ int64_t KvLayout::blocks_for_sequence(int64_t n, int64_t chunk, int32_t pool) co
       const int64_t keep = blocks_for_tokens(g.spec.sink_tokens) + blocks_for_tokens(g.spec.window_tokens + chunk) + 1;
       b = std::min(b, keep);
     }
-    total += b;
+    total += b + (g.spec.dyn_merge ? 1 : 0);  // merge: the summary block, held from the first allocation
   }
   return total;
 }

@@ -150,7 +150,8 @@ TEST(MtpHead, TheEnginesDraftsAreTheHeadsPredictionsOverTheText) {
   ThreadPool pool(2);
   std::vector<float> hidden;
   const std::vector<float> logits = head_logits(*m, pool, ids, &hidden);
-  const int32_t P = static_cast<int32_t>(prompt.size()), N = static_cast<int32_t>(ids.size()), vocab = m->config.vocab_size;
+  const int32_t P = static_cast<int32_t>(prompt.size()), N = static_cast<int32_t>(ids.size());
+  const int32_t vocab = m->config.vocab_size;
   int64_t drafts = 0, kept = 0;
   for (int32_t last = P; N - 1 - last >= 2;) {  // a draft needs room for it and the token after (max_tokens)
     const bool keep = argmax(logits.data() + static_cast<size_t>(last - 1) * vocab, vocab) == ids[last + 1];
