@@ -249,7 +249,7 @@ std::vector<StepEvent> Engine::step() {
     pending_folds_.clear();
     const PooledRows pooled = plan_pooled_rows(out, scheduler_, batch_);  // embedding requests' rows to keep
     mtp_first = batch_.hidden_rows.size();
-    if (mtp_feeding_) keep_mtp_rows(out);  // every row's hidden state, after the pooled rows
+    if (mtp_feeding_) keep_mtp_rows();  // every row's hidden state, after the pooled rows
     fwd_.set_step_loras(plan_adapter_rows(out, scheduler_, batch_));     // each token's LoRA adapter, if any
     sync_tier();  // blocks this step's allocations reuse: every rank saves its part before the forward writes
     if (before_forward_) before_forward_(batch_);

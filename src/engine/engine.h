@@ -97,7 +97,7 @@ class Engine {
                     std::vector<int32_t>& accepted);  // after the forward: a verify chunk's tokens
   // "method": "mtp": each chunk's rows' hidden states kept by the forward (appended to batch_.hidden_rows), and
   // after the step the rows whose next token is known handed to the MTP head (first: the first such hidden row).
-  void keep_mtp_rows(const SchedOutput& out);
+  void keep_mtp_rows();
   void observe_mtp_rows(const SchedOutput& out, const std::vector<int32_t>& accepted, size_t first);
   // Dynamic retention: the attention mass of a verify chunk's first `rows` (accepted) rows, row by row.
   void add_verified_importance(RequestId id, size_t chunk, int32_t first_token, int32_t rows);

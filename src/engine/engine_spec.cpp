@@ -116,9 +116,8 @@ void Engine::plan_drafts() {
   }
 }
 
-void Engine::keep_mtp_rows(const SchedOutput& out) {
+void Engine::keep_mtp_rows() {
   for (int32_t t = 0; t < batch_.num_tokens(); ++t) batch_.hidden_rows.push_back(t);
-  (void)out;
 }
 
 void Engine::observe_mtp_rows(const SchedOutput& out, const std::vector<int32_t>& accepted, size_t first) {
@@ -132,7 +131,7 @@ void Engine::observe_mtp_rows(const SchedOutput& out, const std::vector<int32_t>
     int32_t valid = c.num_drafts > 0 ? 1 + accepted.at(verified++) : n;
     const Request* r = scheduler_.find(c.id);
     if (r) valid = std::min(valid, r->num_tokens() - 1 - c.start_pos);
-    if (r && valid > 0) {
+    if (r && valid > 0 && may_ever_speculate(*r)) {
       const float* h = fwd_.hidden_states().data() + row * static_cast<size_t>(dim);  // [valid, dim]
       mtp_->observe(c.id, c.start_pos, h, std::span<const int32_t>(r->tokens).subspan(c.start_pos + 1, valid));
     }

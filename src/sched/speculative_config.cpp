@@ -47,10 +47,13 @@ SpeculativeConfig SpeculativeConfig::from_json(const std::string& json) {
   return c;
 }
 
-bool may_speculate(const Request& r) {
+bool may_ever_speculate(const Request& r) {
   const RequestParams& p = r.params;
-  return p.speculative && !p.sampling.has_penalties() && !r.constraint && p.logprobs < 0 &&
-         p.pooling == Pooling::None && r.num_output_tokens() >= std::max(1, p.min_tokens) &&
+  return p.speculative && !p.sampling.has_penalties() && !r.constraint && p.logprobs < 0 && p.pooling == Pooling::None;
+}
+
+bool may_speculate(const Request& r) {
+  return may_ever_speculate(r) && r.num_output_tokens() >= std::max(1, r.params.min_tokens) &&
          r.num_computed_tokens == r.num_tokens() - 1;
 }
 

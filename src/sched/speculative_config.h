@@ -25,5 +25,8 @@ struct SpeculativeConfig {
 // (its prompt computed and a token sampled); greedy or sampled. The engine also requires a layout speculation may
 // roll back.
 bool may_speculate(const Request& r);
+// Whether r could ever speculate (may_speculate's conditions that never change: not opted out, unconstrained, no
+// penalties, logprobs or pooling) — an MTP head is fed only such requests' rows.
+bool may_ever_speculate(const Request& r);
 
 }  // namespace slimkv
