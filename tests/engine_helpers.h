@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <string>
 #include <vector>
 
 #include "engine/engine.h"
@@ -20,6 +21,28 @@ inline void use_dynamic_retention(EngineConfig& c, int32_t topk, int32_t sinks, 
   c.compress.kv_recent_window = window;
   if (merge) c.compress.kv_evict_policy = "merge";
   c.cache.block_size = block_size;
+}
+
+// The speculative tests' cache kinds on c: the storage dtype (a residual window of residual_tokens), and sparse =
+// "" | static (sinks 4 + window 32) | select (oracle rows: 24 of them, sinks 4, window 16) | dynamic | merge
+// (dynamic retention: sinks 4 + window 8 + 2 blocks of 8 by attention, evicted ones dropped or merged).
+inline void use_cache_kind(EngineConfig& c, const std::string& dtype, int32_t residual_tokens,
+                           const std::string& sparse) {
+  c.compress.kv_cache_dtype = dtype;
+  c.compress.kv_residual_tokens = residual_tokens;
+  if (sparse == "static") {
+    c.compress.kv_sparse_mode = "static";
+    c.compress.kv_sink_tokens = 4;
+    c.compress.kv_recent_window = 32;
+  } else if (sparse == "dynamic" || sparse == "merge") {
+    use_dynamic_retention(c, 28, 4, 8, sparse == "merge", 8);
+  } else if (sparse == "select") {
+    c.compress.kv_sparse_mode = "select";
+    c.compress.kv_select_index = "oracle";
+    c.compress.kv_sparse_topk = 24;
+    c.compress.kv_sink_tokens = 4;
+    c.compress.kv_recent_window = 16;
+  }
 }
 
 // 0.02 GiB of KV, 64-token steps, 2 threads, prefix caching on, no compression.

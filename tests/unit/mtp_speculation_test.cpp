@@ -50,15 +50,7 @@ TEST_P(MtpSpeculation, GreedyTokensEqualPlainDecodingBatchedCachedAndPreempted) 
   const auto jobs = kjv_jobs(*m);
   for (bool tight : {false, true}) {
     EngineConfig c = small_engine_config();
-    c.compress.kv_cache_dtype = mc.dtype;
-    c.compress.kv_residual_tokens = mc.residual_tokens;
-    if (mc.sparse == "static") {
-      c.compress.kv_sparse_mode = "static";
-      c.compress.kv_sink_tokens = 4;
-      c.compress.kv_recent_window = 32;
-    } else if (mc.sparse == "merge") {
-      use_dynamic_retention(c, 28, 4, 8, true, 8);
-    }
+    use_cache_kind(c, mc.dtype, mc.residual_tokens, mc.sparse);
     c.sched.max_num_batched_tokens = 16;
     c.sched.max_model_len = 112;
     if (tight) {  // one sequence's blocks and a few more: preemption

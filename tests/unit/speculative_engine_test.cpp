@@ -65,21 +65,7 @@ TEST_P(SpeculativeEngine, GreedyTokensEqualPlainDecodingBatchedChunkedAndPreempt
   const auto jobs = quoting_jobs(static_cast<int32_t>(std::min<int64_t>(m->config.vocab_size, 512)));
   for (bool tight : {false, true}) {
     EngineConfig c = small_engine_config();
-    c.compress.kv_cache_dtype = sc.dtype;
-    c.compress.kv_residual_tokens = sc.residual_tokens;
-    if (sc.sparse == "static") {
-      c.compress.kv_sparse_mode = "static";
-      c.compress.kv_sink_tokens = 4;
-      c.compress.kv_recent_window = 32;
-    } else if (sc.sparse == "dynamic" || sc.sparse == "merge") {  // sinks 4 + window 8 + 2 blocks of 8 by attention
-      use_dynamic_retention(c, 28, 4, 8, sc.sparse == "merge", 8);
-    } else if (sc.sparse == "select") {
-      c.compress.kv_sparse_mode = "select";
-      c.compress.kv_select_index = "oracle";
-      c.compress.kv_sparse_topk = 24;
-      c.compress.kv_sink_tokens = 4;
-      c.compress.kv_recent_window = 16;
-    }
+    use_cache_kind(c, sc.dtype, sc.residual_tokens, sc.sparse);
     c.sched.max_num_batched_tokens = 16;  // chunked prefill beside the verify chunks
     c.sched.max_model_len = 128;
     if (tight) {  // about two sequences' blocks: preemption
