@@ -139,8 +139,9 @@ std::vector<std::vector<int32_t>> MtpProposer::propose(const std::vector<Request
   }
   if (rows.empty()) return drafts;
   run(rows, true);  // every lane's unseen rows; the last one's logits are the first draft
-  std::vector<float> g(fwd_.hidden_states());  // [rows, dim] the head's hidden state after each last row
-  std::vector<int32_t> last(rows.size());      // [rows] each one's latest draft
+  std::vector<float>& g = g_;  // [rows, dim] the head's hidden state after each one's latest row
+  g.assign(fwd_.hidden_states().begin(), fwd_.hidden_states().end());
+  std::vector<int32_t> last(rows.size());  // [rows] each one's latest draft
   for (size_t j = 0; j < rows.size(); ++j) {
     Lane& L = *rows[j].lane;
     L.fed_end = L.end();
@@ -149,10 +150,13 @@ std::vector<std::vector<int32_t>> MtpProposer::propose(const std::vector<Request
     last[j] = argmax(logits_.data() + j * static_cast<size_t>(vocab), vocab);
     drafts[who[j]].push_back(last[j]);
   }
+  std::vector<size_t> act;  // rows still drafting
+  std::vector<Row> step;
+  std::vector<float>& in = in_;  // [act, dim] their hidden states
   for (int32_t s = 1;; ++s) {  // draft s + 1 from (the head's own hidden state, draft s) at position end - 1 + s
-    std::vector<size_t> act;   // rows still drafting
-    std::vector<Row> step;
-    std::vector<float> in;     // [act, dim]
+    act.clear();
+    step.clear();
+    in.clear();
     for (size_t j = 0; j < rows.size(); ++j) {
       if (ks[who[j]] <= s) continue;
       Lane& L = *rows[j].lane;

@@ -79,6 +79,7 @@ class MtpProposer {
   std::unordered_map<RequestId, Lane> lanes_;
   ForwardBatch batch_;
   std::vector<float> logits_;    // [rows, vocab] the last run's
+  std::vector<float> g_, in_;    // propose: [drafting rows, dim] the head's latest hidden states, a step's input
   int64_t head_steps_ = 0;
 };
 
